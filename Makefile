@@ -1,0 +1,53 @@
+# `make test` and `make reproduce` set everything up on a fresh machine (offline except PyPI/Debian).
+SHELL := /bin/bash
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PROFILE ?= cpu
+NOTEBOOKS := $(sort $(wildcard notebooks/[0-9]*.ipynb))
+# WikiText-2 is never shipped: point at ../shared/data when that folder exists (override freely).
+REPRO_DATA_DIR ?= $(if $(wildcard ../shared/data/wikitext-2),$(abspath ../shared/data),)
+export REPRO_DATA_DIR
+export TOKENIZERS_PARALLELISM := false
+export HF_HUB_DISABLE_TELEMETRY := 1
+
+.PHONY: setup test reproduce smoke benchmark lab clean-results
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml requirements-assets.txt | sha256sum | cut -c1-12)
+
+setup: $(STAMP)
+$(STAMP): pyproject.toml requirements-assets.txt
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q torch==2.13.0
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(BIN)/python -m pip install -q --no-deps -r requirements-assets.txt
+	-@if command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] && [ ! -d /usr/share/datasets/fashion-mnist ]; then \
+	  (apt-get install -y -q dataset-fashion-mnist >/dev/null 2>&1 || \
+	   (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q dataset-fashion-mnist >/dev/null 2>&1)) \
+	  || echo "note: dataset-fashion-mnist not installed (apt unavailable)"; fi
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
+	rm -f $(VENV)/.installed-*; touch $@
+
+test: setup
+	$(BIN)/python -m pytest
+
+# The default profile executes the notebooks in place (their outputs are committed); other
+# profiles write executed copies under .cache/executed/<profile>/.
+OUTDIR = $(if $(filter cpu,$(PROFILE)),notebooks,.cache/executed/$(PROFILE))
+reproduce: setup
+	@mkdir -p $(OUTDIR); for nb in $(NOTEBOOKS); do \
+	  echo "== $$nb ($(PROFILE) profile)"; \
+	  $(BIN)/papermill $$nb $(OUTDIR)/$$(basename $$nb) -f notebooks/profiles/$(PROFILE).yaml \
+	    --cwd notebooks -k python3 --log-output --no-progress-bar || exit 1; \
+	done
+
+smoke:
+	$(MAKE) reproduce PROFILE=smoke
+
+benchmark: setup
+	$(BIN)/python benchmarks/ppl_throughput.py
+	$(BIN)/python benchmarks/ppl_reference_check.py --dtype bfloat16
+	$(BIN)/python benchmarks/ppl_reference_check.py --dtype float32
+
+lab: setup
+	$(BIN)/jupyter lab notebooks/

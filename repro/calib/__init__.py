@@ -1,0 +1,117 @@
+"""Layer 3: calibration data and what pruning methods capture from it.
+
+- :func:`sample_windows`: seeded random windows (nsamples x seqlen) from a tokenized corpus,
+  as Wanda and SparseGPT draw them.
+- :func:`input_sumsq`: per-input-feature sum of squares of the inputs of chosen modules, which
+  gives both Wanda's ``||X_j||_2 = sqrt(sum_t x_tj^2)`` and the diagonal of SparseGPT's input
+  Hessian ``H_jj = (2/n) sum_t x_tj^2``.
+- :func:`loss_gradients`: language-model loss gradients accumulated on every parameter.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from repro.errors import ReproError
+
+
+def sample_windows(ids: torch.Tensor, nsamples: int, seqlen: int, seed: int = 0) -> torch.Tensor:
+    """``nsamples`` windows of ``seqlen`` tokens starting at seeded random offsets."""
+    if nsamples < 1:
+        raise ReproError(f"the calibration set is empty (nsamples={nsamples})")
+    if ids.numel() <= seqlen:
+        raise ReproError(f"calibration text has {ids.numel()} tokens, not more than seqlen={seqlen}")
+    rng = np.random.default_rng(seed)
+    starts = rng.integers(0, ids.numel() - seqlen, size=nsamples)
+    return torch.stack([ids[s:s + seqlen] for s in starts.tolist()])
+
+
+@dataclass
+class InputStats:
+    sumsq: torch.Tensor  # [in_features], float64
+    n: int               # tokens seen
+
+    @property
+    def norm(self) -> torch.Tensor:
+        """Wanda's ||X_j||_2 over all calibration tokens."""
+        return self.sumsq.sqrt()
+
+    @property
+    def hessian_diag(self) -> torch.Tensor:
+        """SparseGPT's diag(H), H = 2/n X^T X."""
+        return 2.0 * self.sumsq / max(self.n, 1)
+
+
+def _batches(windows: torch.Tensor, batch_size: int):
+    if windows.numel() == 0 or len(windows) == 0:
+        raise ReproError("the calibration set is empty")
+    for s in range(0, len(windows), batch_size):
+        yield windows[s:s + batch_size]
+
+
+@torch.inference_mode()
+def input_sumsq(model: nn.Module, modules: list[nn.Module], windows: torch.Tensor, batch_size: int = 4,
+                progress: bool = True) -> dict[nn.Module, InputStats]:
+    """Run the calibration windows through the model and collect input statistics of ``modules``."""
+    stats = {m: None for m in modules}
+
+    def hook(module, args):
+        x = args[0].detach().reshape(-1, args[0].shape[-1]).double()
+        s = stats[module]
+        add = x.pow(2).sum(0)
+        stats[module] = InputStats(add, x.shape[0]) if s is None else InputStats(s.sumsq + add, s.n + x.shape[0])
+
+    handles = [m.register_forward_pre_hook(hook) for m in set(modules)]
+    device = next(model.parameters()).device
+    try:
+        for batch in tqdm(list(_batches(windows, batch_size)), desc="calibrate", leave=False, disable=not progress):
+            model(input_ids=batch.to(device), use_cache=False)
+    finally:
+        for h in handles:
+            h.remove()
+    return stats
+
+
+class Calibration:
+    """Calibration windows plus a memo of what has been captured from them, so several methods
+    (Wanda-Head, SparseGPT-Head, Hybrid) share one pass over the data."""
+
+    def __init__(self, windows: torch.Tensor, source: dict | None = None):
+        if windows is None or len(windows) == 0:
+            raise ReproError("the calibration set is empty")
+        self.windows = windows
+        self.source = source or {}
+        self._stats: dict = {}
+
+    def __len__(self) -> int:
+        return len(self.windows)
+
+    def input_stats(self, model: nn.Module, modules: list[nn.Module]) -> dict[nn.Module, InputStats]:
+        key = (id(model), tuple(id(m) for m in modules))
+        if key not in self._stats:
+            self._stats = {key: input_sumsq(model, modules, self.windows)}  # keep one model's stats
+        return self._stats[key]
+
+
+def as_calibration(calib) -> Calibration:
+    if isinstance(calib, Calibration):
+        return calib
+    if calib is None:
+        raise ReproError("this method needs calibration windows (calib=...)")
+    return Calibration(torch.as_tensor(calib))
+
+
+def loss_gradients(model: nn.Module, windows: torch.Tensor, batch_size: int = 1, progress: bool = True) -> None:
+    """Accumulate d(mean LM loss over windows)/d(weights) into ``param.grad`` (zeroed first)."""
+    model.zero_grad(set_to_none=True)
+    device = next(model.parameters()).device
+    n = len(windows)
+    with torch.enable_grad():
+        for batch in tqdm(list(_batches(windows, batch_size)), desc="gradients", leave=False, disable=not progress):
+            batch = batch.to(device)
+            loss = model(input_ids=batch, labels=batch, use_cache=False).loss * (len(batch) / n)
+            loss.backward()

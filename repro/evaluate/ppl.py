@@ -1,0 +1,104 @@
+"""Perplexity with the SparseGPT / Wanda / GPTQ protocol.
+
+rows joined with "\\n\\n", tokenized once, cut into non-overlapping windows of ``seqlen`` tokens
+(the tail that does not fill a window is dropped), each window scored on its own;
+``ppl = exp(mean token NLL)``. Every window has ``seqlen - 1`` predicted tokens, so the mean of
+per-window mean NLLs is the token mean; per-window NLLs are returned for bootstrap CIs.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from tqdm.auto import tqdm
+
+from repro.assets.data import TextData
+from repro.errors import ReproError
+from repro.evaluate.stats import ppl_ci
+
+_TOKEN_CACHE: dict = {}
+
+
+def tokenize(tokenizer, data: TextData, sep: str = "\n\n") -> torch.Tensor:
+    """All tokens of ``sep.join(rows)`` as one 1-D tensor (memoised per tokenizer and data)."""
+    key = (getattr(tokenizer, "name_or_path", id(tokenizer)), type(tokenizer).__name__, data.name, data.split,
+           data.sha256, len(data.rows), sep)
+    if key not in _TOKEN_CACHE:
+        import transformers
+
+        verbosity = transformers.logging.get_verbosity()
+        transformers.logging.set_verbosity_error()  # "sequence longer than max length" is expected
+        try:
+            ids = tokenizer(sep.join(data.rows), return_tensors="pt")["input_ids"][0]
+        finally:
+            transformers.logging.set_verbosity(verbosity)
+        _TOKEN_CACHE[key] = ids
+    return _TOKEN_CACHE[key]
+
+
+def max_positions(model: torch.nn.Module) -> int | None:
+    c = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+    for attr in ("max_position_embeddings", "n_positions"):
+        if getattr(c, attr, None):
+            return int(getattr(c, attr))
+    return None
+
+
+def windows(ids: torch.Tensor, seqlen: int, max_windows: int | None = None) -> torch.Tensor:
+    """Non-overlapping [n, seqlen] windows from the start; tail dropped."""
+    if seqlen < 2:
+        raise ReproError(f"seqlen must be at least 2, got {seqlen}")
+    n = ids.numel() // seqlen
+    if max_windows is not None:
+        if max_windows < 1:
+            raise ReproError(f"max_windows must be positive, got {max_windows}")
+        n = min(n, max_windows)
+    if n == 0:
+        raise ReproError(f"the data has {ids.numel()} tokens, fewer than one window of {seqlen}")
+    return ids[: n * seqlen].view(n, seqlen)
+
+
+@torch.inference_mode()
+def window_nll(model: torch.nn.Module, wins: torch.Tensor, batch_size: int = 1, progress: bool = True) -> np.ndarray:
+    """Mean next-token NLL (nats) of each window, computed in float32 from the model's logits."""
+    limit = max_positions(model)
+    if limit is not None and wins.shape[1] > limit:
+        raise ReproError(f"seqlen {wins.shape[1]} exceeds the model's limit of {limit} positions")
+    device = next(model.parameters()).device
+    out = []
+    for start in tqdm(range(0, len(wins), batch_size), desc="ppl", unit="batch", disable=not progress,
+                      leave=False):
+        batch = wins[start:start + batch_size].to(device)
+        logits = model(input_ids=batch, use_cache=False).logits[:, :-1]
+        nll = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), batch[:, 1:].reshape(-1),
+                              reduction="none").view(batch.shape[0], -1).mean(1)
+        out.append(nll.cpu().double())
+    return torch.cat(out).numpy()
+
+
+@dataclass
+class PPLResult:
+    ppl: float
+    ci95: tuple[float, float] | None
+    window_nll: list[float]
+    seqlen: int
+    n_windows: int
+    n_tokens: int
+    dtype: str
+
+    def as_dict(self) -> dict:
+        return {"ppl": self.ppl, "ci95": self.ci95, "window_nll": self.window_nll, "seqlen": self.seqlen,
+                "n_windows": self.n_windows, "n_tokens": self.n_tokens, "dtype": self.dtype}
+
+
+def perplexity(model, tokenizer, data: TextData, seqlen: int = 1024, max_windows: int | None = None,
+               batch_size: int = 1, progress: bool = True) -> PPLResult:
+    """Perplexity of ``model`` on ``data`` (in the model's current dtype)."""
+    wins = windows(tokenize(tokenizer, data), seqlen, max_windows)
+    nll = window_nll(model, wins, batch_size, progress)
+    dtype = str(next(model.parameters()).dtype).replace("torch.", "")
+    return PPLResult(float(math.exp(nll.mean())), ppl_ci(nll), nll.tolist(), seqlen, len(wins), int(wins.numel()),
+                     dtype)

@@ -1,0 +1,55 @@
+"""Wall-clock prefill timing and analytic attention cost, for dense vs zeroed vs removed models."""
+from __future__ import annotations
+
+import statistics
+import time
+
+import torch
+
+from repro.arch import adapter as get_adapter
+
+
+@torch.inference_mode()
+def prefill_seconds(model: torch.nn.Module, batch: int, seqlen: int, repeats: int = 5, warmup: int = 1,
+                    seed: int = 0) -> dict:
+    """Median (and all) wall-clock seconds of one forward pass over ``batch x seqlen`` tokens."""
+    g = torch.Generator().manual_seed(seed)
+    vocab = model.get_input_embeddings().num_embeddings
+    ids = torch.randint(4, vocab, (batch, seqlen), generator=g).to(next(model.parameters()).device)
+    times = []
+    for k in range(warmup + repeats):
+        t0 = time.perf_counter()
+        model(input_ids=ids, use_cache=False)
+        if k >= warmup:
+            times.append(time.perf_counter() - t0)
+    return {"median_s": statistics.median(times), "times_s": times, "batch": batch, "seqlen": seqlen,
+            "threads": torch.get_num_threads()}
+
+
+def attention_flops(model: torch.nn.Module, seqlen: int) -> int:
+    """Prefill FLOPs of all attention blocks for one sequence (2 per multiply-add): Q/K/V/O
+    projections plus the QK^T and AV products (full, not causal-halved), from current shapes."""
+    ad = get_adapter(model)
+    d = ad.config.hidden_size
+    total = 0
+    for i in range(ad.n_layers):
+        a = ad.attention(i)
+        qo = a.n_heads * a.head_dim
+        kv = a.n_kv_heads * a.head_dim
+        total += 2 * seqlen * d * (2 * qo + 2 * kv) + 2 * 2 * seqlen * seqlen * qo
+    return total
+
+
+def attention_params(model: torch.nn.Module) -> int:
+    ad = get_adapter(model)
+    return sum(s.module.weight.numel() for i in range(ad.n_layers) for s in ad.attention(i).sites)
+
+
+def count_params(model: torch.nn.Module, nonzero: bool = False) -> int:
+    seen, n = set(), 0
+    for p in model.parameters():
+        if id(p) in seen:
+            continue
+        seen.add(id(p))
+        n += int((p != 0).sum()) if nonzero else p.numel()
+    return n

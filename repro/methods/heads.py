@@ -1,0 +1,213 @@
+"""Attention-head scorers (one interface: ``model [+ calibration windows] -> scores [L, H]``,
+low score = pruned first) and the global ranking that picks the heads to prune.
+
+MP and MP-G follow "Magnitude Profile Pruning" (eqs. 1-3); the calibration baselines are the
+paper's head-level adaptations of Wanda, SparseGPT and gradient saliency. A new scorer is one
+function plus one ``HEAD_METHODS`` entry.
+
+Per projection R of a layer, every *feature* (a row of W_Q, W_K, W_V; a column of W_O) gets a
+value; a head's score adds the values of its own Q and O features and of its KV group's K and
+V features. ``kv_share`` divides the KV part by the group size g (MP-G's eq. 3); without it
+every query head counts its group's K/V in full (plain MP, and the baselines as the paper
+describes them).
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import torch
+
+from repro.arch import Adapter, Attention, adapter as get_adapter
+from repro.calib import Calibration, as_calibration, loss_gradients
+from repro.errors import ReproError, UnknownNameError, check_fraction
+
+ROLES = ("q", "k", "v", "o")
+
+
+def _per_unit(values: torch.Tensor, width: int) -> torch.Tensor:
+    return values.reshape(-1, width).sum(1)
+
+
+def combine(attn: Attention, units: dict, kv_share: bool, alpha_q: float = 1.0, alpha_kv: float = 1.0) -> torch.Tensor:
+    """Per-head score from per-unit role values (eq. 3 when ``kv_share``)."""
+    kv = units["k"] + units["v"]
+    kv = kv[torch.arange(attn.n_heads) // attn.group_size]
+    if kv_share:
+        kv = kv / attn.group_size
+    return alpha_q * (units["q"] + units["o"]) + alpha_kv * kv
+
+
+def _layers(ad: Adapter, feature_values: Callable[[Attention, str], torch.Tensor], kv_share: bool) -> np.ndarray:
+    rows = []
+    for i in range(ad.n_layers):
+        attn = ad.attention(i)
+        units = {r: _per_unit(feature_values(attn, r).double(), attn.head_dim) for r in ROLES}
+        rows.append(combine(attn, units, kv_share).cpu().numpy())
+    if len({len(r) for r in rows}) != 1:
+        raise ReproError("head scoring needs the same number of heads in every layer (score before removing)")
+    return np.stack(rows)
+
+
+def norms(attn: Attention, role: str) -> torch.Tensor:
+    """L2 norm of each row of W_Q/W_K/W_V, or of each column of W_O (eq. 1)."""
+    return attn.site(role).matrix(role).double().norm(dim=1)
+
+
+def excess(values: torch.Tensor, z: float) -> torch.Tensor:
+    """max(0, r_i - (mu + z*sigma)), mu/sigma over the projection's features (population std)."""
+    mu, sigma = values.mean(), values.std(unbiased=False)
+    return torch.clamp(values - (mu + z * sigma), min=0.0)
+
+
+# ---- calibration-free ------------------------------------------------------------------------
+
+def mp(model, calib=None, z: float = 2.0, **_) -> np.ndarray:
+    return _layers(get_adapter(model), lambda a, r: excess(norms(a, r), z), kv_share=False)
+
+
+def mpg(model, calib=None, z: float = 2.0, **_) -> np.ndarray:
+    return _layers(get_adapter(model), lambda a, r: excess(norms(a, r), z), kv_share=True)
+
+
+def magnitude_head(model, calib=None, **_) -> np.ndarray:
+    """Sum of the head's row (column for O) L2 norms, no threshold."""
+    return _layers(get_adapter(model), norms, kv_share=False)
+
+
+def random_head(model, calib=None, seed: int = 0, **_) -> np.ndarray:
+    ad = get_adapter(model)
+    return np.random.default_rng(seed).random((ad.n_layers, ad.attention(0).n_heads))
+
+
+# ---- calibration-based -----------------------------------------------------------------------
+
+def _input_stats(model, ad: Adapter, calib):
+    mods = []
+    for i in range(ad.n_layers):
+        mods += [s.module for s in ad.attention(i).sites]
+    return as_calibration(calib).input_stats(model, mods)
+
+
+def _weighted(attn: Attention, role: str, col_weight: Callable) -> torch.Tensor:
+    """sum_j |W_ij| * c_j per feature i of ``role``, with c the per-input weights of its site.
+    For the O site the features are its input columns, so the weight multiplies the column."""
+    site = attn.site(role)
+    w = site.matrix(role).double().abs()
+    if site.side == "out":
+        return w @ col_weight(site.module).to(w.device)
+    c = col_weight(site.module)[site.index(role)].to(w.device)
+    return w.sum(1) * c
+
+
+def wanda_head(model, calib=None, **_) -> np.ndarray:
+    """Eq. 4: sum |W_ij| * ||X_j||_2 over the head's Q/K/V rows and its O columns."""
+    ad = get_adapter(model)
+    st = _input_stats(model, ad, calib)
+    return _layers(ad, lambda a, r: _weighted(a, r, lambda m: st[m].norm), kv_share=False)
+
+
+def sparsegpt_head(model, calib=None, **_) -> np.ndarray:
+    """sum w_ij^2 * H_jj (the OBS saliency with diag(H) = 2/n X^T X) over the head's weights."""
+    ad = get_adapter(model)
+    st = _input_stats(model, ad, calib)
+
+    def values(a: Attention, r: str) -> torch.Tensor:
+        site = a.site(r)
+        w2 = site.matrix(r).double().pow(2)
+        h = st[site.module].hessian_diag.to(w2.device)
+        return w2 @ h if site.side == "out" else w2.sum(1) * h[site.index(r)]
+    return _layers(ad, values, kv_share=False)
+
+
+def gradient_head(model, calib=None, **_) -> np.ndarray:
+    """sum |w_ij * g_ij|, g the LM-loss gradient accumulated over the calibration windows."""
+    ad = get_adapter(model)
+    calib = as_calibration(calib)
+    if next(model.parameters()).dtype != torch.float32:
+        raise ReproError("gradient-head needs a float32 model")
+    loss_gradients(model, calib.windows)
+    try:
+        return _layers(ad, lambda a, r: (a.site(r).matrix(r).double() * a.site(r).grad_matrix(r).double()).abs().sum(1),
+                       kv_share=False)
+    finally:
+        model.zero_grad(set_to_none=True)
+
+
+def minmax(x: np.ndarray) -> np.ndarray:
+    lo, hi = x.min(), x.max()
+    return np.zeros_like(x) if hi == lo else (x - lo) / (hi - lo)
+
+
+def hybrid(model, calib=None, z: float = 2.0, **_) -> np.ndarray:
+    """min-max(magnitude) + min-max(MP) + min-max(Wanda-Head), weights 1 each."""
+    return minmax(magnitude_head(model)) + minmax(mp(model, z=z)) + minmax(wanda_head(model, calib))
+
+
+@dataclass(frozen=True)
+class HeadMethod:
+    name: str
+    fn: Callable
+    calibration: str | None  # None, "activations" or "gradients"
+    params: tuple[str, ...] = ()
+    label: str = ""
+
+
+HEAD_METHODS: dict[str, HeadMethod] = {m.name: m for m in [
+    HeadMethod("mp", mp, None, ("z",), "MP"),
+    HeadMethod("mpg", mpg, None, ("z",), "MP-G"),
+    HeadMethod("magnitude-head", magnitude_head, None, (), "Magnitude-Head"),
+    HeadMethod("random", random_head, None, ("seed",), "Random"),
+    HeadMethod("wanda-head", wanda_head, "activations", (), "Wanda-Head"),
+    HeadMethod("sparsegpt-head", sparsegpt_head, "activations", (), "SparseGPT-Head"),
+    HeadMethod("gradient-head", gradient_head, "gradients", (), "Gradient-Head"),
+    HeadMethod("hybrid", hybrid, "activations", ("z",), "Hybrid"),
+]}
+
+
+def get_method(name: str) -> HeadMethod:
+    if name not in HEAD_METHODS:
+        raise UnknownNameError("head method", name, HEAD_METHODS)
+    return HEAD_METHODS[name]
+
+
+def score_heads(method: str, model, calib: Calibration | torch.Tensor | None = None, **params) -> np.ndarray:
+    """Scores [L, H] of ``method`` (see ``HEAD_METHODS``); unused params are ignored."""
+    m = get_method(method)
+    return np.asarray(m.fn(model, calib, **{k: v for k, v in params.items() if k in m.params}), dtype=float)
+
+
+def n_to_prune(sparsity: float, n_heads_total: int) -> int:
+    """floor(s * L * H), robust to float representation (0.29 * 100 -> 29)."""
+    s = check_fraction("sparsity", sparsity)
+    return math.floor(round(s * n_heads_total, 9))
+
+
+def select_heads(scores: np.ndarray, sparsity: float, tie_break: str = "index", seed: int = 0) -> list[tuple[int, int]]:
+    """The floor(s*L*H) lowest-scoring heads, ranked globally.
+
+    ``tie_break="index"`` orders by (score, layer, head) ascending (the documented default);
+    ``"random"`` breaks score ties by a seeded random permutation instead.
+    """
+    scores = np.asarray(scores, dtype=float)
+    if scores.ndim != 2 or not np.isfinite(scores).all():
+        raise ReproError("scores must be a finite [L, H] array")
+    n_layers, n_heads = scores.shape
+    k = n_to_prune(sparsity, scores.size)
+    flat = scores.ravel()
+    if tie_break == "index":
+        order = np.lexsort((np.arange(flat.size), flat))
+    elif tie_break == "random":
+        order = np.lexsort((np.random.default_rng(seed).permutation(flat.size), flat))
+    else:
+        raise UnknownNameError("tie_break", tie_break, ("index", "random"))
+    return [(int(i // n_heads), int(i % n_heads)) for i in order[:k]]
+
+
+def timed_scores(method: str, model, calib=None, **params) -> tuple[np.ndarray, float]:
+    t0 = time.perf_counter()
+    s = score_heads(method, model, calib, **params)
+    return s, time.perf_counter() - t0

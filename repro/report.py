@@ -1,0 +1,85 @@
+"""Records -> tables (Markdown + CSV) and figures (PNG). Nothing here is typed by hand: every
+number comes from a result record."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from repro.store import atomic_write_text
+
+
+def fmt_ci(value: float, ci, digits: int = 2) -> str:
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return "–"
+    s = f"{value:.{digits}f}"
+    if ci:
+        s += f" [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
+    return s
+
+
+def rank_marks(values: pd.Series, lower_is_better: bool = True) -> dict:
+    """{index: "best"|"second"} of a column of numbers (NaN ignored; ties share the mark)."""
+    v = values.dropna()
+    if v.empty:
+        return {}
+    uniq = sorted(v.unique(), reverse=not lower_is_better)
+    marks = {i: "best" for i in v.index[v == uniq[0]]}
+    if len(uniq) > 1:
+        marks.update({i: "second" for i in v.index[v == uniq[1]]})
+    return marks
+
+
+def marked_table(values: pd.DataFrame, cis: pd.DataFrame | None = None, lower_is_better: bool = True,
+                 digits: int = 2, skip_rows=()) -> pd.DataFrame:
+    """Text table: each cell 'value [lo, hi]', best per column in **bold**, second <u>underlined</u>.
+    Rows in ``skip_rows`` (e.g. the dense reference) are shown but not ranked."""
+    out = pd.DataFrame(index=values.index, columns=values.columns, dtype=object)
+    for col in values.columns:
+        ranked = values[col].drop(index=[r for r in skip_rows if r in values.index])
+        marks = rank_marks(ranked, lower_is_better)
+        for idx in values.index:
+            ci = cis.at[idx, col] if cis is not None else None
+            text = fmt_ci(values.at[idx, col], ci if isinstance(ci, (list, tuple)) else None, digits)
+            mark = marks.get(idx)
+            out.at[idx, col] = f"**{text}**" if mark == "best" else f"<u>{text}</u>" if mark == "second" else text
+    return out
+
+
+def to_markdown(df: pd.DataFrame, caption: str = "", index: bool = True) -> str:
+    body = df.to_markdown(index=index)
+    return (caption.strip() + "\n\n" if caption else "") + body + "\n"
+
+
+def save_table(df: pd.DataFrame, stem: str | Path, caption: str = "", raw: pd.DataFrame | None = None,
+               index: bool | None = None) -> Path:
+    """Write ``stem.md`` (with caption) and ``stem.csv`` (``raw`` numbers if given). The index is
+    written unless it is a plain RangeIndex (or ``index`` says otherwise)."""
+    stem = Path(stem)
+    if index is None:
+        index = not isinstance(df.index, pd.RangeIndex)
+    atomic_write_text(stem.with_suffix(".md"), to_markdown(df, caption, index=index))
+    atomic_write_text(stem.with_suffix(".csv"), (raw if raw is not None else df).to_csv())
+    return stem.with_suffix(".md")
+
+
+def save_figure(fig, path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp.png")
+    fig.savefig(tmp, dpi=120, bbox_inches="tight")
+    tmp.replace(path)
+    return path
+
+
+def replace_block(path: str | Path, name: str, text: str) -> None:
+    """Replace the text between ``<!-- begin NAME -->`` and ``<!-- end NAME -->`` in a file."""
+    path = Path(path)
+    src = path.read_text()
+    begin, end = f"<!-- begin {name} -->", f"<!-- end {name} -->"
+    if begin not in src or end not in src:
+        raise ValueError(f"{path} has no {begin} ... {end} block")
+    head, rest = src.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    atomic_write_text(path, f"{head}{begin}\n{text.strip()}\n{end}{tail}")
