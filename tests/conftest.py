@@ -1,0 +1,20 @@
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory, monkeypatch):
+    """Tests never touch the user's model cache (tiny models need none)."""
+    monkeypatch.setenv("REPRO_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
+
+
+def have_wikitext() -> bool:
+    from repro.assets.data import wikitext_dir
+
+    return wikitext_dir() is not None

@@ -1,0 +1,160 @@
+"""Adapters on tiny random models of every family: geometry, masks == hand zeroing,
+removal == masking, parameter arithmetic, save/load of pruned models."""
+import copy
+
+import pytest
+import torch
+
+from helpers import TINY, build_tiny, inputs, n_params, output
+from repro.arch import adapter
+from repro.errors import UnsupportedArchitectureError
+from repro.structure import Masks, load_pruned, remove_channels, remove_heads, save_pruned, zero_channels, zero_heads
+
+FAMILIES = sorted(TINY)
+
+# Independent of repro.arch: where each family's O projection and MLP down projection live,
+# and whether weights are stored transposed (GPT-2's Conv1D).
+HAND = {
+    "llama": ("model.layers.{i}.self_attn.o_proj", "model.layers.{i}.mlp.down_proj", False),
+    "gemma3_text": ("model.layers.{i}.self_attn.o_proj", "model.layers.{i}.mlp.down_proj", False),
+    "gpt2": ("transformer.h.{i}.attn.c_proj", "transformer.h.{i}.mlp.c_proj", True),
+    "opt": ("model.decoder.layers.{i}.self_attn.out_proj", "model.decoder.layers.{i}.fc2", False),
+    "gpt_neox": ("gpt_neox.layers.{i}.attention.dense", "gpt_neox.layers.{i}.mlp.dense_4h_to_h", False),
+    "bert": ("bert.encoder.layer.{i}.attention.output.dense", "bert.encoder.layer.{i}.output.dense", False),
+    "roberta": ("roberta.encoder.layer.{i}.attention.output.dense", "roberta.encoder.layer.{i}.output.dense", False),
+    "vit": ("vit.layers.{i}.attention.o_proj", "vit.layers.{i}.mlp.fc2", False),
+    "deit": ("deit.layers.{i}.attention.o_proj", "deit.layers.{i}.mlp.fc2", False),
+    "dinov2": ("encoder.layer.{i}.attention.o_proj", "encoder.layer.{i}.mlp.fc2", False),
+    "qwen2": ("model.layers.{i}.self_attn.o_proj", "model.layers.{i}.mlp.down_proj", False),
+    "mistral": ("model.layers.{i}.self_attn.o_proj", "model.layers.{i}.mlp.down_proj", False),
+}
+
+
+def zero_input_columns(model, path: str, cols, transposed: bool) -> None:
+    w = model.get_submodule(path).weight
+    with torch.no_grad():
+        if transposed:
+            w[cols, :] = 0
+        else:
+            w[:, cols] = 0
+
+
+def heads_for(n_layers):
+    return [(l, h) for l, h in [(0, 0), (0, 1), (1, 3), (1, 2), (1, 1), (1, 0)] if l < n_layers] + \
+           ([(2, 2)] if n_layers > 2 else [])
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_geometry_matches_config(name):
+    m = build_tiny(name)
+    ad = adapter(m)
+    c = m.config
+    assert ad.n_layers == c.num_hidden_layers
+    for i in range(ad.n_layers):
+        a = ad.attention(i)
+        assert a.n_heads == c.num_attention_heads
+        assert a.n_kv_heads == (getattr(c, "num_key_value_heads", None) or c.num_attention_heads)
+        assert a.head_dim == (getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads)
+        for role in "qkvo":
+            assert a.site(role).matrix(role).shape[0] == a.site(role).counts[role] * a.head_dim
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_mask_equals_hand_zeroing(name):
+    """A masked head's / channel's output equals zeroing its O columns / down columns by hand."""
+    m = build_tiny(name)
+    ad = adapter(m)
+    kw = inputs(name)
+    hd, L = ad.head_dim, ad.n_layers
+    heads = heads_for(L)
+    chans = {0: [1, 5, 7], L - 1: list(range(10))}
+    o_path, down_path, transposed = HAND[m.config.model_type]
+    by_hand = copy.deepcopy(m)
+    for l, h in heads:
+        zero_input_columns(by_hand, o_path.format(i=l), list(range(h * hd, (h + 1) * hd)), transposed)
+    for l, cs in chans.items():
+        zero_input_columns(by_hand, down_path.format(i=l), cs, transposed)
+    expected = output(by_hand, kw)
+    dense = output(m, kw)
+    with Masks(ad) as mk:
+        hm = torch.ones(L, ad.attention(0).n_heads)
+        for l, h in heads:
+            hm[l, h] = 0
+        mk.heads = hm
+        mk.channels = [torch.tensor([0.0 if c in chans.get(i, []) else 1.0 for c in range(ad.mlp(i).n_channels)])
+                       for i in range(L)]
+        masked = output(m, kw)
+        mk.heads = mk.channels = None
+        unmasked = output(m, kw)
+    assert not torch.allclose(expected, dense, atol=1e-6), "pruning should change the output"
+    torch.testing.assert_close(masked, expected, rtol=0, atol=1e-6)
+    torch.testing.assert_close(unmasked, dense, rtol=0, atol=0)
+    assert output(m, kw).equal(dense), "hooks must be gone after the context"
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_algorithm1_zeroing_equals_mask_and_removal(name):
+    m = build_tiny(name)
+    kw = inputs(name)
+    heads = heads_for(adapter(m).n_layers)
+    chans = {0: [0, 3], 1: [2]}
+    zeroed = copy.deepcopy(m)
+    zero_heads(adapter(zeroed), heads)
+    zero_channels(adapter(zeroed), chans)
+    removed = copy.deepcopy(m)
+    report = remove_heads(adapter(removed), heads)
+    remove_channels(adapter(removed), chans)
+    ad = adapter(m)
+    with Masks(ad) as mk:
+        hm = torch.ones(ad.n_layers, ad.attention(0).n_heads)
+        for l, h in heads:
+            hm[l, h] = 0
+        mk.heads = hm
+        mk.channels = [torch.tensor([0.0 if c in chans.get(i, []) else 1.0 for c in range(ad.mlp(i).n_channels)])
+                       for i in range(ad.n_layers)]
+        masked = output(m, kw)
+    torch.testing.assert_close(output(zeroed, kw), masked, rtol=0, atol=1e-5)
+    torch.testing.assert_close(output(removed, kw), masked, rtol=1e-4, atol=1e-5)
+    # parameter arithmetic: each removed query head takes hd rows of Q and hd columns of O (+ q bias);
+    # each removed KV head 2*hd rows (+ biases); each removed channel its up rows and down column.
+    c = m.config
+    ad0, adr = adapter(m), adapter(removed)
+    d = c.hidden_size
+    hd = ad0.head_dim
+    expect = n_params(m)
+    for i in range(ad0.n_layers):
+        a0, a1 = ad0.attention(i), adr.attention(i)
+        q_bias = int(a0.site("q").module.bias is not None)
+        kv_bias = int(a0.site("k").module.bias is not None)
+        expect -= (a0.n_heads - a1.n_heads) * hd * (2 * d + q_bias)
+        expect -= (a0.n_kv_heads - a1.n_kv_heads) * hd * 2 * (d + kv_bias)
+        m0, m1 = ad0.mlp(i), adr.mlp(i)
+        per_channel = sum(d + int(s.module.bias is not None) for s in m0.sites if s.side == "out") + d
+        expect -= (m0.n_channels - m1.n_channels) * per_channel
+    assert n_params(removed) == expect
+    if ad0.attention(0).group_size == 1:  # MHA: survivors = heads minus pruned (one zero head if none survive)
+        for i in range(ad0.n_layers):
+            gone = sum(1 for l, _ in heads if l == i)
+            assert adr.attention(i).n_heads == max(ad0.attention(i).n_heads - gone, 1)
+    assert n_params(removed) < n_params(m)
+    assert report  # some layer changed
+
+
+@pytest.mark.parametrize("name", ["tiny-llama", "tiny-gpt2", "tiny-neox", "tiny-bert", "tiny-vit"])
+def test_save_and_load_pruned(tmp_path, name):
+    m = build_tiny(name)
+    kw = inputs(name)
+    remove_heads(adapter(m), heads_for(adapter(m).n_layers))
+    remove_channels(adapter(m), {0: [1, 2, 3]})
+    save_pruned(m, tmp_path / "p")
+    back = load_pruned(tmp_path / "p")
+    assert adapter(back).heads_per_layer() == adapter(m).heads_per_layer()
+    torch.testing.assert_close(output(back, kw), output(m, kw), rtol=0, atol=0)
+
+
+def test_unsupported_architecture_is_a_clear_error():
+    import transformers as T
+
+    m = T.T5ForConditionalGeneration(T.T5Config(vocab_size=32, d_model=16, d_kv=4, d_ff=16, num_layers=1, num_heads=4))
+    with pytest.raises(UnsupportedArchitectureError, match="no adapter for model_type 't5'"):
+        adapter(m)

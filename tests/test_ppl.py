@@ -1,0 +1,60 @@
+"""The perplexity protocol against an independent implementation, CIs, limits."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from helpers import build_tiny
+from repro.assets.data import TextData
+from repro.assets.tiny import ByteTokenizer
+from repro.errors import ReproError
+from repro.evaluate import perplexity, ppl_ci
+from repro.evaluate.ppl import windows
+
+ROWS = [r for i in range(40) for r in ("", f" = Title {i} = \n", "", f" Some text about thing {i * 7 % 13} , and more . \n")]
+
+
+def data():
+    return TextData("toy", "test", ROWS, "0" * 64, "test")
+
+
+@pytest.mark.parametrize("name", ["tiny-llama", "tiny-gpt2"])
+@pytest.mark.parametrize("batch_size", [1, 3])
+def test_matches_labels_loss_loop(name, batch_size):
+    """Same tokens, windows and NLL as the textbook loop (transformers' own shifted loss)."""
+    m = build_tiny(name)
+    tok = ByteTokenizer()
+    r = perplexity(m, tok, data(), seqlen=64, max_windows=5, batch_size=batch_size, progress=False)
+    ids = torch.tensor(tok.encode("\n\n".join(ROWS)))
+    nll = []
+    with torch.no_grad():
+        for i in range(5):
+            x = ids[i * 64:(i + 1) * 64][None]
+            nll.append(m(input_ids=x, labels=x).loss.item())
+    np.testing.assert_allclose(r.window_nll, nll, rtol=1e-5)
+    assert r.ppl == pytest.approx(math.exp(np.mean(nll)), rel=1e-6)
+    assert (r.n_windows, r.n_tokens, r.seqlen) == (5, 320, 64)
+    lo, hi = r.ci95
+    assert lo <= r.ppl <= hi
+
+
+def test_windows_drop_the_tail():
+    ids = torch.arange(10)
+    w = windows(ids, 4)
+    assert w.tolist() == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    assert windows(ids, 4, max_windows=1).tolist() == [[0, 1, 2, 3]]
+    with pytest.raises(ReproError, match="fewer than one window"):
+        windows(ids, 11)
+
+
+def test_seqlen_beyond_model_limit():
+    m = build_tiny("tiny-gpt2")  # 512 positions
+    with pytest.raises(ReproError, match="exceeds the model's limit of 512"):
+        perplexity(m, ByteTokenizer(), data(), seqlen=1024, progress=False)
+
+
+def test_ppl_ci():
+    assert ppl_ci([1.0]) is None
+    lo, hi = ppl_ci([1.0, 2.0, 3.0, 2.5])
+    assert math.exp(1.0) <= lo < hi <= math.exp(3.0)
