@@ -27,12 +27,15 @@ class Separate(Adapter):
         block, hd = self.layers[i], self.head_dim
         attn = _get(block, self.attn)
         qm, km, vm = (_get(block, f"{self.attn}.{n}") for n in (self.q, self.k, self.v))
-        om = _get(block, f"{self.attn}.{self.o}" if not self.o.startswith("/") else self.o[1:])
+        om = self.o_module(block)
         h, hkv = features(qm, "out") // hd, features(km, "out") // hd
         n = {"q": h, "o": h, "k": hkv, "v": hkv}
         sites = [Site(qm, "out", hd, Q, n), Site(km, "out", hd, K, n), Site(vm, "out", hd, V, n),
                  Site(om, "in", hd, O, n)]
         return Attention(attn, sites, h, hkv, hd)
+
+    def o_module(self, block: nn.Module) -> nn.Module:
+        return _get(block, f"{self.attn}.{self.o}")
 
     def mlp(self, i: int) -> MLP:
         block = self.layers[i]
@@ -66,44 +69,48 @@ class ViTLike(Separate):
 class BertLike(Separate):
     model_types = ("bert", "roberta")
     attn = "attention.self"
-    q, k, v, o = "query", "key", "value", "/attention.output.dense"
+    q, k, v = "query", "key", "value"
     up, down = ("intermediate.dense",), "output.dense"
 
+    def o_module(self, block: nn.Module) -> nn.Module:
+        return block.attention.output.dense  # outside BertSelfAttention, in BertSelfOutput
 
-class GPT2(Adapter):
-    """Fused, transposed ``c_attn`` (Conv1D [d, 3d]) holding q.., k.., v.. in that order."""
-    model_types = ("gpt2",)
+
+class Fused(Adapter):
+    """Families whose Q, K and V share one fused module (MHA only)."""
+
+    attn: str
+    qkv: str
+    out: str
+    qkv_layout = staticmethod(role_major("q", "k", "v"))
+    up: tuple[str, ...]
+    down: str
 
     def attention(self, i: int) -> Attention:
-        attn, hd = self.layers[i].attn, self.head_dim
-        h = features(attn.c_attn, "out") // (3 * hd)
+        attn, hd = _get(self.layers[i], self.attn), self.head_dim
+        qkv = getattr(attn, self.qkv)
+        h = features(qkv, "out") // (3 * hd)
         n = {"q": h, "k": h, "v": h, "o": h}
-        sites = [Site(attn.c_attn, "out", hd, role_major("q", "k", "v"), n), Site(attn.c_proj, "in", hd, O, n)]
+        sites = [Site(qkv, "out", hd, self.qkv_layout, n), Site(getattr(attn, self.out), "in", hd, O, n)]
         return Attention(attn, sites, h, h, hd)
 
-    def mlp(self, i: int) -> MLP:
-        mlp = self.layers[i].mlp
-        n = {"c": features(mlp.c_fc, "out")}
-        return MLP(mlp, [Site(mlp.c_fc, "out", 1, C, n), Site(mlp.c_proj, "in", 1, C, n)], n["c"])
+    mlp = Separate.mlp
+
+
+class GPT2(Fused):
+    """Fused, transposed ``c_attn`` (Conv1D [d, 3d]) holding q.., k.., v.. in that order."""
+    model_types = ("gpt2",)
+    attn, qkv, out = "attn", "c_attn", "c_proj"
+    up, down = ("mlp.c_fc",), "mlp.c_proj"
 
     def set_heads(self, attn: nn.Module, n_heads: int, n_kv_heads: int) -> None:
         super().set_heads(attn, n_heads, n_kv_heads)
         attn.split_size = n_heads * self.head_dim
 
 
-class GPTNeoX(Adapter):
+class GPTNeoX(Fused):
     """Fused ``query_key_value`` laid out head-major: q0 k0 v0 q1 k1 v1 ..."""
     model_types = ("gpt_neox",)
-
-    def attention(self, i: int) -> Attention:
-        attn, hd = self.layers[i].attention, self.head_dim
-        h = features(attn.query_key_value, "out") // (3 * hd)
-        n = {"q": h, "k": h, "v": h, "o": h}
-        sites = [Site(attn.query_key_value, "out", hd, unit_major("q", "k", "v"), n),
-                 Site(attn.dense, "in", hd, O, n)]
-        return Attention(attn, sites, h, h, hd)
-
-    def mlp(self, i: int) -> MLP:
-        mlp = self.layers[i].mlp
-        n = {"c": features(mlp.dense_h_to_4h, "out")}
-        return MLP(mlp, [Site(mlp.dense_h_to_4h, "out", 1, C, n), Site(mlp.dense_4h_to_h, "in", 1, C, n)], n["c"])
+    attn, qkv, out = "attention", "query_key_value", "dense"
+    qkv_layout = staticmethod(unit_major("q", "k", "v"))
+    up, down = ("mlp.dense_h_to_4h",), "mlp.dense_4h_to_h"
