@@ -78,3 +78,16 @@ def test_removed_gqa_model_keeps_logits_with_uneven_groups():
     rep = remove_heads(adapter(removed), heads)
     assert {r["mode"] for r in rep.values()} >= {"pad", "gqa"} or rep
     torch.testing.assert_close(output(removed, kw), output(zeroed, kw), rtol=1e-4, atol=1e-5)
+
+
+@settings(max_examples=100, deadline=None)
+@given(n=st.integers(1, 64), size=st.integers(1, 16), data=st.data())
+def test_group_mask(n, size, data):
+    from repro.structure import group_mask
+
+    n_groups = -(-n // size)
+    off = data.draw(st.lists(st.integers(0, n_groups - 1), unique=True))
+    m = group_mask(n, size, off)
+    assert m.shape == (n,)
+    for c in range(n):
+        assert m[c] == (0.0 if c // size in off else 1.0)

@@ -75,3 +75,16 @@ class Masks:
         self._channels = masks
         for i, m in enumerate(self._mlp):
             self._feat[("c", i)] = None if masks is None else self._expand(m.out_site, "c", masks[i])
+
+
+def group_mask(n_channels: int, group_size: int, off_groups) -> torch.Tensor:
+    """0/1 mask over ``n_channels`` MLP channels with the contiguous groups ``off_groups`` off
+    (the last group may be shorter). The bandit search's arms are such groups."""
+    if group_size < 1:
+        raise ValueError(f"group_size must be positive, got {group_size}")
+    mask = torch.ones(n_channels)
+    for g in off_groups:
+        if not 0 <= g * group_size < n_channels:
+            raise ValueError(f"group {g} out of range for {n_channels} channels in groups of {group_size}")
+        mask[g * group_size:(g + 1) * group_size] = 0
+    return mask
