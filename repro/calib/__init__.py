@@ -9,6 +9,7 @@
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -86,6 +87,7 @@ class Calibration:
         self.windows = windows
         self.source = source or {}
         self._stats: dict = {}
+        self.capture_seconds = 0.0  # wall time of the last real capture (not of memo hits)
 
     def __len__(self) -> int:
         return len(self.windows)
@@ -93,8 +95,13 @@ class Calibration:
     def input_stats(self, model: nn.Module, modules: list[nn.Module]) -> dict[nn.Module, InputStats]:
         key = (id(model), tuple(id(m) for m in modules))
         if key not in self._stats:
+            t0 = time.perf_counter()
             self._stats = {key: input_sumsq(model, modules, self.windows)}  # keep one model's stats
+            self.capture_seconds = time.perf_counter() - t0
         return self._stats[key]
+
+    def has_stats(self, model: nn.Module) -> bool:
+        return any(k[0] == id(model) for k in self._stats)
 
 
 def as_calibration(calib) -> Calibration:

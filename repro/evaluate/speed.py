@@ -10,20 +10,26 @@ from repro.arch import adapter as get_adapter
 
 
 @torch.inference_mode()
-def prefill_seconds(model: torch.nn.Module, batch: int, seqlen: int, repeats: int = 5, warmup: int = 1,
-                    seed: int = 0) -> dict:
-    """Median (and all) wall-clock seconds of one forward pass over ``batch x seqlen`` tokens."""
+def prefill_seconds(models: dict[str, torch.nn.Module], batch: int, seqlen: int, repeats: int = 5,
+                    warmup: int = 1, seed: int = 0) -> dict[str, dict]:
+    """Wall-clock seconds of one forward pass over ``batch x seqlen`` tokens for each model.
+
+    The models are timed round-robin (dense, variant 1, variant 2, ..., then again), so slow
+    drift in machine load or clock speed hits every model alike; the median is reported.
+    """
+    first = next(iter(models.values()))
     g = torch.Generator().manual_seed(seed)
-    vocab = model.get_input_embeddings().num_embeddings
-    ids = torch.randint(4, vocab, (batch, seqlen), generator=g).to(next(model.parameters()).device)
-    times = []
+    vocab = first.get_input_embeddings().num_embeddings
+    ids = torch.randint(4, vocab, (batch, seqlen), generator=g).to(next(first.parameters()).device)
+    times: dict[str, list[float]] = {name: [] for name in models}
     for k in range(warmup + repeats):
-        t0 = time.perf_counter()
-        model(input_ids=ids, use_cache=False)
-        if k >= warmup:
-            times.append(time.perf_counter() - t0)
-    return {"median_s": statistics.median(times), "times_s": times, "batch": batch, "seqlen": seqlen,
-            "threads": torch.get_num_threads()}
+        for name, model in models.items():
+            t0 = time.perf_counter()
+            model(input_ids=ids, use_cache=False)
+            if k >= warmup:
+                times[name].append(time.perf_counter() - t0)
+    return {name: {"median_s": statistics.median(t), "times_s": t, "batch": batch, "seqlen": seqlen,
+                   "threads": torch.get_num_threads()} for name, t in times.items()}
 
 
 def attention_flops(model: torch.nn.Module, seqlen: int) -> int:
