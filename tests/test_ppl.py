@@ -58,3 +58,32 @@ def test_ppl_ci():
     assert ppl_ci([1.0]) is None
     lo, hi = ppl_ci([1.0, 2.0, 3.0, 2.5])
     assert math.exp(1.0) <= lo < hi <= math.exp(3.0)
+
+
+@pytest.mark.parametrize("name", ["tiny-llama", "tiny-gemma3", "tiny-opt", "tiny-neox", "tiny-gpt2"])
+def test_fused_head_path_equals_plain_logits(name):
+    """The fused output-layer + loss path gives the numbers of the plain logits path."""
+    from repro.evaluate.ppl import _fusable, shifted_nll, window_nll
+
+    m = build_tiny(name)
+    assert _fusable(m)
+    wins = torch.randint(4, 260, (3, 40), generator=torch.Generator().manual_seed(1))
+    fused = window_nll(m, wins, batch_size=2, progress=False)
+    with torch.no_grad():
+        plain = shifted_nll(m(input_ids=wins).logits, wins).mean(1).double().numpy()
+    np.testing.assert_allclose(fused, plain, rtol=1e-6)
+
+
+def test_softcapped_logits_take_the_plain_path():
+    from repro.evaluate.ppl import _fusable
+
+    m = build_tiny("tiny-gemma3")
+    m.config.final_logit_softcapping = 30.0
+    assert not _fusable(m)
+    tok = ByteTokenizer()
+    r = perplexity(m, tok, data(), seqlen=64, max_windows=2, progress=False)
+    ids = torch.tensor(tok.encode("\n\n".join(ROWS)))
+    with torch.no_grad():
+        ref = [m(input_ids=ids[i * 64:(i + 1) * 64][None], labels=ids[i * 64:(i + 1) * 64][None]).loss.item()
+               for i in range(2)]
+    np.testing.assert_allclose(r.window_nll, ref, rtol=1e-5)
