@@ -214,7 +214,9 @@ for ax, name in zip(axes[0], models):
         dm = d[d.method == m].sort_values("sparsity")
         ax.plot([0] + dm.sparsity.tolist(), [dense_ppl] + dm.ppl.tolist(), marker="o", label=LABEL[m],
                 lw=2.5 if m in ("mpg", "mp") else 1.2)
-    ax.set_yscale("log"); ax.set_xlabel("head sparsity"); ax.set_ylabel("perplexity (log)"); ax.set_title(name)
+    ax.set_yscale("log"); ax.set_xlabel("head sparsity"); ax.set_ylabel("perplexity (log)")
+    ax.set_title(f"{name}: {exps[name].data.label}, first {exps[name].setup.max_windows} x {seqlen} tokens ({profile})",
+                 fontsize=9)
 axes[0][-1].legend(fontsize=8, bbox_to_anchor=(1.02, 1), loc="upper left")
 save_figure(fig, figs / "ppl_vs_sparsity.png"); plt.show()"""),
 MD("""## 4. Table II: the threshold z
