@@ -177,7 +177,8 @@ def pivot(frame, field):
         rows += [{"method": LABEL[r.method], "col": c, field: r[field]} for c in cols]
     out = pd.DataFrame(rows).pivot(index="method", columns="col", values=field)
     out.columns = pd.MultiIndex.from_tuples(out.columns)
-    return out.reindex([LABEL[m] for m in ["dense"] + methods])
+    order = [(m, f"{sp:.1%}") for m in models for sp in sparsities]
+    return out.reindex(index=[LABEL[m] for m in ["dense"] + methods], columns=pd.MultiIndex.from_tuples(order))
 vals, cis = pivot(main, "ppl"), pivot(main, "ci95")
 table1 = marked_table(vals, cis, skip_rows=["Dense"])
 table1.columns = [f"{m} @ {s}" for m, s in table1.columns]
@@ -231,7 +232,8 @@ df = ppl_frame(store)
 dz = df[df.model.isin(models) & df.method.isin(["mp", "mpg"]) & df.sparsity.isin(z_sparsities) & df.z.isin(z_values)
         & (df.tie_break == "index")]
 dz = dz.assign(row=[f"{LABEL[m]}, z = {z}" for m, z in zip(dz.method, dz.z)], col=[f"{m} @ {s:.0%}" for m, s in zip(dz.model, dz.sparsity)])
-t2v = dz.pivot(index="row", columns="col", values="ppl"); t2c = dz.pivot(index="row", columns="col", values="ci95")
+cols2 = [f"{m} @ {s:.0%}" for m in models for s in z_sparsities]
+t2v = dz.pivot(index="row", columns="col", values="ppl")[cols2]; t2c = dz.pivot(index="row", columns="col", values="ci95")[cols2]
 table2 = marked_table(t2v, t2c)
 cap2 = caption("Table II. Perplexity of MP and MP-G for z in {" + ", ".join(map(str, z_values)) + "}.")
 save_table(table2, figs / "table2_z_sweep", cap2, raw=t2v)
