@@ -59,7 +59,7 @@ from IPython.display import Markdown, display
 
 from repro.experiments.heads import HeadExperiment, Setup, ppl_frame
 from repro.methods.heads import HEAD_METHODS, excess, norms, select_heads
-from repro.report import marked_table, replace_block, save_figure, save_table, to_markdown
+from repro.report import marked_table, rank_marks, replace_block, save_figure, save_table, to_markdown
 from repro.store import Store
 
 torch.manual_seed(0)
@@ -242,9 +242,9 @@ MD("""## 5. Table IV: how often each method wins
 
 Counts of best and second-best perplexity over the columns of Table I (each model x sparsity)."""),
 CODE("""ranked = vals.drop(index="Dense")
-best = ranked.idxmin()
-second = ranked.apply(lambda c: c.drop(c.idxmin()).idxmin())
-table4 = pd.DataFrame({"best": best.value_counts(), "second": second.value_counts()}).reindex(ranked.index).fillna(0).astype(int)
+marks = [rank_marks(ranked[c]) for c in ranked.columns]  # ties share a mark, as in Table I
+table4 = pd.DataFrame({k: [sum(mk.get(m) == k for mk in marks) for m in ranked.index] for k in ("best", "second")},
+                      index=ranked.index)
 cap4 = caption(f"Table IV. Best / second-best counts over {ranked.shape[1]} columns of Table I.")
 save_table(table4, figs / "table4_rank_counts", cap4)
 display(Markdown(to_markdown(table4, cap4)))"""),

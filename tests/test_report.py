@@ -1,0 +1,28 @@
+"""Tables from numbers: best/second marks (ties share), CI formatting, README blocks."""
+import pandas as pd
+import pytest
+
+from repro.report import marked_table, rank_marks, replace_block
+
+
+def test_rank_marks_ties_and_nan():
+    s = pd.Series({"a": 3.0, "b": 1.0, "c": 1.0, "d": 2.0, "e": float("nan")})
+    assert rank_marks(s) == {"b": "best", "c": "best", "d": "second"}
+    assert rank_marks(s, lower_is_better=False) == {"a": "best", "d": "second"}
+
+
+def test_marked_table_skips_reference_row():
+    v = pd.DataFrame({"x": [10.0, 5.0, 6.0]}, index=["Dense", "A", "B"])
+    ci = pd.DataFrame({"x": [None, (4.0, 6.0), (5.5, 7.0)]}, index=v.index, dtype=object)
+    t = marked_table(v, ci, skip_rows=["Dense"])
+    assert t.at["Dense", "x"] == "10.00"
+    assert t.at["A", "x"] == "**5.00 [4.00, 6.00]**" and t.at["B", "x"] == "<u>6.00 [5.50, 7.00]</u>"
+
+
+def test_replace_block(tmp_path):
+    p = tmp_path / "R.md"
+    p.write_text("head\n<!-- begin t -->\nold\n<!-- end t -->\ntail\n")
+    replace_block(p, "t", "new table")
+    assert p.read_text() == "head\n<!-- begin t -->\nnew table\n<!-- end t -->\ntail\n"
+    with pytest.raises(ValueError):
+        replace_block(p, "missing", "x")
