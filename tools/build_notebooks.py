@@ -167,8 +167,8 @@ def caption(title):
     return (f"**{title}** Profile `{profile}`. Models: " + "; ".join(parts) +
             f". Calibration: {calib_data} ({calib_seqlen}-token windows; counts in scoring_cost).")
 
-df = ppl_frame(store)
-df = df[df.model.isin(models) & (df.tie_break == "index") & (df.data == exps[models[0]].data.label.split(' ')[0])]
+df = ppl_frame(store, exps)
+df = df[df.tie_break == "index"]
 main = df[df.method.eq("dense") | (df.z.isna() | df.z.eq(2.0)) & df.sparsity.isin(sparsities) & df.method.isin(methods)]
 def pivot(frame, field):
     rows = []
@@ -228,8 +228,8 @@ CODE("""for name, e in exps.items():
         for sp in z_sparsities:
             for m in ("mpg", "mp"):
                 e.cell(m, sp, z=z)
-df = ppl_frame(store)
-dz = df[df.model.isin(models) & df.method.isin(["mp", "mpg"]) & df.sparsity.isin(z_sparsities) & df.z.isin(z_values)
+df = ppl_frame(store, exps)
+dz = df[df.method.isin(["mp", "mpg"]) & df.sparsity.isin(z_sparsities) & df.z.isin(z_values)
         & (df.tie_break == "index")]
 dz = dz.assign(row=[f"{LABEL[m]}, z = {z}" for m, z in zip(dz.method, dz.z)], col=[f"{m} @ {s:.0%}" for m, s in zip(dz.model, dz.sparsity)])
 cols2 = [f"{m} @ {s:.0%}" for m in models for s in z_sparsities]
@@ -383,7 +383,7 @@ CODE("""if update_readme and Path(readme).exists():
     print("README tables updated from", results_dir)
 # Metrics that tests and CI can assert (recorded in the executed notebook)
 metrics = {"dense_ppl": {n: float(main[(main.model == n) & (main.method == "dense")].ppl.iloc[0]) for n in models},
-           "n_cells": int(len(ppl_frame(store)))}
+           "n_cells": int(len(ppl_frame(store, exps)))}
 print(json.dumps(metrics))"""),
 ]
 

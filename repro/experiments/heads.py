@@ -60,7 +60,7 @@ class HeadExperiment:
     def shape(self) -> tuple[int, int]:
         return self.adapter.n_layers, self.adapter.attention(0).n_heads
 
-    def _base(self) -> dict:
+    def base_config(self) -> dict:
         s = self.setup
         return {"model": model_key(self.loaded.identity),
                 "data": {k: self.data.identity[k] for k in ("name", "split", "sha256", "note")},
@@ -122,10 +122,10 @@ class HeadExperiment:
         return r.as_dict()
 
     def dense(self) -> dict:
-        return self.store.run("heads-ppl", {**self._base(), "method": "dense"}, lambda: self._ppl(None))
+        return self.store.run("heads-ppl", {**self.base_config(), "method": "dense"}, lambda: self._ppl(None))
 
     def cell(self, method: str, sparsity: float, z: float = 2.0, tie_break: str = "index", seed: int = 0) -> dict:
-        cfg = {**self._base(), **self.method_config(method, z, seed), "sparsity": sparsity, "tie_break": tie_break}
+        cfg = {**self.base_config(), **self.method_config(method, z, seed), "sparsity": sparsity, "tie_break": tie_break}
         if tie_break == "random":
             cfg["tie_seed"] = seed
 
@@ -168,13 +168,19 @@ class HeadExperiment:
 
 # ---- tables from records ---------------------------------------------------------------------
 
-def ppl_frame(store: Store) -> "pd.DataFrame":
-    """One row per finished perplexity cell of the head-pruning experiment."""
+def ppl_frame(store: Store, experiments: dict[str, HeadExperiment] | None = None) -> "pd.DataFrame":
+    """One row per finished perplexity cell of the head-pruning experiment; with
+    ``experiments`` ({model name: HeadExperiment}), only cells of those models under their
+    current protocol (data, seqlen, windows, dtype), so records of other runs never mix in."""
     import pandas as pd
 
     rows = []
     for r in store.records("heads-ppl"):
         c, res = r["config"], r["result"]
+        if experiments is not None:
+            e = experiments.get(c["model"]["name"])
+            if e is None or any(c.get(k) != v for k, v in e.base_config().items()):
+                continue
         rows.append({"model": c["model"]["name"], "method": c["method"], "z": c.get("z"),
                      "sparsity": c.get("sparsity", 0.0), "tie_break": c.get("tie_break", "index"),
                      "tie_seed": c.get("tie_seed"), "data": f'{c["data"]["name"]}:{c["data"]["split"]}',
