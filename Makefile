@@ -12,14 +12,16 @@ export TOKENIZERS_PARALLELISM := false
 export HF_HUB_DISABLE_TELEMETRY := 1
 
 .PHONY: setup test reproduce smoke benchmark lab assets-optional
+# The machine's local CPU wheel of torch, where it has one (PyPI's default build is the CUDA one).
+PIP_FIND := $(if $(wildcard /opt/wheels),--find-links /opt/wheels,)
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml requirements-assets.txt | sha256sum | cut -c1-12)
 
 setup: $(STAMP)
 $(STAMP): pyproject.toml requirements-assets.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(BIN)/python -m pip install -q $(PIP_FIND) torch==2.13.0
+	$(BIN)/python -m pip install -q $(PIP_FIND) -e '.[dev]'
 	$(BIN)/python -m pip install -q --no-deps -r requirements-assets.txt
 	-@if command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] && [ ! -d /usr/share/datasets/fashion-mnist ]; then \
 	  (apt-get install -y -q dataset-fashion-mnist >/dev/null 2>&1 || \
