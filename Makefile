@@ -11,7 +11,7 @@ export REPRO_DATA_DIR
 export TOKENIZERS_PARALLELISM := false
 export HF_HUB_DISABLE_TELEMETRY := 1
 
-.PHONY: setup test reproduce smoke benchmark lab assets-optional
+.PHONY: setup test lint reproduce smoke benchmark lab assets-optional
 # The machine's local CPU wheel of torch, where it has one (PyPI's default build is the CUDA one).
 PIP_FIND := $(if $(wildcard /opt/wheels),--find-links /opt/wheels,)
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml requirements-assets.txt | sha256sum | cut -c1-12)
@@ -31,7 +31,11 @@ $(STAMP): pyproject.toml requirements-assets.txt
 	rm -f $(VENV)/.installed-*; touch $@
 
 test: setup
+	$(BIN)/ruff check repro tests benchmarks tools
 	$(BIN)/python -m pytest
+
+lint: setup
+	$(BIN)/ruff check repro tests benchmarks tools
 
 # The default profile executes the notebooks in place (their outputs are committed); other
 # profiles write executed copies under .cache/executed/<profile>/.

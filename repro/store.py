@@ -13,7 +13,7 @@ import platform
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Callable, Iterator
 
 SCHEMA = 1
 

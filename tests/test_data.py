@@ -1,6 +1,4 @@
 """Data identity: the HF row protocol, sha256 checks, the fallback, calibration sampling."""
-import hashlib
-import shutil
 
 import pytest
 import torch

@@ -1,7 +1,6 @@
 """Every notebook runs end to end on the smoke profile (tiny models) and records its metrics."""
 import json
 import math
-from pathlib import Path
 
 import papermill as pm
 import pytest

@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import torch
 
-from repro.assets.files import cache_dir, package_dir, sha256_file, verify_sha256
+from repro.assets.files import cache_dir, package_dir, sha256_file
 from repro.assets.tiny import TINY, ByteTokenizer, build_tiny
 from repro.errors import HashMismatchError, ReproError, UnknownNameError
 

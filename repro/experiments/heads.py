@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -21,6 +22,9 @@ from repro.evaluate.speed import attention_flops, attention_params, count_params
 from repro.methods.heads import get_method, score_heads, select_heads
 from repro.store import Store
 from repro.structure import Masks, remove_heads, zero_heads
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,6 @@ describes them).
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 from typing import Callable
 
@@ -206,8 +205,3 @@ def select_heads(scores: np.ndarray, sparsity: float, tie_break: str = "index", 
         raise UnknownNameError("tie_break", tie_break, ("index", "random"))
     return [(int(i // n_heads), int(i % n_heads)) for i in order[:k]]
 
-
-def timed_scores(method: str, model, calib=None, **params) -> tuple[np.ndarray, float]:
-    t0 = time.perf_counter()
-    s = score_heads(method, model, calib, **params)
-    return s, time.perf_counter() - t0
