@@ -4,8 +4,9 @@
 
 The bare pass is ``model(input_ids=w, use_cache=False)`` and nothing else; the eval pass is
 ``repro.evaluate.ppl.window_nll`` (forward + float32 cross-entropy + bookkeeping). Passes
-alternate, so drift in machine load hits both; the ratio of medians and the ratio of the best
-passes (less sensitive to a noisy machine) are both reported.
+alternate, so drift in machine load hits both; reported are the ratio of medians, the ratio of
+the best passes, and the median of the per-round (adjacent bare/eval) ratios, the least
+sensitive to a noisy machine.
 """
 import argparse
 import json
@@ -53,6 +54,7 @@ def main() -> None:
                       "threads": torch.get_num_threads(), "bare_tok_per_s": tokens / b,
                       "eval_tok_per_s": tokens / e, "throughput_ratio": b / e,
                       "throughput_ratio_best_of": bmin / emin,
+                      "throughput_ratio_paired_median": statistics.median(x / y for x, y in zip(t_bare, t_eval)),
                       "bare_s": t_bare, "eval_s": t_eval}))
 
 
