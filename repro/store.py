@@ -85,12 +85,3 @@ class Store:
     def records(self, experiment: str) -> Iterator[dict]:
         for p in sorted((self.root / experiment).glob("*.json")):
             yield json.loads(p.read_text())
-
-    def frame(self, experiment: str):
-        """Records flattened into a pandas DataFrame (config.* and result.* columns)."""
-        import pandas as pd
-
-        rows = [{**{f"config.{k}": v for k, v in r["config"].items()},
-                 **{f"result.{k}": v for k, v in r["result"].items()},
-                 "seconds": r.get("seconds")} for r in self.records(experiment)]
-        return pd.DataFrame(rows)

@@ -146,9 +146,6 @@ class Adapter:
     def heads_per_layer(self) -> list[int]:
         return [self.attention(i).n_heads for i in range(self.n_layers)]
 
-    def kv_heads_per_layer(self) -> list[int]:
-        return [self.attention(i).n_kv_heads for i in range(self.n_layers)]
-
 
 def features(module: nn.Module, side: str) -> int:
     """Current size of the ``side`` dimension of a Linear or Conv1D."""
