@@ -51,13 +51,20 @@ class Site:
     def roles(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(r for r, _ in self.layout(self.counts)))
 
+    def block_positions(self) -> dict:
+        """{(role, unit): block number along the site's dimension} for the current counts."""
+        return {b: k for k, b in enumerate(self.layout(self.counts))}
+
     def index(self, role: str, units=None) -> torch.Tensor:
         """Feature positions of ``units`` of ``role`` (all units if None), in unit order."""
-        pos = {b: k for k, b in enumerate(self.layout(self.counts))}
         units = range(self.counts[role]) if units is None else units
-        ar = torch.arange(self.width)
-        idx = [pos[(role, u)] * self.width + ar for u in units]
-        return torch.cat(idx) if idx else torch.zeros(0, dtype=torch.long)
+        return self.index_of_blocks([(role, u) for u in units])
+
+    def index_of_blocks(self, blocks, positions: dict | None = None) -> torch.Tensor:
+        """Feature positions of ``blocks`` [(role, unit), ...], concatenated in that order."""
+        pos = self.block_positions() if positions is None else positions
+        starts = torch.tensor([pos[b] for b in blocks], dtype=torch.long) * self.width
+        return (starts[:, None] + torch.arange(self.width)).flatten()
 
     def matrix(self, role: str) -> torch.Tensor:
         """Weights of ``role`` as [features, other] (rows = this site's features, unit order)."""

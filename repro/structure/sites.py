@@ -26,16 +26,18 @@ def reselect_(site: Site, new_units: dict) -> None:
     """Rebuild the module so the site holds ``new_units[role]`` (old unit ids, ``None`` = a zero
     block) in the site's own layout order. Sizes of the module change accordingly."""
     counts = {r: len(new_units[r]) for r in site.roles}
-    idx, pad = [], []
-    ar = torch.arange(site.width)
+    positions = site.block_positions()
+    blocks, pad = [], []
     for k, (role, i) in enumerate(site.layout(counts)):
         old = new_units[role][i]
-        if old is None:
-            idx.append(torch.zeros(site.width, dtype=torch.long))
-            pad.append(k * site.width + ar)
+        if old is None:  # a zero block: copy any block (the first), zeroed below
+            blocks.append(next(iter(positions)))
+            pad.append(k)
         else:
-            idx.append(site.index(role, [old]))
-    idx = torch.cat(idx).to(site.module.weight.device)
+            blocks.append((role, old))
+    idx = site.index_of_blocks(blocks, positions).to(site.module.weight.device)
+    ar = torch.arange(site.width)
+    pad = [k * site.width + ar for k in pad]
     m = site.module
     weight = m.weight.index_select(site.dim, idx).clone()
     bias = getattr(m, "bias", None)
