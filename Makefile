@@ -4,7 +4,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 PROFILE ?= cpu
-NOTEBOOKS := $(sort $(wildcard notebooks/[0-9]*.ipynb))
+NOTEBOOKS := $(sort $(wildcard notebooks/[0-9]*.py))
 # WikiText-2 is never shipped: point at ../shared/data when that folder exists (override freely).
 REPRO_DATA_DIR ?= $(if $(wildcard ../shared/data/wikitext-2),$(abspath ../shared/data),)
 export REPRO_DATA_DIR
@@ -31,20 +31,21 @@ $(STAMP): pyproject.toml requirements-assets.txt
 	rm -f $(VENV)/.installed-*; touch $@
 
 test: setup
-	$(BIN)/ruff check repro tests benchmarks tools
+	$(BIN)/ruff check repro tests benchmarks notebooks
 	$(BIN)/python -m pytest
 
 lint: setup
-	$(BIN)/ruff check repro tests benchmarks tools
+	$(BIN)/ruff check repro tests benchmarks notebooks
 
-# The default profile executes the notebooks in place (their outputs are committed); other
-# profiles write executed copies under .cache/executed/<profile>/.
+# Notebook sources are jupytext percent files (notebooks/NN_name.py); the default profile writes the
+# executed pair notebooks/NN_name.ipynb (committed, outputs shown inline); other profiles write under
+# .cache/executed/<profile>/. RECOMPUTE=1 computes every cell again instead of reading records.
 OUTDIR = $(if $(filter cpu,$(PROFILE)),notebooks,.cache/executed/$(PROFILE))
 reproduce: setup
 	@mkdir -p $(OUTDIR); for nb in $(NOTEBOOKS); do \
 	  echo "== $$nb ($(PROFILE) profile)"; \
-	  $(BIN)/papermill $$nb $(OUTDIR)/$$(basename $$nb) -f notebooks/profiles/$(PROFILE).yaml \
-	    --cwd notebooks -k python3 --log-output --no-progress-bar || exit 1; \
+	  $(BIN)/python -m repro notebook $$nb --profile notebooks/profiles/$(PROFILE).yaml \
+	    --out $(OUTDIR)/$$(basename $${nb%.py}).ipynb $(if $(RECOMPUTE),--recompute,) || exit 1; \
 	done
 
 smoke:

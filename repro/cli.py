@@ -1,4 +1,4 @@
-"""Headless entry point: ``python -m repro {ppl,heads} ...`` prints one JSON object.
+"""Headless entry point: ``python -m repro {ppl,heads,zeroshot} ...`` prints one JSON object.
 
 Bad input (unknown names, sparsity outside [0, 1), missing data, a failed sha256, seqlen past
 the model's limit...) exits with status 2 and a one-line message on stderr.
@@ -14,90 +14,145 @@ import warnings
 from repro.errors import ReproError
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line ``error: ...`` on stderr and exit status 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"error: {self.prog}: {message}\n")
+
+
+def _positive(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {v}")
+    return v
+
+
+def _model_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", required=True, help="short name, hub id or local folder")
+    p.add_argument("--device", default=None, help="cpu (default), cuda, cuda:N, or auto (accelerate device_map)")
+
+
 def _ppl_args(p: argparse.ArgumentParser, data_default: str | None) -> None:
     p.add_argument("--eval" if data_default is None else "--data", dest="data", default=data_default,
-                   help="text dataset spec, e.g. wikitext2:test" + ("" if data_default else " (evaluate the result)"))
-    p.add_argument("--seqlen", type=int, default=1024)
-    p.add_argument("--max-windows", type=int, default=None, help="evaluate the first N windows only")
-    p.add_argument("--batch-size", type=int, default=1)
-    p.add_argument("--dtype", default="bfloat16", help="evaluation dtype: bfloat16 (default) or float32")
+                   help="text dataset spec, e.g. wikitext2:validation" + ("" if data_default else " (evaluate the result)"))
+    p.add_argument("--seqlen", type=_positive, default=1024)
+    p.add_argument("--max-windows", type=_positive, default=None, help="evaluate the first N windows only")
+    p.add_argument("--batch-size", type=_positive, default=1)
+    p.add_argument("--dtype", default="bfloat16", help="evaluation dtype: bfloat16 (default), float16 or float32")
 
 
 def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python -m repro", description=__doc__,
+    ap = _Parser(prog="python -m repro", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("ppl", help="perplexity of a model (SparseGPT/Wanda protocol)")
-    p.add_argument("--model", required=True, help="short name, hub id or local folder")
-    _ppl_args(p, "wikitext2:test")
+    _model_args(p)
+    _ppl_args(p, "wikitext2:validation")
 
     h = sub.add_parser("heads", help="score attention heads, prune, optionally evaluate")
-    h.add_argument("--model", required=True)
+    _model_args(h)
     h.add_argument("--method", default="mpg", help="mpg, mp, wanda-head, sparsegpt-head, gradient-head, hybrid, "
                    "magnitude-head, random")
     h.add_argument("--z", type=float, default=2.0)
     h.add_argument("--sparsity", type=float, default=0.25)
     h.add_argument("--tie-break", default="index", choices=["index", "random"])
-    h.add_argument("--seed", type=int, default=0)
+    h.add_argument("--seed", type=int, default=0, help="seed of Random scores and random tie-breaks")
     h.add_argument("--remove", action="store_true", help="remove heads physically instead of zeroing")
     h.add_argument("--calib-data", default="wikitext2-train")
-    h.add_argument("--calib-nsamples", type=int, default=64)
-    h.add_argument("--calib-seqlen", type=int, default=512)
+    h.add_argument("--calib-nsamples", type=_positive, default=64)
+    h.add_argument("--grad-nsamples", type=_positive, default=32, help="calibration windows for gradient-head")
+    h.add_argument("--calib-seqlen", type=_positive, default=512)
+    h.add_argument("--calib-seed", type=int, default=0)
     _ppl_args(h, None)
+
+    z = sub.add_parser("zeroshot", help="zero-shot accuracy with lm-eval's standard task YAMLs (offline data)")
+    _model_args(z)
+    z.add_argument("--tasks", required=True, help="comma-separated lm-eval task names, e.g. arc_easy,sst2")
+    z.add_argument("--limit", type=_positive, default=None, help="first N documents of each task")
+    z.add_argument("--batch-size", type=_positive, default=8)
+    z.add_argument("--dtype", default="bfloat16")
+
+    n = sub.add_parser("notebook", help="execute a paper notebook (jupytext .py) with a profile via papermill")
+    n.add_argument("source", help="notebooks/NN_name.py")
+    n.add_argument("--profile", default=None, help="notebooks/profiles/<name>.yaml")
+    n.add_argument("--out", default=None, help="executed .ipynb (default: the .py's pair beside it)")
+    n.add_argument("--recompute", action="store_true", help="compute every cell again instead of reading records")
     return ap
 
 
-def _ppl_json(loaded, data_spec: str, args) -> dict:
-    from repro.assets import load_text
-    from repro.evaluate import perplexity
+def _setup(args, **calib):
+    from repro.experiments.base import Setup
 
-    data = load_text(data_spec)
-    r = perplexity(loaded.model, loaded.tokenizer, data, args.seqlen, args.max_windows, args.batch_size)
-    return {"data": data.label, "data_identity": data.identity, "data_sha256": data.sha256, **r.as_dict()}
+    return Setup(data=args.data or "wikitext2:validation", seqlen=args.seqlen, max_windows=args.max_windows,
+                 batch_size=args.batch_size, eval_dtype=args.dtype, device=args.device, **calib)
+
+
+def _evaluated(e, model) -> dict:
+    return {"data": e.data.label, "data_identity": e.data.identity, "data_sha256": e.data.sha256, **e.ppl(model)}
 
 
 def cmd_ppl(args) -> dict:
-    from repro.assets import load_model
+    from repro.experiments.base import Experiment
+    from repro.store import Store
 
-    loaded = load_model(args.model, args.dtype)
-    return {"model": loaded.name, "model_identity": loaded.identity, **_ppl_json(loaded, args.data, args)}
+    e = Experiment(args.model, _setup(args), Store(None))
+    return {"model": e.name, "model_identity": e.loaded.identity, **_evaluated(e, e.eval_model())}
 
 
 def cmd_heads(args) -> dict:
-    import torch
-
+    """The notebook's pipeline (HeadExperiment: same calibration windows, same scoring), then the
+    heads are zeroed (Algorithm 1) or removed and the model evaluated."""
     from repro.arch import adapter
-    from repro.assets import load_model, load_text
-    from repro.calib import Calibration, sample_windows
-    from repro.evaluate.ppl import tokenize
-    from repro.evaluate.speed import count_params
-    from repro.methods.heads import get_method, score_heads, select_heads
-    from repro.structure import remove_heads, zero_heads
+    from repro.assets import parse_dtype
     from repro.errors import check_fraction
+    from repro.evaluate.speed import count_params
+    from repro.experiments.heads import HeadExperiment
+    from repro.methods.heads import select_heads
+    from repro.store import Store
+    from repro.structure import remove_heads, zero_heads
 
     check_fraction("sparsity", args.sparsity)
-    method = get_method(args.method)
-    loaded = load_model(args.model, "float32")
-    calib = None
-    if method.calibration:
-        text = load_text(args.calib_data)
-        n = args.calib_nsamples // 2 if method.calibration == "gradients" else args.calib_nsamples
-        calib = Calibration(sample_windows(tokenize(loaded.tokenizer, text), n, args.calib_seqlen, args.seed),
-                            {"data": text.label, "nsamples": n, "seqlen": args.calib_seqlen})
-    scores = score_heads(args.method, loaded.model, calib, z=args.z, seed=args.seed)
+    setup = _setup(args, calib_data=args.calib_data, calib_nsamples=args.calib_nsamples,
+                   calib_seqlen=args.calib_seqlen, calib_seed=args.calib_seed)
+    e = HeadExperiment(args.model, setup, Store(None), grad_nsamples=args.grad_nsamples)
+    scores, seconds = e.scores(args.method, z=args.z, seed=args.seed)
     pruned = select_heads(scores, args.sparsity, args.tie_break, args.seed)
-    ad = adapter(loaded.model)
-    (remove_heads if args.remove else zero_heads)(ad, pruned)
-    out = {"model": loaded.name, "model_identity": loaded.identity, "method": args.method, "z": args.z,
-           "sparsity": args.sparsity, "tie_break": args.tie_break, "seed": args.seed,
-           "calibration": calib.source if calib else None, "scores": scores.tolist(),
-           "pruned": [list(p) for p in pruned], "n_pruned": len(pruned),
-           "removed": args.remove, "params": count_params(loaded.model)}
+    model = e.model
+    (remove_heads if args.remove else zero_heads)(adapter(model), pruned)
+    cfg = e.method_config(args.method, args.z, args.seed)
+    out = {"model": e.name, "model_identity": e.loaded.identity, **cfg, "sparsity": args.sparsity,
+           "tie_break": args.tie_break, "seed": args.seed, "calibration": cfg.get("calibration"),
+           "scoring_seconds": seconds, "scores": scores.tolist(), "pruned": [list(p) for p in pruned],
+           "n_pruned": len(pruned), "removed": args.remove, "params": count_params(model)}
     if args.data:
-        loaded.model.to(torch.bfloat16 if args.dtype in ("bf16", "bfloat16") else torch.float32)
-        out.update(_ppl_json(loaded, args.data, args))
+        out.update(_evaluated(e, model.to(parse_dtype(args.dtype))))
     return out
+
+
+def cmd_zeroshot(args) -> dict:
+    from repro.assets import load_model
+    from repro.evaluate.zeroshot import evaluate_zeroshot
+
+    tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
+    loaded = load_model(args.model, args.dtype, device=args.device)
+    out = evaluate_zeroshot(loaded.model, loaded.tokenizer, tasks, limit=args.limit, batch_size=args.batch_size)
+    return {"model": loaded.name, "model_identity": loaded.identity, "dtype": args.dtype, **out}
+
+
+def cmd_notebook(args) -> dict:
+    from pathlib import Path
+
+    from repro.notebooks import execute
+
+    out = Path(args.out) if args.out else Path(args.source).with_suffix(".ipynb")
+    seconds = execute(args.source, out, args.profile, overrides={"recompute": True} if args.recompute else None)
+    return {"notebook": str(args.source), "profile": args.profile, "output": str(out), "seconds": round(seconds, 1),
+            "bytes": out.stat().st_size}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -105,7 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     warnings.simplefilter("default")
     try:
-        out = {"ppl": cmd_ppl, "heads": cmd_heads}[args.command](args)
+        out = {"ppl": cmd_ppl, "heads": cmd_heads, "zeroshot": cmd_zeroshot,
+               "notebook": cmd_notebook}[args.command](args)
     except ReproError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

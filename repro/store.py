@@ -3,6 +3,10 @@
 A cell is anything that can be described by a JSON-serialisable config (model, method,
 parameters, data, seed). Records are written atomically (temporary file + ``os.replace``), so
 an interrupted run leaves either the whole record or nothing, and a rerun skips finished cells.
+
+:data:`PROTOCOL` is part of every experiment config (see ``repro.experiments.base``): raise it
+whenever code changes what a cell would compute, so old records get new keys and tables, which
+read only the current protocol, never mix the two.
 """
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 SCHEMA = 1
+PROTOCOL = 2  # 2: batch size, weights hash and protocol in every key; paired stats; validation split
 
 
 def config_key(config: dict) -> str:
@@ -47,15 +52,26 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 
 class Store:
-    """Records under ``root/<experiment>/<key>.json``."""
+    """Records under ``root/<experiment>/<key>.json`` (``root=None``: kept in memory only, for
+    headless one-off runs).
 
-    def __init__(self, root: str | os.PathLike):
-        self.root = Path(root)
+    ``recompute=True`` computes every cell again (overwriting its record) instead of reading it.
+    ``status[(experiment, key)]`` says, for each cell asked for in this session, whether it was
+    ``"cached"`` (read from a record) or ``"computed"``; :meth:`cache_summary` counts them for
+    table captions."""
+
+    def __init__(self, root: str | os.PathLike | None, recompute: bool = False):
+        self.root = Path(root) if root is not None else None
+        self.recompute = recompute
+        self.status: dict[tuple[str, str], str] = {}
+        self._memory: dict[tuple[str, str], dict] = {}
 
     def path(self, experiment: str, config: dict) -> Path:
         return self.root / experiment / f"{config_key(config)}.json"
 
     def get(self, experiment: str, config: dict) -> dict | None:
+        if self.root is None:
+            return self._memory.get((experiment, config_key(config)))
         p = self.path(experiment, config)
         if not p.exists():
             return None
@@ -70,18 +86,35 @@ class Store:
                   "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "versions": _versions()}
         text = json.dumps(record, indent=1, sort_keys=True, default=str)
         record = json.loads(text)
-        atomic_write_text(self.path(experiment, config), text + "\n")
+        if self.root is None:
+            self._memory[(experiment, record["key"])] = record
+        else:
+            atomic_write_text(self.path(experiment, config), text + "\n")
         return record
 
     def run(self, experiment: str, config: dict, compute: Callable[[], dict]) -> dict:
-        """The record of ``config``: read if finished, else computed, stored and returned."""
-        record = self.get(experiment, config)
+        """The record of ``config``: read if finished (unless ``recompute``), else computed,
+        stored and returned."""
+        key = (experiment, config_key(config))
+        record = None if (self.recompute and self.status.get(key) != "computed") else self.get(experiment, config)
         if record is None:
             t0 = time.perf_counter()
             result = compute()
             record = self.put(experiment, config, result, time.perf_counter() - t0)
+            self.status[key] = "computed"
+        else:
+            self.status.setdefault(key, "cached")
         return record
 
+    def cache_summary(self, keys) -> str:
+        """'k of n cells read from cached records' for the (experiment, key) pairs ``keys``."""
+        keys = list(keys)
+        cached = sum(self.status.get(k, "cached") == "cached" for k in keys)
+        return f"{cached} of {len(keys)} cells read from cached records" + (" (recompute on)" if self.recompute else "")
+
     def records(self, experiment: str) -> Iterator[dict]:
+        if self.root is None:
+            yield from (r for (e, _), r in sorted(self._memory.items()) if e == experiment)
+            return
         for p in sorted((self.root / experiment).glob("*.json")):
             yield json.loads(p.read_text())

@@ -5,7 +5,7 @@ import copy
 import pytest
 import torch
 
-from helpers import TINY, build_tiny, inputs, n_params, output
+from helpers import TINY, assert_same_pruned, build_tiny, channel_masks, head_mask, inputs, n_params, output
 from repro.arch import adapter
 from repro.errors import UnsupportedArchitectureError
 from repro.structure import Masks, load_pruned, remove_channels, remove_heads, save_pruned, zero_channels, zero_heads
@@ -138,6 +138,35 @@ def test_algorithm1_zeroing_equals_mask_and_removal(name):
             assert adr.attention(i).n_heads == max(ad0.attention(i).n_heads - gone, 1)
     assert n_params(removed) < n_params(m)
     assert report  # some layer changed
+
+
+@pytest.mark.parametrize("kind", ["heads", "channels"])
+@pytest.mark.parametrize("name", ["tiny-llama", "tiny-gpt2", "tiny-neox", "tiny-opt", "tiny-qwen2", "tiny-bert",
+                                  "tiny-vit"])
+def test_mask_zeroing_removal_agree_relative_to_pruning_effect(name, kind):
+    """Masked, zeroed (Algorithm 1) and removed outputs agree to within 1e-3 of the pruning's own
+    effect max|dense - zeroed|, which must be clearly non-zero: an absolute tolerance alone
+    would pass for pruning that changes nothing, or for a small but real mismatch."""
+    m = build_tiny(name)
+    kw = inputs(name)
+    ad = adapter(m)
+    L = ad.n_layers
+    heads = heads_for(L) if kind == "heads" else []
+    chans = {0: [0, 3, 17], L - 1: list(range(0, 40, 3))} if kind == "channels" else {}
+    zeroed, removed = copy.deepcopy(m), copy.deepcopy(m)
+    zero_heads(adapter(zeroed), heads)
+    zero_channels(adapter(zeroed), chans)
+    remove_heads(adapter(removed), heads)
+    remove_channels(adapter(removed), chans)
+    with Masks(ad) as mk:
+        mk.heads = head_mask(L, ad.attention(0).n_heads, heads)
+        mk.channels = channel_masks([ad.mlp(i).n_channels for i in range(L)], chans)
+        masked = output(m, kw)
+    if kind == "heads":
+        assert adapter(removed).heads_per_layer() != ad.heads_per_layer()
+    else:
+        assert [adapter(removed).mlp(i).n_channels for i in range(L)] != [ad.mlp(i).n_channels for i in range(L)]
+    assert_same_pruned(output(m, kw), output(zeroed, kw), removed=output(removed, kw), masked=masked)
 
 
 @pytest.mark.parametrize("name", ["tiny-llama", "tiny-gpt2", "tiny-neox", "tiny-bert", "tiny-vit"])

@@ -10,8 +10,19 @@ from repro.cli import main
 
 
 def run(*args):
+    """A real process: exit status, stdout, stderr."""
     p = subprocess.run([sys.executable, "-m", "repro", *args], capture_output=True, text=True, timeout=300)
     return p.returncode, p.stdout, p.stderr
+
+
+def run_here(capsys, *args):
+    """The same entry point in this process (no interpreter start-up): status, stdout, stderr."""
+    try:
+        code = main(list(args))
+    except SystemExit as e:  # argparse usage errors
+        code = e.code
+    out = capsys.readouterr()
+    return code, out.out, out.err
 
 
 def test_ppl_json(capsys):
@@ -53,10 +64,15 @@ def test_zeroed_and_removed_agree(capsys):
     (["heads", "--model", "tiny-llama", "--sparsity", "nan"], "sparsity must be in [0, 1)"),
     (["heads", "--model", "tiny-llama", "--method", "magic"], "unknown head method 'magic'"),
     (["heads", "--model", "tiny-llama", "--method", "wanda-head", "--calib-data", "wiki-sample",
-      "--calib-nsamples", "0"], "calibration set is empty"),
+      "--calib-nsamples", "0"], "expected a positive integer, got 0"),
+    (["ppl", "--model", "tiny-llama", "--batch-size", "0"], "--batch-size: expected a positive integer, got 0"),
+    (["ppl", "--model", "tiny-llama", "--dtype", "float8"], "unknown dtype 'float8'"),
+    (["ppl", "--model", "tiny-llama", "--device", "cuda:7"], "device 'cuda:7' requested"),
+    (["ppl", "--model", "tiny-llama", "--device", "gpu"], "unknown device 'gpu'"),
+    (["heads", "--model", "tiny-llama", "--sparsity", "0.2", "--unknown-flag"], "unrecognized arguments"),
 ])
-def test_bad_input_exits_2(args, message):
-    code, out, err = run(*args)
+def test_bad_input_exits_2(capsys, args, message):
+    code, out, err = run_here(capsys, *args)
     assert code == 2 and out == ""
     lines = err.strip().splitlines()
     assert lines[-1].startswith("error: ") and message in lines[-1]
@@ -69,6 +85,54 @@ def test_hash_mismatch_exits_2(tmp_path):
     d = tmp_path / "wikitext-2"
     d.mkdir()
     (d / "wiki.test.raw").write_bytes((wikitext_dir() / "wiki.test.raw").read_bytes()[:-10])
-    p = subprocess.run([sys.executable, "-m", "repro", "ppl", "--model", "tiny-llama"], capture_output=True, text=True,
+    p = subprocess.run([sys.executable, "-m", "repro", "ppl", "--model", "tiny-llama", "--data", "wikitext2:test",
+                        "--seqlen", "256"], capture_output=True, text=True,
                        env={**__import__("os").environ, "REPRO_DATA_DIR": str(tmp_path)}, timeout=300)
     assert p.returncode == 2 and "sha256" in p.stderr.strip().splitlines()[-1]
+
+
+def test_heads_dtype_is_honoured(capsys):
+    """--dtype float16 evaluates in float16 (it used to fall back to float32 silently)."""
+    args = ["heads", "--model", "tiny-llama", "--sparsity", "0.25", "--eval", "wiki-sample", "--seqlen", "64",
+            "--max-windows", "1"]
+    assert main(args + ["--dtype", "float16"]) == 0
+    assert json.loads(capsys.readouterr().out)["dtype"] == "float16"
+    assert main(args + ["--dtype", "float32"]) == 0
+    assert json.loads(capsys.readouterr().out)["dtype"] == "float32"
+
+
+def test_non_causal_folder_exits_2(tmp_path, capsys):
+    import transformers as T
+
+    T.BertForMaskedLM(T.BertConfig(vocab_size=32, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                                   intermediate_size=16)).save_pretrained(tmp_path / "bert")
+    code, out, err = run_here(capsys, "ppl", "--model", str(tmp_path / "bert"), "--data", "wiki-sample")
+    last = err.strip().splitlines()[-1]
+    assert code == 2 and out == "" and last.startswith("error: ") and "not a causal language model" in last
+
+
+def test_heads_uses_the_notebook_pipeline(capsys):
+    """The CLI draws calibration windows and scores exactly as HeadExperiment does (same source record)."""
+    from repro.experiments.base import Setup
+    from repro.experiments.heads import HeadExperiment
+    from repro.store import Store
+
+    assert main(["heads", "--model", "tiny-llama", "--method", "wanda-head", "--sparsity", "0.25",
+                 "--calib-data", "wiki-sample", "--calib-nsamples", "3", "--calib-seqlen", "32"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    e = HeadExperiment("tiny-llama", Setup(calib_data="wiki-sample", calib_nsamples=3, calib_seqlen=32), Store(None))
+    scores, _ = e.scores("wanda-head")
+    assert out["calibration"] == e.method_config("wanda-head")["calibration"]
+    assert out["calibration"]["seed"] == 0 and out["calibration"]["sha256"]
+    assert out["scores"] == scores.tolist()
+
+
+def test_zeroshot_json(capsys):
+    """One JSON object with lm-eval's metrics, offline, on a tiny model (byte-level HF tokenizer)."""
+    assert main(["zeroshot", "--model", "tiny-llama", "--tasks", "sst2,rte", "--limit", "3", "--dtype", "float32"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out["tasks"]) == {"sst2", "rte"} and out["limit"] == 3
+    for t in out["tasks"].values():
+        assert t["n"] == 3 and set(t["metrics"]) == {"acc"} and t["metrics"]["acc"]["value"] in (0, 1 / 3, 2 / 3, 1)
+    code, _, err = run_here(capsys, "zeroshot", "--model", "tiny-llama", "--tasks", "sst2,nope")
+    assert code == 2 and "unknown zero-shot task 'nope'" in err

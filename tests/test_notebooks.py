@@ -1,30 +1,89 @@
-"""Every notebook runs end to end on the smoke profile (tiny models) and records its metrics."""
+"""Notebooks: each jupytext source runs end to end on the smoke profile with figures inline and no
+widget state or progress residue; every committed .ipynb holds exactly its source's cells."""
 import json
 import math
 
-import papermill as pm
+import nbformat
 import pytest
 import yaml
 
 from conftest import ROOT
+from repro.errors import ReproError
+from repro.notebooks import clean, declared_parameters, execute, in_sync, load_profile, read_source
 
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
+SOURCES = sorted((ROOT / "notebooks").glob("[0-9]*.py"))
+PROFILES = sorted((ROOT / "notebooks/profiles").glob("*.yaml"))
 
 
-@pytest.mark.parametrize("nb", NOTEBOOKS, ids=[n.stem for n in NOTEBOOKS])
-def test_notebook_smoke(nb, tmp_path):
+@pytest.mark.parametrize("src", SOURCES, ids=[s.stem for s in SOURCES])
+def test_pair_in_sync(src):
+    ipynb = src.with_suffix(".ipynb")
+    assert ipynb.exists(), f"{ipynb.name} missing: run `make reproduce`"
+    assert in_sync(src, ipynb), f"{ipynb.name} is out of sync with {src.name}: run `make reproduce`"
+    nb = json.loads(ipynb.read_text())
+    assert "widgets" not in nb["metadata"], "widget state committed"
+    images = sum("image/png" in o.get("data", {}) for c in nb["cells"] for o in c.get("outputs", []))
+    assert images > 0, "no figure shown inline"
+
+
+def test_in_sync_detects_an_edit(tmp_path):
+    src = SOURCES[0]
+    edited = tmp_path / src.name
+    edited.write_text(src.read_text().replace("## 1. The scores", "## 1. The scores (edited)"))
+    assert not in_sync(edited, src.with_suffix(".ipynb"))
+
+
+@pytest.mark.parametrize("profile", PROFILES, ids=[p.stem for p in PROFILES])
+def test_profiles_name_only_declared_parameters(profile):
+    for src in SOURCES:
+        load_profile(profile, read_source(src))  # raises on an unknown key
+
+
+def test_unknown_profile_key_is_an_error(tmp_path):
+    p = tmp_path / "bad.yaml"
+    p.write_text("profile: x\nmax_window: 3\n")
+    with pytest.raises(ReproError, match="unknown parameter.*max_window"):
+        load_profile(p, read_source(SOURCES[0]))
+    assert "max_windows" in declared_parameters(read_source(SOURCES[0]))
+
+
+def test_clean_drops_widgets_and_progress_only():
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["widgets"] = {"state": {}}
+    cell = nbformat.v4.new_code_cell("x")
+    cell.outputs = [
+        nbformat.v4.new_output("display_data", data={"application/vnd.jupyter.widget-view+json": {}, "text/plain": "0%"}),
+        nbformat.v4.new_output("stream", name="stderr", text="ppl:  50%|#####     | 1/2\rppl: 100%|##########| 2/2\n"
+                                                              "a real warning\n"),
+        nbformat.v4.new_output("stream", name="stdout", text="42% of heads\n"),
+        nbformat.v4.new_output("display_data", data={"image/png": "iVBOR"}),
+    ]
+    nb.cells = [cell]
+    out = clean(nb).cells[0].outputs
+    assert "widgets" not in nb.metadata
+    assert [o.output_type for o in out] == ["stream", "stream", "display_data"]
+    assert out[0].text == "a real warning\n" and out[1].text == "42% of heads\n"
+
+
+@pytest.mark.parametrize("src", SOURCES, ids=[s.stem for s in SOURCES])
+def test_notebook_smoke(src, tmp_path):
     params = yaml.safe_load((ROOT / "notebooks/profiles/smoke.yaml").read_text())
-    params.update(results_dir=str(tmp_path / "results"), figures_dir=str(tmp_path / "figures"), update_readme=False)
-    out = tmp_path / nb.name
-    pm.execute_notebook(str(nb), str(out), parameters=params, cwd=str(ROOT / "notebooks"), kernel_name="python3",
-                        progress_bar=False)
+    out = tmp_path / src.with_suffix(".ipynb").name
+    execute(src, out, ROOT / "notebooks/profiles/smoke.yaml", cwd=ROOT / "notebooks", log_output=False,
+            overrides={"results_dir": str(tmp_path / "results"), "figures_dir": str(tmp_path / "figures"),
+                       "update_readme": False})
     executed = json.loads(out.read_text())
+    assert "widgets" not in executed["metadata"]
+    outputs = [o for c in executed["cells"] for o in c.get("outputs", [])]
+    assert not [o for o in outputs if o["output_type"] == "error"]
+    assert sum("image/png" in o.get("data", {}) for o in outputs) >= 3, "figures must show inline"
+    assert not any("%|" in "".join(o.get("text", "")) for o in outputs), "progress residue left"
     last = executed["cells"][-1]["outputs"]
     text = "".join("".join(o.get("text", "")) for o in last if o.get("name") == "stdout")
     metrics = json.loads(text.strip().splitlines()[-1])
-    assert all(math.isfinite(v) and v > 1 for v in metrics["dense_ppl"].values())
     assert set(metrics["dense_ppl"]) == set(params["models"])
+    assert all(math.isfinite(v) for v in metrics["dense_ppl"].values())
     figs = {p.name for p in (tmp_path / "figures").iterdir()}
-    assert {"table1_ppl.md", "table1_ppl.csv", "claims.md", "efficiency.md", "mpg_scores_heatmap.png"} <= figs
+    assert {"table1_ppl.md", "claims.md", "efficiency.md", "paired_vs_mpg.md", "mpg_scores_heatmap.png"} <= figs
     table1 = (tmp_path / "figures" / "table1_ppl.md").read_text()
-    assert "Profile `smoke`" in table1 and "**" in table1
+    assert "Profile `smoke`" in table1 and "wikitext2:validation" in table1 and "cells read from cached records" in table1

@@ -7,7 +7,7 @@ import torch
 
 from helpers import build_tiny
 from repro.assets.data import TextData
-from repro.assets.tiny import ByteTokenizer
+from repro.assets.tiny import byte_tokenizer
 from repro.errors import ReproError
 from repro.evaluate import perplexity, ppl_ci
 from repro.evaluate.ppl import windows
@@ -24,7 +24,7 @@ def data():
 def test_matches_labels_loss_loop(name, batch_size):
     """Same tokens, windows and NLL as the textbook loop (transformers' own shifted loss)."""
     m = build_tiny(name)
-    tok = ByteTokenizer()
+    tok = byte_tokenizer()
     r = perplexity(m, tok, data(), seqlen=64, max_windows=5, batch_size=batch_size, progress=False)
     ids = torch.tensor(tok.encode("\n\n".join(ROWS)))
     nll = []
@@ -51,7 +51,7 @@ def test_windows_drop_the_tail():
 def test_seqlen_beyond_model_limit():
     m = build_tiny("tiny-gpt2")  # 512 positions
     with pytest.raises(ReproError, match="exceeds the model's limit of 512"):
-        perplexity(m, ByteTokenizer(), data(), seqlen=1024, progress=False)
+        perplexity(m, byte_tokenizer(), data(), seqlen=1024, progress=False)
 
 
 def test_ppl_ci():
@@ -80,10 +80,19 @@ def test_softcapped_logits_take_the_plain_path():
     m = build_tiny("tiny-gemma3")
     m.config.final_logit_softcapping = 30.0
     assert not _fusable(m)
-    tok = ByteTokenizer()
+    tok = byte_tokenizer()
     r = perplexity(m, tok, data(), seqlen=64, max_windows=2, progress=False)
     ids = torch.tensor(tok.encode("\n\n".join(ROWS)))
     with torch.no_grad():
         ref = [m(input_ids=ids[i * 64:(i + 1) * 64][None], labels=ids[i * 64:(i + 1) * 64][None]).loss.item()
                for i in range(2)]
     np.testing.assert_allclose(r.window_nll, ref, rtol=1e-5)
+
+
+@pytest.mark.parametrize("text", ["Hello world\n\n = A = \n", "naïve café — 日本", "  two  spaces\ttab", ""])
+def test_tiny_models_byte_tokenizer(text):
+    """The tiny models' Hugging Face tokenizer is exactly UTF-8 bytes + 4, and round-trips."""
+    tok = byte_tokenizer()
+    assert tok(text)["input_ids"] == [b + 4 for b in text.encode("utf-8")]
+    assert tok.decode(tok(text)["input_ids"]) == text
+    assert (tok.pad_token_id, tok.bos_token_id, tok.eos_token_id, tok.mask_token_id, len(tok)) == (0, 1, 2, 3, 260)

@@ -1,13 +1,14 @@
-"""Result store: keys, atomic records, and a run killed midway that resumes losslessly."""
+"""Result store: keys, atomic records, and writers killed between the complete temporary file
+and ``os.replace`` (the one instant where atomicity matters) that resume losslessly."""
 import json
 import os
 import signal
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
+import torch
 
 from repro.store import Store, config_key
 
@@ -30,36 +31,123 @@ def test_failed_cell_writes_nothing(tmp_path):
     s = Store(tmp_path)
     with pytest.raises(ZeroDivisionError):
         s.run("exp", {"x": 1}, lambda: {"v": 1 / 0})
-    assert list(tmp_path.rglob("*")) == [] or not list((tmp_path / "exp").glob("*"))
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
+    assert s.get("exp", {"x": 1}) is None and list(s.records("exp")) == []
 
 
-WORKER = textwrap.dedent("""
-    import sys, time
+# The writer process: os.replace (looked up by repro.store.atomic_write_text at call time) is
+# replaced by a SIGKILL of the process itself, so the process dies exactly after the temporary
+# file has been written, flushed and fsynced, and before it is renamed to the record's name.
+KILL_IN_REPLACE = textwrap.dedent("""
+    import os, signal, sys
+    def die(src, dst):
+        print("replace", src, dst, flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+    os.replace = die
+""")
+
+WRITER = KILL_IN_REPLACE + textwrap.dedent("""
     from repro.store import Store
-    import repro.store as st
-    slow = float(sys.argv[2])
-    real = st.atomic_write_text
-    def slow_write(path, text):          # widen the window in which a kill can land mid-write
-        time.sleep(slow)
-        real(path, text)
-    st.atomic_write_text = slow_write
-    from repro.experiments.heads import HeadExperiment, Setup
-    setup = Setup(data="wiki-sample", seqlen=64, max_windows=2, calib_data="wiki-sample", calib_nsamples=2,
-                  grad_nsamples=1, calib_seqlen=32)
-    store = Store(sys.argv[1])
-    e = HeadExperiment("tiny-llama", setup, store, progress=False)
-    before = sum(1 for _ in store.records("heads-ppl"))
-    e.dense()
-    for m in ("mpg", "wanda-head", "random"):
-        for s in (0.125, 0.25, 0.5):
-            e.cell(m, s)
-    after = sum(1 for _ in store.records("heads-ppl"))
-    print("computed", after - before)
+    s = Store(sys.argv[1])
+    if sys.argv[2] == "run":
+        s.run("exp", {"x": 3}, lambda: {"v": 9})
+    else:  # overwrite an existing record
+        s.put("exp", {"x": 1}, {"v": -1})
+    print("survived", flush=True)
 """)
 
 
-def _run(args, **kw):
-    return subprocess.Popen([sys.executable, "-c", WORKER, *args], stdout=subprocess.PIPE, text=True, **kw)
+def _killed(script, *args):
+    p = subprocess.run([sys.executable, "-c", script, *map(str, args)], capture_output=True, text=True, timeout=300)
+    assert p.returncode == -signal.SIGKILL, p.stderr
+    assert "survived" not in p.stdout
+    lines = [ln.split() for ln in p.stdout.splitlines() if ln.startswith("replace ")]
+    assert len(lines) == 1, p.stdout
+    return lines[0][1], lines[0][2]
+
+
+@pytest.mark.parametrize("how", ["run", "overwrite"])
+def test_kill_between_temp_write_and_replace(tmp_path, how):
+    s = Store(tmp_path)
+    for x in range(3):
+        s.run("exp", {"x": x}, lambda x=x: {"v": x * x})
+    folder = tmp_path / "exp"
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    assert len(before) == 3
+
+    cfg = {"x": 3} if how == "run" else {"x": 1}
+    src, dst = _killed(WRITER, tmp_path, how)
+    # the kill landed exactly there: the record's final name was the target, and the temporary
+    # file beside it is complete (a whole record) but was never renamed
+    assert dst == str(s.path("exp", cfg))
+    tmp = folder / os.path.basename(src)
+    assert os.path.dirname(src) == str(folder)
+    assert tmp.name.startswith(f".{os.path.basename(dst)}.") and tmp.name.endswith(".tmp")
+    assert json.loads(tmp.read_text())["config"] == cfg
+
+    # nothing lost or corrupt: the old records are byte-identical, no partial record under any final name
+    after = {p.name: p.read_bytes() for p in folder.iterdir() if p != tmp}
+    assert after == before
+    assert sorted(p.name for p in folder.iterdir()) == sorted([*before, tmp.name])
+    recs = list(s.records("exp"))  # the leftover temporary file is not a record
+    assert sorted(r["config"]["x"] for r in recs) == [0, 1, 2]
+    assert {r["config"]["x"]: r["result"]["v"] for r in recs} == {0: 0, 1: 1, 2: 4}
+    assert s.get("exp", {"x": 1})["result"] == {"v": 1}
+
+    if how == "run":  # the interrupted cell is simply absent, and a rerun computes it once
+        assert s.get("exp", cfg) is None and not os.path.exists(dst)
+        calls = []
+        rec = Store(tmp_path).run("exp", cfg, lambda: calls.append(1) or {"v": 9})
+        assert calls == [1] and rec["result"] == {"v": 9}
+        assert Store(tmp_path).run("exp", cfg, lambda: calls.append(1) or {"v": 0})["result"] == {"v": 9}
+        assert calls == [1]
+    else:
+        Store(tmp_path).put("exp", cfg, {"v": -1})
+    on_disk = json.loads(open(dst).read())
+    assert on_disk["config"] == cfg and on_disk["key"] == config_key(cfg)
+    assert on_disk["result"] == ({"v": 9} if how == "run" else {"v": -1})
+    recs = list(Store(tmp_path).records("exp"))
+    assert sorted(r["config"]["x"] for r in recs) == ([0, 1, 2, 3] if how == "run" else [0, 1, 2])
+    assert tmp.exists(), "the stale temporary file stays, ignored"
+
+
+# End to end: a head-pruning run whose 3rd perplexity record dies between its temporary write
+# and os.replace resumes to exactly the records of an uninterrupted run.
+def run_cells(root) -> int:
+    """A small head-pruning run (dense + 4 cells, one needing calibration); returns how many
+    perplexity records it added."""
+    from repro.experiments.heads import HeadExperiment, Setup
+
+    setup = Setup(data="wiki-sample", seqlen=64, max_windows=2, calib_data="wiki-sample", calib_nsamples=2,
+                  calib_seqlen=32)
+    store = Store(root)
+    e = HeadExperiment("tiny-llama", setup, store, grad_nsamples=1, progress=False)
+    before = sum(1 for _ in store.records("heads-ppl"))
+    e.dense()
+    for m in ("wanda-head", "random"):
+        for s in (0.25, 0.5):
+            e.cell(m, s)
+    return sum(1 for _ in store.records("heads-ppl")) - before
+
+
+EXPERIMENT = textwrap.dedent(f"""
+    import os, signal, sys
+    kill_at, done = int(sys.argv[2]), []
+    real_replace = os.replace
+    def replace(src, dst):
+        if "heads-ppl" in str(dst):
+            done.append(dst)
+            if len(done) == kill_at:
+                print("replace", src, dst, flush=True)
+                os.kill(os.getpid(), signal.SIGKILL)
+        real_replace(src, dst)
+    os.replace = replace
+    import torch
+    torch.set_num_threads({torch.get_num_threads()})  # as in the test process, which computes the reference
+    sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
+    from test_store import run_cells
+    print("computed", run_cells(sys.argv[1]), flush=True)
+""")
 
 
 def _ppl_by_key(root):
@@ -67,27 +155,21 @@ def _ppl_by_key(root):
 
 
 def test_killed_run_resumes_identically(tmp_path):
-    clean = _run([str(tmp_path / "clean"), "0"])
-    assert clean.wait(timeout=300) == 0
+    assert run_cells(tmp_path / "clean") == 5  # the reference, uninterrupted, in this process
     reference = _ppl_by_key(tmp_path / "clean")
-    assert len(reference) == 10
+    assert len(reference) == 5
 
     root = tmp_path / "killed"
-    p = _run([str(root), "0.3"], start_new_session=True)
-    deadline = time.time() + 240
-    while time.time() < deadline and len(list((root / "heads-ppl").glob("*.json"))) < 3:
-        time.sleep(0.05)
-    time.sleep(0.15)  # land inside a later cell's (slowed) write
-    os.killpg(p.pid, signal.SIGKILL)
-    p.wait()
-    done = list((root / "heads-ppl").glob("*.json"))
-    assert 3 <= len(done) < 10, "the kill must land midway"
-    for f in done:
-        json.loads(f.read_text())  # every record complete
-    resumed = _run([str(root), "0"])
-    out, _ = resumed.communicate(timeout=300)
-    assert resumed.returncode == 0
-    assert out.strip() == f"computed {10 - len(done)}", "finished cells are skipped"
+    src, dst = _killed(EXPERIMENT, root, 3)  # dies on the 3rd record, after 2 complete ones
+    folder = root / "heads-ppl"
+    records = sorted(p.name for p in folder.glob("*.json") if not p.name.startswith("."))
+    assert len(records) == 2 and os.path.basename(dst) not in records
+    assert all(json.loads((folder / n).read_text())["key"] + ".json" == n for n in records)
+    assert os.path.exists(src) and _ppl_by_key(root).keys() < reference.keys()
+
+    resumed = subprocess.run([sys.executable, "-c", EXPERIMENT, str(root), "0"], capture_output=True, text=True,
+                             timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stdout.split()[-2:] == ["computed", "3"], "finished cells are skipped, the killed one is redone"
     assert _ppl_by_key(root) == reference
-    # a kill inside the write can leave only a hidden temporary file, never a partial record
-    assert all(f.name.endswith(".json") or f.name.startswith(".") for f in (root / "heads-ppl").iterdir())
+    assert os.path.exists(dst)

@@ -7,9 +7,13 @@ safetensors folder under ``$REPRO_CACHE/models/<name>`` that reloads in seconds.
 Every loaded model carries an ``identity`` dict (name, source, quantisation, sha256 of the
 weights file) that result records store, so no table can confuse a dequantized 4-bit SmolLM2
 with the model a paper used.
+
+``device`` (see :mod:`repro.assets.devices`) says where the model runs; it is kept in
+``Loaded.device``, not in the identity, so result keys do not depend on it.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -20,8 +24,9 @@ from typing import Any, Callable
 
 import torch
 
+from repro.assets.devices import AUTO, describe, resolve_device
 from repro.assets.files import cache_dir, package_dir, sha256_file
-from repro.assets.tiny import TINY, ByteTokenizer, build_tiny
+from repro.assets.tiny import TINY, build_tiny, byte_tokenizer
 from repro.errors import HashMismatchError, ReproError, UnknownNameError
 
 log = logging.getLogger(__name__)
@@ -99,11 +104,13 @@ GGUF_MODELS: dict[str, GGUFAsset] = {a.name: a for a in [
 
 @dataclass
 class Loaded:
-    """A model ready for evaluation, with its tokenizer (None for vision) and identity."""
+    """A model ready for evaluation, with its tokenizer (None for vision), identity and device
+    ("cpu", "cuda:0", ...; "auto" when split over several devices, see ``model.hf_device_map``)."""
     model: torch.nn.Module
     tokenizer: Any
     identity: dict = field(default_factory=dict)
     task: str = "causal-lm"
+    device: str = "cpu"
 
     @property
     def name(self) -> str:
@@ -147,37 +154,66 @@ def _convert_gguf(asset: GGUFAsset) -> Path:
     return out
 
 
-def _from_folder(path: str | Path, identity: dict, dtype: torch.dtype) -> Loaded:
+def _from_folder(path: str | Path, identity: dict, dtype: torch.dtype, device: torch.device | str) -> Loaded:
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     config = AutoConfig.from_pretrained(path)
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, attn_implementation="sdpa")
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES as CAUSAL
+
+    archs = config.architectures or []
+    causal = config.model_type in CAUSAL and (not archs or any(a == CAUSAL[config.model_type] or
+                                                                a.endswith(("ForCausalLM", "LMHeadModel"))
+                                                                for a in archs))
+    if not causal:  # e.g. a BERT masked-LM folder: a causal head would be built untrained
+        raise ReproError(f"{path} holds a {config.model_type!r} model ({', '.join(config.architectures or [])}), "
+                         "not a causal language model")
+    placement = {} if device == torch.device("cpu") else {"device_map": device if device == AUTO else {"": device}}
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, attn_implementation="sdpa", **placement)
     tokenizer = AutoTokenizer.from_pretrained(path)
     identity = {**identity, "model_type": config.model_type}
-    return Loaded(model.eval(), tokenizer, identity)
+    if identity.get("source") == "hub":  # the exact hub commit the weights came from
+        identity["revision"] = getattr(model.config, "_commit_hash", None) or getattr(config, "_commit_hash", None)
+    return Loaded(model.eval(), tokenizer, identity, device=describe(model))
 
 
-def load_model(name: str, dtype: str | torch.dtype = "float32", seed: int = 0) -> Loaded:
-    """Load a model by short name (see ``known_models()``), hub id or local folder."""
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
+
+
+def folder_weights_sha256(folder: str | Path) -> str | None:
+    """One sha256 over a local folder's weight files (name and sha256 of each, sorted), so that
+    records of two different checkpoints in the same folder path never share a key."""
+    files = sorted(p for p in Path(folder).iterdir() if p.is_file() and p.name.endswith(WEIGHT_SUFFIXES))
+    if not files:
+        return None
+    return hashlib.sha256("".join(f"{p.name}:{sha256_file(p)}\n" for p in files).encode()).hexdigest()
+
+
+def load_model(name: str, dtype: str | torch.dtype = "float32", seed: int = 0,
+               device: str | torch.device | None = None) -> Loaded:
+    """Load a model by short name (see ``known_models()``), hub id or local folder, onto
+    ``device`` (None: CPU; see :func:`repro.assets.devices.resolve_device`)."""
     dtype = parse_dtype(dtype)
     if name in TINY:
-        model = build_tiny(name, seed).to(dtype)
+        dev = resolve_device(device, allow_split=False)
+        model = build_tiny(name, seed).to(dtype=dtype, device=dev)
         task = TINY[name][2]
         identity = {"name": name, "source": "random-init from config", "quantisation": "none",
                     "weights_sha256": None, "seed": seed, "model_type": model.config.model_type}
-        tok = ByteTokenizer() if task in ("causal-lm", "masked-lm") else None
-        return Loaded(model, tok, identity, task)
+        tok = byte_tokenizer() if task in ("causal-lm", "masked-lm") else None
+        return Loaded(model, tok, identity, task, str(dev))
+    dev = resolve_device(device)
     if name in GGUF_MODELS:
         folder = _convert_gguf(GGUF_MODELS[name])
         identity = json.loads((folder / "identity.json").read_text())
-        return _from_folder(folder, identity, dtype)
+        return _from_folder(folder, identity, dtype, dev)
     if Path(name).exists():
         return _from_folder(name, {"name": Path(name).name, "source": f"local:{Path(name).resolve()}",
-                                   "quantisation": "unknown", "weights_sha256": None}, dtype)
+                                   "quantisation": "unknown", "weights_sha256": folder_weights_sha256(name)},
+                            dtype, dev)
     if "/" in name and not os.environ.get("HF_HUB_OFFLINE"):
         try:
             return _from_folder(name, {"name": name, "source": "hub", "quantisation": "none",
-                                       "weights_sha256": None}, dtype)
+                                       "weights_sha256": None}, dtype, dev)
         except OSError as e:
             raise ReproError(f"could not load {name!r} from the hub: {str(e).splitlines()[0]}") from None
     raise UnknownNameError("model", name, known_models())

@@ -62,16 +62,37 @@ def build_tiny(name: str, seed: int = 0) -> torch.nn.Module:
     return model.eval()
 
 
-class ByteTokenizer:
-    """UTF-8 bytes as token ids (offset by 4 specials). Enough for perplexity on tiny models."""
+SPECIALS = ["<pad>", "<s>", "</s>", "<mask>"]  # ids 0-3; byte b is id b + 4
 
-    pad_token_id, bos_token_id, eos_token_id, mask_token_id = 0, 1, 2, 3
-    vocab_size = VOCAB
-    name_or_path = "bytes"
 
-    def encode(self, text: str) -> list[int]:
-        return [b + 4 for b in text.encode("utf-8")]
+def byte_tokenizer():
+    """UTF-8 bytes as token ids (byte ``b`` -> ``b + 4``, after 4 specials), as a Hugging Face fast
+    tokenizer, so tiny models also run through code that needs one (lm-eval's HFLM). Built in
+    code: no file, no download; no BOS is added, like SmolLM2's tokenizer."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
 
-    def __call__(self, text: str, return_tensors: str | None = None, **_):
-        ids = self.encode(text)
-        return {"input_ids": torch.tensor([ids]) if return_tensors == "pt" else ids}
+    alphabet = pre_tokenizers.ByteLevel.alphabet()  # the 256 printable stand-ins for bytes
+    byte_char = _bytes_to_unicode()
+    vocab = {tok: i for i, tok in enumerate(SPECIALS)} | {byte_char[b]: b + 4 for b in range(256)}
+    assert set(byte_char.values()) == set(alphabet)
+    bpe = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    bpe.decoder = decoders.ByteLevel()
+    tok = PreTrainedTokenizerFast(tokenizer_object=bpe, pad_token="<pad>", bos_token="<s>", eos_token="</s>",
+                                  mask_token="<mask>", model_max_length=512)
+    tok.name_or_path = "bytes"
+    return tok
+
+
+def _bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's reversible byte -> printable character map (what tokenizers' ByteLevel uses)."""
+    keep = [*range(ord("!"), ord("~") + 1), *range(ord("\xa1"), ord("\xac") + 1), *range(ord("\xae"), ord("\xff") + 1)]
+    chars, n = {}, 0
+    for b in range(256):
+        if b in keep:
+            chars[b] = chr(b)
+        else:
+            chars[b] = chr(256 + n)
+            n += 1
+    return chars

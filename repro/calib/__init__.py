@@ -15,8 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 from torch import nn
-from tqdm.auto import tqdm
+from repro.progress import tqdm
 
+from repro.assets.devices import input_device
 from repro.errors import ReproError
 
 
@@ -67,7 +68,7 @@ def input_sumsq(model: nn.Module, modules: list[nn.Module], windows: torch.Tenso
         stats[module] = InputStats(add, x.shape[0]) if s is None else InputStats(s.sumsq + add, s.n + x.shape[0])
 
     handles = [m.register_forward_pre_hook(hook) for m in set(modules)]
-    device = next(model.parameters()).device
+    device = input_device(model)
     try:
         for batch in tqdm(list(_batches(windows, batch_size)), desc="calibrate", leave=False, disable=not progress):
             model(input_ids=batch.to(device), use_cache=False)
@@ -115,7 +116,7 @@ def as_calibration(calib) -> Calibration:
 def loss_gradients(model: nn.Module, windows: torch.Tensor, batch_size: int = 1, progress: bool = True) -> None:
     """Accumulate d(mean LM loss over windows)/d(weights) into ``param.grad`` (zeroed first)."""
     model.zero_grad(set_to_none=True)
-    device = next(model.parameters()).device
+    device = input_device(model)
     n = len(windows)
     with torch.enable_grad():
         for batch in tqdm(list(_batches(windows, batch_size)), desc="gradients", leave=False, disable=not progress):

@@ -1,34 +1,80 @@
 """Masked-LM pseudo-perplexity (Salazar et al., 2020) for encoders such as BERT/RoBERTa:
 each token of a sequence is masked in turn and scored by the model;
-PPPL = exp(mean over scored tokens of -log p(token | rest))."""
+PPPL = exp(total over all scored tokens of -log p(token | rest) / number of scored tokens).
+
+Sequences may differ in length; the corpus PPPL weights every scored token equally (not every
+sequence), as in Salazar et al.'s corpus-level definition."""
 from __future__ import annotations
 
 import math
+from typing import Sequence
 
+import numpy as np
 import torch
-from tqdm.auto import tqdm
+from scipy import stats
+from repro.progress import tqdm
 
 from repro.errors import ReproError
-from repro.evaluate.stats import ppl_ci
+
+
+def _as_sequences(sequences) -> list[torch.Tensor]:
+    if isinstance(sequences, torch.Tensor):
+        if sequences.ndim != 2 or sequences.numel() == 0:
+            raise ReproError("pseudo-perplexity needs a non-empty [N, T] tensor or a list of 1-D token-id tensors")
+        return list(sequences)
+    seqs = [torch.as_tensor(s) for s in sequences]
+    if not seqs:
+        raise ReproError("pseudo-perplexity needs at least one sequence")
+    for i, s in enumerate(seqs):
+        if s.ndim != 1 or s.numel() == 0 or s.is_floating_point() or s.is_complex():
+            raise ReproError(f"sequence {i} must be a non-empty 1-D tensor of token ids, got shape "
+                             f"{tuple(s.shape)} and dtype {s.dtype}")
+    return seqs
+
+
+def _pppl_ci(total_nll: np.ndarray, n_tokens: np.ndarray, level: float = 0.95, n_resamples: int = 2000,
+             seed: int = 0) -> tuple[float, float] | None:
+    """Percentile bootstrap CI of exp(sum NLL / sum tokens), resampling whole sequences (paired
+    NLL totals and token counts). None with fewer than 2 sequences or equal per-token NLLs."""
+    means = total_nll / n_tokens
+    if means.size < 2 or np.all(means == means[0]):
+        return None
+    res = stats.bootstrap((total_nll, n_tokens.astype(float)), lambda a, b, axis=-1: a.sum(axis) / b.sum(axis),
+                          paired=True, vectorized=True, confidence_level=level, n_resamples=n_resamples,
+                          method="percentile", rng=np.random.default_rng(seed))
+    return float(np.exp(res.confidence_interval.low)), float(np.exp(res.confidence_interval.high))
 
 
 @torch.inference_mode()
-def pseudo_perplexity(model: torch.nn.Module, sequences: torch.Tensor, mask_token_id: int,
+def pseudo_perplexity(model: torch.nn.Module, sequences: torch.Tensor | Sequence[torch.Tensor], mask_token_id: int,
                       special_ids: set[int] = frozenset(), batch_size: int = 32, progress: bool = True) -> dict:
-    """``sequences`` [N, T] of token ids; positions holding ``special_ids`` are not scored."""
-    if sequences.ndim != 2 or sequences.numel() == 0:
-        raise ReproError("pseudo-perplexity needs a non-empty [N, T] tensor of token ids")
-    per_seq = []
-    for seq in tqdm(sequences, desc="pseudo-ppl", leave=False, disable=not progress):
+    """Pseudo-perplexity of ``sequences``: a [N, T] tensor of token ids or a list of 1-D
+    tensors of different lengths. Positions holding ``special_ids`` are not scored.
+
+    Returns ``pppl`` = exp(total NLL / total scored tokens), ``ci95`` (bootstrap over
+    sequences), ``sequence_nll`` (each sequence's mean NLL per scored token), ``n_tokens``
+    (each sequence's number of scored tokens) and ``n_sequences``.
+    """
+    seqs = _as_sequences(sequences)
+    if batch_size < 1:
+        raise ReproError(f"batch_size must be positive, got {batch_size}")
+    device = next(model.parameters()).device
+    totals, counts = [], []
+    for i, seq in enumerate(tqdm(seqs, desc="pseudo-ppl", leave=False, disable=not progress)):
+        seq = seq.to(device=device, dtype=torch.long)
         pos = [t for t in range(len(seq)) if int(seq[t]) not in special_ids]
+        if not pos:
+            raise ReproError(f"sequence {i} has no token to score (all are special ids)")
         nll = []
         for s in range(0, len(pos), batch_size):
-            chunk = pos[s:s + batch_size]
+            chunk = torch.tensor(pos[s:s + batch_size], device=device)
+            rows = torch.arange(len(chunk), device=device)
             batch = seq.repeat(len(chunk), 1)
-            batch[torch.arange(len(chunk)), chunk] = mask_token_id
+            batch[rows, chunk] = mask_token_id
             logp = model(input_ids=batch).logits.float().log_softmax(-1)
-            nll.append(-logp[torch.arange(len(chunk)), chunk, seq[chunk]])
-        per_seq.append(torch.cat(nll).double().mean().item())
-    mean = sum(per_seq) / len(per_seq)
-    return {"pppl": math.exp(mean), "ci95": ppl_ci(per_seq), "sequence_nll": per_seq,
-            "n_sequences": len(per_seq)}
+            nll.append(-logp[rows, chunk, seq[chunk]])
+        totals.append(torch.cat(nll).double().sum().item())
+        counts.append(len(pos))
+    total_nll, n_tokens = np.array(totals), np.array(counts)
+    return {"pppl": math.exp(total_nll.sum() / n_tokens.sum()), "ci95": _pppl_ci(total_nll, n_tokens),
+            "sequence_nll": (total_nll / n_tokens).tolist(), "n_tokens": counts, "n_sequences": len(seqs)}

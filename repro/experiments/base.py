@@ -1,0 +1,135 @@
+"""The generic half of every paper's experiment: one model under one evaluation/calibration
+protocol, its identity, calibration windows, an evaluation copy, and cells cached in a store.
+
+A paper's experiment class (``HeadExperiment`` for MP-G; OGAS and the bandit search likewise)
+extends :class:`Experiment` with its own cells; the CLI builds the same objects, so a headless
+run draws calibration windows and evaluates exactly as the notebooks do.
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, fields
+
+import torch
+
+from repro.arch import adapter as get_adapter
+from repro.assets import load_model, load_text, parse_dtype
+from repro.calib import Calibration, sample_windows
+from repro.errors import ReproError
+from repro.evaluate.ppl import perplexity, tokenize
+from repro.store import PROTOCOL, Store
+
+
+@dataclass(frozen=True)
+class Setup:
+    """Evaluation and calibration protocol shared by every cell of a run (papermill parameters)."""
+    data: str = "wikitext2:validation"
+    seqlen: int = 1024
+    max_windows: int | None = 32
+    batch_size: int = 1
+    eval_dtype: str = "bfloat16"
+    calib_data: str = "wikitext2-train"
+    calib_nsamples: int = 64
+    calib_seqlen: int = 512
+    calib_seed: int = 0
+    device: str | None = None
+
+    def __post_init__(self):
+        for name in ("seqlen", "batch_size", "calib_nsamples", "calib_seqlen"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise ReproError(f"{name} must be a positive integer, got {getattr(self, name)!r}")
+        if self.max_windows is not None and (not isinstance(self.max_windows, int) or self.max_windows < 1):
+            raise ReproError(f"max_windows must be a positive integer or None, got {self.max_windows!r}")
+        parse_dtype(self.eval_dtype)
+
+    @classmethod
+    def keys(cls) -> set[str]:
+        return {f.name for f in fields(cls)}
+
+    def replace(self, **changes) -> "Setup":
+        check_keys(changes, self.keys(), "setup")
+        return type(self)(**{**{f.name: getattr(self, f.name) for f in fields(self)}, **changes})
+
+
+def check_keys(given: dict, allowed, what: str) -> dict:
+    """Unknown keys are an error, never silently ignored (a typo would otherwise run defaults)."""
+    unknown = sorted(set(given) - set(allowed))
+    if unknown:
+        raise ReproError(f"unknown {what} key(s) {', '.join(map(repr, unknown))}; known: {', '.join(sorted(allowed))}")
+    return given
+
+
+def model_key(identity: dict) -> dict:
+    """What identifies a model's weights in a result key (name, source, quantisation, weights
+    hash or hub revision, seed of a random init)."""
+    return {k: identity.get(k) for k in ("name", "source", "quantisation", "weights_sha256", "revision", "seed")
+            if identity.get(k) is not None}
+
+
+class Experiment:
+    """One model under one :class:`Setup`, cells cached in ``store``."""
+
+    def __init__(self, model: str, setup: Setup, store: Store, progress: bool = True):
+        self.setup, self.store, self.progress = setup, store, progress
+        self.loaded = load_model(model, "float32", device=setup.device)
+        self.model = self.loaded.model
+        self.adapter = get_adapter(self.model)
+        self._data = None
+        self._eval = None
+        self._calib: dict[int, Calibration] = {}
+
+    @property
+    def name(self) -> str:
+        return self.loaded.name
+
+    @property
+    def data(self):
+        """The evaluation corpus (loaded and hash-checked on first use)."""
+        if self._data is None:
+            self._data = load_text(self.setup.data)
+        return self._data
+
+    def base_config(self) -> dict:
+        """Everything an evaluated cell's number depends on, besides the method."""
+        s = self.setup
+        return {"protocol": PROTOCOL, "model": model_key(self.loaded.identity),
+                "data": {k: self.data.identity[k] for k in ("name", "split", "sha256", "note")},
+                "seqlen": s.seqlen, "max_windows": s.max_windows, "batch_size": s.batch_size, "dtype": s.eval_dtype}
+
+    def calibration(self, nsamples: int | None = None) -> Calibration:
+        """Seeded ``nsamples x calib_seqlen`` windows of the calibration corpus (default
+        ``setup.calib_nsamples``), drawn once per size; ``source`` identifies them in keys."""
+        s = self.setup
+        n = s.calib_nsamples if nsamples is None else nsamples
+        if n not in self._calib:
+            text = load_text(s.calib_data)
+            wins = sample_windows(tokenize(self.loaded.tokenizer, text), n, s.calib_seqlen, s.calib_seed)
+            self._calib[n] = Calibration(wins, {"data": text.label, "sha256": text.sha256, "nsamples": n,
+                                                "seqlen": s.calib_seqlen, "seed": s.calib_seed})
+        return self._calib[n]
+
+    def eval_model(self) -> torch.nn.Module:
+        """One copy of the dense model in the evaluation dtype (masks are applied to it per cell)."""
+        if self._eval is None:
+            self._eval = copy.deepcopy(self.model).to(parse_dtype(self.setup.eval_dtype)).eval()
+        return self._eval
+
+    def ppl(self, model: torch.nn.Module) -> dict:
+        """Perplexity of ``model`` (as it is: masked, zeroed or removed) under the setup's protocol."""
+        s = self.setup
+        return perplexity(model, self.loaded.tokenizer, self.data, s.seqlen, s.max_windows, s.batch_size,
+                          self.progress).as_dict()
+
+    def zeroshot_config(self, tasks: list[str], limit: int | None) -> dict:
+        """Key fields of a zero-shot cell (lm-eval tasks; the text data and windows play no part)."""
+        return {"protocol": PROTOCOL, "model": model_key(self.loaded.identity), "tasks": list(tasks), "limit": limit,
+                "dtype": self.setup.eval_dtype}
+
+    def zeroshot(self, model: torch.nn.Module, tasks: list[str], limit: int | None) -> dict:
+        """lm-eval's standard tasks on ``model`` as it is (masked, zeroed or removed)."""
+        from repro.evaluate.zeroshot import evaluate_zeroshot
+
+        return evaluate_zeroshot(model, self.loaded.tokenizer, list(tasks), limit=limit, progress=self.progress)
+
+    def run(self, experiment: str, config: dict, compute) -> dict:
+        return self.store.run(experiment, config, compute)

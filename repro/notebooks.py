@@ -1,0 +1,116 @@
+"""Execute the paper notebooks: jupytext source -> papermill run with a profile -> clean
+executed ``.ipynb`` (the pair people open in JupyterLab).
+
+Each notebook lives as a jupytext percent file ``notebooks/NN_name.py`` (the source: readable,
+linted, diffable) paired with ``notebooks/NN_name.ipynb`` (the executed copy with outputs).
+:func:`execute` reads the ``.py``, checks the profile's keys against the notebook's declared
+parameters (an unknown key is an error, not a silently ignored typo), runs it with papermill and
+writes the ``.ipynb`` without widget state or progress-bar residue.
+"""
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+from repro.errors import ReproError
+from repro.store import atomic_write_text
+
+_PROGRESS = re.compile(r"\r|\d+%\|")  # tqdm text bars: carriage returns, "42%|###"
+WIDGET = "application/vnd.jupyter.widget-view+json"
+
+
+def read_source(path: str | Path):
+    """The notebook of a jupytext ``.py`` (or an ``.ipynb``) as an nbformat node."""
+    import jupytext
+
+    return jupytext.read(str(path))
+
+
+def declared_parameters(nb) -> set[str]:
+    """Names assigned in the cell tagged ``parameters``."""
+    import ast
+
+    for cell in nb.cells:
+        if "parameters" in cell.get("metadata", {}).get("tags", []):
+            tree = ast.parse(cell.source)
+            return {t.id for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
+                    for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                    if isinstance(t, ast.Name)}
+    raise ReproError("the notebook has no cell tagged 'parameters'")
+
+
+def load_profile(path: str | Path, nb=None) -> dict:
+    """A profile's parameters; with ``nb``, every key must be a declared parameter."""
+    params = yaml.safe_load(Path(path).read_text()) or {}
+    if not isinstance(params, dict):
+        raise ReproError(f"{path}: a profile is a mapping of parameter names to values")
+    if nb is not None:
+        unknown = sorted(set(params) - declared_parameters(nb))
+        if unknown:
+            raise ReproError(f"{path}: unknown parameter(s) {', '.join(unknown)} "
+                             f"(the notebook declares: {', '.join(sorted(declared_parameters(nb)))})")
+    return params
+
+
+def clean(nb):
+    """Drop widget state and widget outputs, and tqdm text residue from stderr streams."""
+    nb.metadata.pop("widgets", None)
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        kept = []
+        for out in cell.get("outputs", []):
+            if out.get("output_type") in ("display_data", "execute_result") and WIDGET in out.get("data", {}):
+                continue
+            if out.get("output_type") == "stream" and out.get("name") == "stderr":
+                lines = [ln for ln in out["text"].splitlines(keepends=True) if not _PROGRESS.search(ln)]
+                if not "".join(lines).strip():
+                    continue
+                out["text"] = "".join(lines)
+            kept.append(out)
+        cell["outputs"] = kept
+    return nb
+
+
+def execute(source: str | Path, output: str | Path, profile: str | Path | None = None, cwd: str | Path | None = None,
+            overrides: dict | None = None, log_output: bool = True) -> float:
+    """Run the notebook ``source`` (.py) with ``profile`` (+ ``overrides``), write the cleaned
+    executed notebook to ``output``; returns the wall-clock seconds."""
+    import nbformat
+    import papermill as pm
+
+    nb = read_source(source)
+    params = load_profile(profile, nb) if profile else {}
+    params.update(overrides or {})
+    unknown = sorted(set(params) - declared_parameters(nb))
+    if unknown:
+        raise ReproError(f"unknown parameter(s) {', '.join(unknown)}")
+    output = Path(output)
+    os.environ["REPRO_PROGRESS"] = "text"
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        src, out = Path(tmp) / "in.ipynb", Path(tmp) / "out.ipynb"
+        nbformat.write(nb, str(src))
+        pm.execute_notebook(str(src), str(out), parameters=params, cwd=str(cwd or Path(source).parent),
+                            kernel_name="python3", log_output=log_output, progress_bar=False)
+        executed = clean(nbformat.read(str(out), as_version=4))
+    atomic_write_text(output, nbformat.writes(executed) + "\n")
+    return time.perf_counter() - t0
+
+
+def cell_sources(nb) -> list[tuple[str, str]]:
+    """(type, source) of every cell a person wrote (papermill's injected parameters excluded)."""
+    return [(c.cell_type, c.source.strip()) for c in nb.cells
+            if "injected-parameters" not in c.get("metadata", {}).get("tags", [])]
+
+
+def in_sync(py: str | Path, ipynb: str | Path) -> bool:
+    """Whether the executed ``.ipynb`` holds exactly the cells of its jupytext source ``.py``."""
+    import nbformat
+
+    return cell_sources(read_source(py)) == cell_sources(nbformat.read(str(ipynb), as_version=4))
