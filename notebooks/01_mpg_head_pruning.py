@@ -27,7 +27,7 @@
 # |---|---|---|
 # | models | RoBERTa-base/large, OPT-6.7B, LLaMA-3-8B, Mistral-7B | SmolLM2-135M-**Instruct** (not the base model) and Gemma-3-270m base, both from **4-bit GGUF** files dequantized to fp32 |
 # | evaluation | WikiText-2 **validation**, full split | WikiText-2 validation, first 16 (SmolLM2) / 8 (Gemma) windows of 1024 tokens |
-# | precision | fp16 on GPU | **bf16** on CPU (fp16 in the `paper` profile); within 0.05% of fp32 here |
+# | precision | fp16 on GPU | `auto`: bf16 on CPUs with fast bf16 (AVX512-BF16/AMX), else **fp32** (bf16 matmuls are ~30x slower than fp32 on an AVX2-only CPU); fp16 in the `paper` profile. Captions name the dtype that ran |
 # | calibration | 64 x 512 tokens | 32 / 16 windows of 512 tokens (WikiText-2 v1 tokenized train), gradients on 16 / 8 |
 # | Table III | fine-tuned RoBERTa on GLUE, then pruned | no RoBERTa or GLUE training split offline: **zero-shot** SST-2 / MRPC / RTE of the causal LM instead (section 6), an analogue only |
 # | encoder rows | RoBERTa pseudo-perplexity | not run (no encoder with an MLM head installs offline) |
@@ -41,7 +41,7 @@ data = "wikitext2:validation"
 seqlen = 1024
 max_windows = 32
 batch_size = 1
-eval_dtype = "bfloat16"
+eval_dtype = "auto"  # bfloat16 where this machine runs it fast (GPU, AVX512-BF16/AMX), else float32
 device = None
 calib_data = "wikitext2-train"
 calib_nsamples = 64
@@ -223,7 +223,7 @@ frame = R.ppl_frame(store, exps)
 
 def caption(title, keys=None):
     parts = [f"{n} ({e.loaded.identity.get('quantisation')}, first {e.setup.max_windows} x {seqlen} tokens of "
-             f"{e.data.label}, {eval_dtype})" for n, e in exps.items()]
+             f"{e.data.label}, {e.setup.eval_dtype})" for n, e in exps.items()]
     cache = f" {store.cache_summary(keys)}." if keys is not None else ""
     return (f"**{title}** Profile `{profile}`. Models: " + "; ".join(parts) +
             f". Calibration: {calib_data} ({calib_seqlen}-token windows; counts in scoring_cost).{cache}")
@@ -375,7 +375,7 @@ if len(zs):
     cap3 = (f"**Table III analogue (not the paper's setting).** Zero-shot accuracy (lm-eval task YAMLs, validation "
             f"splits, first {zeroshot_limit} documents each; n per task: "
             + ", ".join(f"{t} {n}" for t, n in zs.groupby("task").n.first().items())
-            + f"), {eval_dtype}, profile `{profile}`; ± 1.96 standard errors. {store.cache_summary(zs.key.unique())}.")
+            + f"), {exps[zeroshot_models[0]].setup.eval_dtype}, profile `{profile}`; ± 1.96 standard errors. {store.cache_summary(zs.key.unique())}.")
     save_table(table3, figs / "table3_zeroshot_analogue", cap3)
     display(Markdown(to_markdown(table3, cap3)))
 
@@ -432,7 +432,7 @@ for name in efficiency_models:
             row[f"speed-up b={b}"] = dense[f"prefill_b{b}"]["median_s"] / r[f"prefill_b{b}"]["median_s"]
         rows.append(row)
 eff = pd.DataFrame(rows).round(3)
-cap_eff = (f"**Efficiency.** Profile `{profile}`, MP-G heads, {eval_dtype}, sequence length {efficiency_seqlen}, median "
+cap_eff = (f"**Efficiency.** Profile `{profile}`, MP-G heads, {exps[efficiency_models[0]].setup.eval_dtype}, sequence length {efficiency_seqlen}, median "
            f"of {efficiency_repeats} prefill passes timed round-robin across the model states on "
            f"{torch.get_num_threads()} CPU threads. Zeroed = Algorithm 1 (shapes kept); removed = heads physically "
            "removed. Attention is only part of the compute: MLPs and the output layer are untouched by head pruning.")

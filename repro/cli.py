@@ -42,7 +42,8 @@ def _ppl_args(p: argparse.ArgumentParser, data_default: str | None) -> None:
     p.add_argument("--seqlen", type=_positive, default=1024)
     p.add_argument("--max-windows", type=_positive, default=None, help="evaluate the first N windows only")
     p.add_argument("--batch-size", type=_positive, default=1)
-    p.add_argument("--dtype", default="bfloat16", help="evaluation dtype: bfloat16 (default), float16 or float32")
+    p.add_argument("--dtype", default="auto", help="evaluation dtype: auto (default: bfloat16 where this machine "
+                   "runs it fast, else float32), bfloat16, float16 or float32")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -75,7 +76,7 @@ def parser() -> argparse.ArgumentParser:
     z.add_argument("--tasks", required=True, help="comma-separated lm-eval task names, e.g. arc_easy,sst2")
     z.add_argument("--limit", type=_positive, default=None, help="first N documents of each task")
     z.add_argument("--batch-size", type=_positive, default=8)
-    z.add_argument("--dtype", default="bfloat16")
+    z.add_argument("--dtype", default="auto")
 
     n = sub.add_parser("notebook", help="execute a paper notebook (jupytext .py) with a profile via papermill")
     n.add_argument("source", help="notebooks/NN_name.py")
@@ -130,18 +131,19 @@ def cmd_heads(args) -> dict:
            "scoring_seconds": seconds, "scores": scores.tolist(), "pruned": [list(p) for p in pruned],
            "n_pruned": len(pruned), "removed": args.remove, "params": count_params(model)}
     if args.data:
-        out.update(_evaluated(e, model.to(parse_dtype(args.dtype))))
+        out.update(_evaluated(e, model.to(parse_dtype(e.setup.eval_dtype))))
     return out
 
 
 def cmd_zeroshot(args) -> dict:
-    from repro.assets import load_model
+    from repro.assets import load_model, resolve_dtype
     from repro.evaluate.zeroshot import evaluate_zeroshot
 
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
-    loaded = load_model(args.model, args.dtype, device=args.device)
+    dtype = resolve_dtype(args.dtype, args.device)
+    loaded = load_model(args.model, dtype, device=args.device)
     out = evaluate_zeroshot(loaded.model, loaded.tokenizer, tasks, limit=args.limit, batch_size=args.batch_size)
-    return {"model": loaded.name, "model_identity": loaded.identity, "dtype": args.dtype, **out}
+    return {"model": loaded.name, "model_identity": loaded.identity, "dtype": dtype, **out}
 
 
 def cmd_notebook(args) -> dict:

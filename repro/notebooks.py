@@ -92,6 +92,13 @@ def execute(source: str | Path, output: str | Path, profile: str | Path | None =
         raise ReproError(f"unknown parameter(s) {', '.join(unknown)}")
     output = Path(output)
     os.environ["REPRO_PROGRESS"] = "text"
+    if log_output:  # papermill logs each cell's output at INFO: show it while the notebook runs
+        import logging
+
+        logger = logging.getLogger("papermill")
+        logger.setLevel(logging.INFO)
+        if not logging.getLogger().handlers and not logger.handlers:
+            logger.addHandler(logging.StreamHandler())
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         src, out = Path(tmp) / "in.ipynb", Path(tmp) / "out.ipynb"

@@ -30,7 +30,9 @@ def test_ppl_json(capsys):
     out = json.loads(capsys.readouterr().out)
     for key in ("model", "data", "data_sha256", "seqlen", "n_windows", "n_tokens", "dtype", "ppl", "window_nll"):
         assert key in out
-    assert out["n_windows"] == 3 and out["n_tokens"] == 192 and out["dtype"] == "bfloat16"
+    from repro.assets import resolve_dtype
+
+    assert out["n_windows"] == 3 and out["n_tokens"] == 192 and out["dtype"] == resolve_dtype("auto")
     assert len(out["window_nll"]) == 3 and out["ppl"] > 1
 
 

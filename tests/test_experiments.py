@@ -44,7 +44,7 @@ def test_unknown_scorer_parameter_is_an_error():
 def test_every_key_field_changes_the_key(monkeypatch, tmp_path):
     e = Experiment("tiny-llama", SMALL, Store(None), progress=False)
     k0 = config_key(e.base_config())
-    for change in (dict(batch_size=2), dict(seqlen=16), dict(max_windows=1), dict(eval_dtype="float32"),
+    for change in (dict(batch_size=2), dict(seqlen=16), dict(max_windows=1), dict(eval_dtype="bfloat16" if SMALL.eval_dtype == "float32" else "float32"),
                    dict(data="c4-sample")):
         e2 = Experiment("tiny-llama", SMALL.replace(**change), Store(None), progress=False)
         assert config_key(e2.base_config()) != k0, change
@@ -182,3 +182,14 @@ def test_efficiency_claims_use_paired_rounds():
     assert c["(beyond the paper) Physically "].verdict == HOLDS
     assert c["50% head sparsity removes 8-16"].verdict == HOLDS      # 10% saved
     assert c["50% head sparsity halves atten"].verdict == FAILS      # x0.60 > 0.55
+
+
+def test_auto_dtype_resolves_before_keys(monkeypatch):
+    """"auto" becomes the dtype that really runs, in the setup (and so in keys and captions)."""
+    import repro.assets.models as M
+
+    monkeypatch.setattr(M, "fast_bf16", lambda device=None: False)
+    assert Setup(eval_dtype="auto").eval_dtype == "float32"
+    monkeypatch.setattr(M, "fast_bf16", lambda device=None: True)
+    assert Setup(eval_dtype="auto").eval_dtype == "bfloat16"
+    assert Setup(eval_dtype="float16").eval_dtype == "float16"

@@ -93,3 +93,14 @@ def test_claims_frame_columns():
     c = Claim.check("x beats y", "m", "ratio 0.9", 0.9, (0.85, 0.95))
     df = claims_frame([c])
     assert list(df.columns[:4]) == ["claim", "setting", "measured", "verdict"] and df.verdict[0] == HOLDS
+
+
+def test_paired_difference():
+    from repro.evaluate.stats import paired_difference
+
+    a = np.array([1, 1, 0, 1, 1, 1, 0, 1] * 4, dtype=float)
+    b = np.array([1, 0, 0, 1, 0, 1, 0, 0] * 4, dtype=float)  # a right wherever b is, and on 3 of 8 more
+    p = paired_difference(a, b)
+    assert p.estimate == pytest.approx(3 / 8) and p.n_better == 12 and p.n_worse == 0
+    assert 0 < p.ci[0] <= p.estimate <= p.ci[1] and verdict(p.ci, 0.0, "above") == HOLDS
+    assert paired_difference(a, a).ci == (0.0, 0.0)

@@ -137,3 +137,13 @@ def test_masked_model_is_evaluated_as_masked(tiny_lm):
     assert masked == pytest.approx(direct, rel=1e-4)
     assert masked != pytest.approx(plain, rel=1e-3)
     assert ppl_lm_eval() == pytest.approx(plain, rel=1e-6)  # hooks gone: back to the plain model
+
+
+def test_per_document_scores_match_the_metric(tiny_lm):
+    """Per-document scores (for paired comparisons) average to lm-eval's reported accuracy."""
+    model, tok = tiny_lm
+    out = evaluate_zeroshot(model, tok, ["sst2", "rte"], limit=4, progress=False)
+    for t in out["tasks"].values():
+        acc = t["per_doc"]["acc"]
+        assert len(acc) == t["n"] == 4 and set(acc) <= {0.0, 1.0}
+        assert sum(acc) / 4 == pytest.approx(t["metrics"]["acc"]["value"])

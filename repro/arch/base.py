@@ -9,11 +9,18 @@ the block order for given unit counts, e.g. ``q0..qH-1, k0.., v0..`` for GPT-2's
 
 Everything in ``repro.structure`` and ``repro.methods`` works on sites, so a new model family
 is only an :class:`Adapter` that names its modules.
+
+An adapter also knows what comes after the last layer (:meth:`Adapter.head_modules`: final
+norm, output projection, LM head or a ViT's layernorm / pooler / classifier) and can run a
+suffix of the model, layers ``l..L-1`` then the head (:meth:`Adapter.run_from`), from the
+hidden state entering layer ``l`` and each layer's call arguments (:class:`LayerCall`, as
+captured from a full forward). Masking a unit of layer ``l`` leaves everything before layer
+``l`` unchanged, which is what makes prefix reuse (``repro.evaluate.prefix``) exact.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
 
 import torch
 from torch import nn
@@ -150,8 +157,48 @@ class Adapter:
             if hasattr(attn, name):
                 setattr(attn, name, value)
 
+    def linears(self, i: int) -> dict[str, nn.Module]:
+        """Block ``i``'s prunable linear layers (``nn.Linear`` or ``Conv1D``): every module of its
+        attention and MLP sites, named by path inside the block (``"self_attn.q_proj"``,
+        ``"mlp.c_fc"``, ...), in the block's module (registration) order."""
+        mine = {id(s.module) for s in self.attention(i).sites + self.mlp(i).sites}
+        return {name: m for name, m in self.layers[i].named_modules() if id(m) in mine}
+
     def heads_per_layer(self) -> list[int]:
         return [self.attention(i).n_heads for i in range(self.n_layers)]
+
+    # ---- after the layers: final norm and head; running layers l..L-1 then the head ----------
+
+    def head_modules(self) -> list[nn.Module]:  # pragma: no cover - abstract
+        """Modules applied to the last layer's output, in order (final norm, ..., output head)."""
+        raise NotImplementedError(f"{type(self).__name__} does not name its final norm and head")
+
+    def logits_from(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The model's output (logits) from the hidden state leaving the last layer."""
+        for module in self.head_modules():
+            hidden = module(hidden)
+        return hidden
+
+    def run_layers(self, start: int, stop: int, hidden: torch.Tensor, calls: Sequence["LayerCall"]) -> torch.Tensor:
+        """Hidden state leaving layer ``stop - 1`` from ``hidden`` entering layer ``start``,
+        each layer called with its captured arguments ``calls[i]``."""
+        for i in range(start, stop):
+            out = self.layers[i](hidden, *calls[i].args, **calls[i].kwargs)
+            hidden = out[0] if isinstance(out, tuple) else out
+        return hidden
+
+    def run_from(self, start: int, hidden: torch.Tensor, calls: Sequence["LayerCall"]) -> torch.Tensor:
+        """Logits from ``hidden`` entering layer ``start``: layers ``start..L-1``, then the head."""
+        return self.logits_from(self.run_layers(start, self.n_layers, hidden, calls))
+
+
+@dataclass
+class LayerCall:
+    """The arguments a layer was called with, after its hidden-state input: extra positional
+    arguments (GPT-2's cache and mask, ViT's mask) and keywords (position embeddings, attention
+    mask, position ids, ...)."""
+    args: tuple = ()
+    kwargs: dict = field(default_factory=dict)
 
 
 def features(module: nn.Module, side: str) -> int:

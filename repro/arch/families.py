@@ -1,6 +1,7 @@
 """One adapter per model family: only module names and layouts, no pruning logic."""
 from __future__ import annotations
 
+import torch
 from torch import nn
 
 from repro.arch.base import MLP, Adapter, Attention, Site, features, role_major, unit_major
@@ -45,14 +46,36 @@ class Separate(Adapter):
         return MLP(block, sites, n["c"])
 
 
+def _present(*modules) -> list[nn.Module]:
+    return [m for m in modules if m is not None]
+
+
+def _lm_head(model: nn.Module) -> nn.Module | None:
+    return model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+
+
 class LlamaLike(Separate):
     model_types = ("llama", "mistral", "qwen2", "qwen3", "gemma3_text", "gemma2", "gemma")
+
+    def head_modules(self) -> list[nn.Module]:
+        return _present(self.model.base_model.norm, _lm_head(self.model))
+
+    def logits_from(self, hidden: torch.Tensor) -> torch.Tensor:
+        logits = super().logits_from(hidden)
+        cap = getattr(self.config, "final_logit_softcapping", None)  # Gemma 2/3: cap * tanh(logits / cap)
+        if cap is not None and _lm_head(self.model) is not None:
+            logits = torch.tanh(logits / cap) * cap
+        return logits
 
 
 class OPT(Separate):
     model_types = ("opt",)
     o = "out_proj"
     up, down = ("fc1",), "fc2"
+
+    def head_modules(self) -> list[nn.Module]:
+        dec = self.model.base_model.decoder
+        return _present(dec.final_layer_norm, dec.project_out, _lm_head(self.model))
 
 
 class ViTLike(Separate):
@@ -64,6 +87,23 @@ class ViTLike(Separate):
         if getattr(self.config, "use_swiglu_ffn", False):
             raise NotImplementedError("Dinov2 with SwiGLU FFN has no adapter yet")
         return super().mlp(i)
+
+    def head_modules(self) -> list[nn.Module]:
+        """Final layernorm, then the pooler (bare models with one) or the classifier (applied to
+        the [CLS] token by :meth:`logits_from`, as ``*ForImageClassification`` does)."""
+        base = self.model.base_model
+        return _present(base.layernorm, getattr(base, "pooler", None), getattr(self.model, "classifier", None))
+
+    def logits_from(self, hidden: torch.Tensor) -> torch.Tensor:
+        base = self.model.base_model
+        hidden = base.layernorm(hidden)
+        classifier = getattr(self.model, "classifier", None)
+        if classifier is not None:
+            if type(self.model).__name__.endswith("WithTeacher"):
+                raise NotImplementedError("DeiT with a distillation head has no head adapter yet")
+            return classifier(hidden[:, 0, :])
+        pooler = getattr(base, "pooler", None)
+        return pooler(hidden) if pooler is not None else hidden
 
 
 class BertLike(Separate):
@@ -107,6 +147,9 @@ class GPT2(Fused):
         super().set_heads(attn, n_heads, n_kv_heads)
         attn.split_size = n_heads * self.head_dim
 
+    def head_modules(self) -> list[nn.Module]:
+        return _present(self.model.base_model.ln_f, _lm_head(self.model))
+
 
 class GPTNeoX(Fused):
     """Fused ``query_key_value`` laid out head-major: q0 k0 v0 q1 k1 v1 ..."""
@@ -114,3 +157,6 @@ class GPTNeoX(Fused):
     attn, qkv, out = "attention", "query_key_value", "dense"
     qkv_layout = staticmethod(unit_major("q", "k", "v"))
     up, down = ("mlp.dense_h_to_4h",), "mlp.dense_4h_to_h"
+
+    def head_modules(self) -> list[nn.Module]:
+        return _present(self.model.base_model.final_layer_norm, _lm_head(self.model))

@@ -117,10 +117,20 @@ def _exllama_file(name: str) -> Path:
 
 
 def c4_sample(split: str = "sample") -> TextData:
+    """The only offline C4: 118 documents (113 distinct). ``calib`` is the first half of the
+    distinct documents and ``eval`` the second, never overlapping (calibrate on one, measure
+    perplexity on the other); ``sample`` is the file as shipped."""
     path = _exllama_file("c4.utf8")
     rows = [line.rstrip("\n") for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return TextData("c4-sample", "sample", rows, sha256_file(path), "pypi:exllamav2==0.3.2",
-                    f"{len(rows)} C4 documents")
+    distinct = list(dict.fromkeys(rows))
+    half = len(distinct) // 2
+    parts = {"sample": rows, "calib": distinct[:half], "eval": distinct[half:]}
+    if split not in parts:
+        raise ReproError(f"c4-sample has splits sample, calib, eval; not {split!r}")
+    what = {"sample": "", "calib": f"distinct documents 1-{half}, calibration half, ",
+            "eval": f"distinct documents {half + 1}-{len(distinct)}, held-out half, "}[split]
+    return TextData("c4-sample", split, parts[split], sha256_file(path), "pypi:exllamav2==0.3.2",
+                    f"{what}{len(parts[split])} C4 documents")
 
 
 def wiki_sample(split: str = "sample") -> TextData:

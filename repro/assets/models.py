@@ -35,9 +35,28 @@ DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfl
           "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}
 
 
+def fast_bf16(device: str | torch.device | None = None) -> bool:
+    """Whether bfloat16 matmuls are fast here: on CUDA yes; on a CPU only with AVX512-BF16 or AMX.
+    (On an AVX2-only CPU torch's bf16 matmul is ~30x slower than float32.)"""
+    if device is not None and str(device).startswith("cuda"):  # validated where the model is placed
+        return True
+    return bool(torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported())
+
+
+def resolve_dtype(dtype: str, device: str | torch.device | None = None) -> str:
+    """``"auto"`` -> ``"bfloat16"`` where bf16 is fast (see :func:`fast_bf16`), else ``"float32"``;
+    any other name is checked and returned as given."""
+    if dtype == "auto":
+        return "bfloat16" if fast_bf16(None if device in (None, "auto") else device) else "float32"
+    parse_dtype(dtype)
+    return dtype
+
+
 def parse_dtype(dtype: str | torch.dtype) -> torch.dtype:
     if isinstance(dtype, torch.dtype):
         return dtype
+    if dtype == "auto":
+        dtype = resolve_dtype(dtype)
     try:
         return DTYPES[dtype]
     except KeyError:

@@ -32,6 +32,26 @@ def sample_windows(ids: torch.Tensor, nsamples: int, seqlen: int, seed: int = 0)
     return torch.stack([ids[s:s + seqlen] for s in starts.tolist()])
 
 
+def load_windows(path, vocab_size: int | None = None, max_positions: int | None = None) -> torch.Tensor:
+    """Calibration windows saved as a ``.npy`` array of token ids ``[nsamples, seqlen]`` (integer
+    dtype), so that masks can be compared with other implementations on identical inputs."""
+    try:
+        arr = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as e:
+        raise ReproError(f"calibration file {path}: not a readable .npy array ({e})") from None
+    if arr.ndim != 2 or 0 in arr.shape:
+        raise ReproError(f"calibration file {path}: expected shape [nsamples, seqlen], got {list(arr.shape)}")
+    if not np.issubdtype(arr.dtype, np.integer):
+        raise ReproError(f"calibration file {path}: expected integer token ids, got dtype {arr.dtype}")
+    if arr.min() < 0 or (vocab_size is not None and arr.max() >= vocab_size):
+        raise ReproError(f"calibration file {path}: token ids must lie in [0, {vocab_size}), "
+                         f"got [{arr.min()}, {arr.max()}]")
+    if max_positions is not None and arr.shape[1] > max_positions:
+        raise ReproError(f"calibration file {path}: seqlen {arr.shape[1]} exceeds the model's limit of "
+                         f"{max_positions} positions")
+    return torch.from_numpy(arr.astype(np.int64))
+
+
 @dataclass
 class InputStats:
     sumsq: torch.Tensor  # [in_features], float64

@@ -293,12 +293,21 @@ def _check(model, tokenizer, tasks, limit, batch_size) -> list[str]:
 
 # ---------------------------------------------------------------- public API
 
+def _per_doc(samples: list[dict]) -> dict[str, list[float]]:
+    """Each document's own score for the per-document metrics (acc, acc_norm, ...), in doc_id
+    order, so two models evaluated on the same documents can be compared paired."""
+    samples = sorted(samples, key=lambda d: d["doc_id"])
+    keys = [k for k, v in samples[0].items() if k in ("acc", "acc_norm", "exact_match") and
+            isinstance(v, (int, float, bool))] if samples else []
+    return {k: [float(d[k]) for d in samples] for k in keys}
+
+
 def evaluate_zeroshot(model, tokenizer, tasks: list[str], limit: int | None = None, batch_size: int = 8,
                       seed: int = 0, progress: bool = True) -> dict:
     """Run lm-eval's ``tasks`` zero-shot on the in-memory ``model`` (first ``limit`` documents each).
 
     Returns ``{"tasks": {task: {"metrics": {metric: {"value", "stderr"}}, "n", "n_total", "limit",
-    "split", "source", "note"}}, "lm_eval_version", "limit", "seed", "batch_size",
+    "split", "source", "note", "per_doc": {metric: [score per document]}}}, "lm_eval_version", "limit", "seed", "batch_size",
     "bootstrap_iters", "seconds"}``.
     """
     tasks = _check(model, tokenizer, tasks, limit, batch_size)
@@ -317,7 +326,7 @@ def evaluate_zeroshot(model, tokenizer, tasks: list[str], limit: int | None = No
             task_obj.set_fewshot_seed(seed=seed)
         try:
             lm = _wrap(model, tokenizer, batch_size)
-            out = evaluate(lm=lm, task_dict=loaded, limit=limit, bootstrap_iters=BOOTSTRAP_ITERS, log_samples=False)
+            out = evaluate(lm=lm, task_dict=loaded, limit=limit, bootstrap_iters=BOOTSTRAP_ITERS, log_samples=True)
         finally:
             model.train(was_training)
 
@@ -326,7 +335,7 @@ def evaluate_zeroshot(model, tokenizer, tasks: list[str], limit: int | None = No
         counts = out["n-samples"][t]
         results[t] = {"metrics": _metrics(out["results"][t]), "n": int(counts["effective"]),
                       "n_total": int(counts["original"]), "limit": limit, "split": _DATA[t].split,
-                      "source": sources[t], "note": _DATA[t].note}
+                      "source": sources[t], "note": _DATA[t].note, "per_doc": _per_doc(out["samples"][t])}
     return {"tasks": results, "lm_eval_version": version("lm_eval"), "limit": limit, "seed": seed,
             "batch_size": batch_size, "bootstrap_iters": BOOTSTRAP_ITERS,
             "seconds": round(time.perf_counter() - start, 3)}

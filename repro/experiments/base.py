@@ -13,7 +13,7 @@ from dataclasses import dataclass, fields
 import torch
 
 from repro.arch import adapter as get_adapter
-from repro.assets import load_model, load_text, parse_dtype
+from repro.assets import load_model, load_text, parse_dtype, resolve_dtype
 from repro.calib import Calibration, sample_windows
 from repro.errors import ReproError
 from repro.evaluate.ppl import perplexity, tokenize
@@ -27,7 +27,7 @@ class Setup:
     seqlen: int = 1024
     max_windows: int | None = 32
     batch_size: int = 1
-    eval_dtype: str = "bfloat16"
+    eval_dtype: str = "auto"  # bfloat16 where it is fast (GPU, AVX512-BF16/AMX CPUs), else float32
     calib_data: str = "wikitext2-train"
     calib_nsamples: int = 64
     calib_seqlen: int = 512
@@ -40,7 +40,8 @@ class Setup:
                 raise ReproError(f"{name} must be a positive integer, got {getattr(self, name)!r}")
         if self.max_windows is not None and (not isinstance(self.max_windows, int) or self.max_windows < 1):
             raise ReproError(f"max_windows must be a positive integer or None, got {self.max_windows!r}")
-        parse_dtype(self.eval_dtype)
+        # "auto" is resolved here, so keys and captions name the dtype that really ran
+        object.__setattr__(self, "eval_dtype", resolve_dtype(self.eval_dtype, self.device))
 
     @classmethod
     def keys(cls) -> set[str]:
@@ -69,9 +70,11 @@ def model_key(identity: dict) -> dict:
 class Experiment:
     """One model under one :class:`Setup`, cells cached in ``store``."""
 
-    def __init__(self, model: str, setup: Setup, store: Store, progress: bool = True):
+    def __init__(self, model: str, setup: Setup, store: Store, progress: bool = True, loaded=None):
+        """``loaded``: an already loaded :class:`repro.assets.Loaded` of ``model`` to share (two
+        experiments on one model under different setups need one copy of its weights)."""
         self.setup, self.store, self.progress = setup, store, progress
-        self.loaded = load_model(model, "float32", device=setup.device)
+        self.loaded = loaded if loaded is not None else load_model(model, "float32", device=setup.device)
         self.model = self.loaded.model
         self.adapter = get_adapter(self.model)
         self._data = None

@@ -1,0 +1,587 @@
+"""Damage-aware bandit selection of structured units (Paper 3) and its baselines.
+
+**Units.** A candidate is a typed unit: ``Unit("head", layer, head)`` (an attention head, masked
+at its output projection's input) or ``Unit("mlp", layer, group)`` (MLP channels
+``[group * g0, (group + 1) * g0)``, g0 = 32 by default; the last group of a layer may be
+shorter). The group size lives on the evaluator (``ev.group_size``); one below 1 or above a
+layer's channel count is a :class:`~repro.errors.ReproError`.
+
+**Pre-screen and pool.** Every candidate gets a magnitude, the L2 norm of the unit's weights:
+a head's Q rows and O columns plus its KV group's K and V rows, whose squares count 1/g to each
+of the g heads sharing them (MP-G's sharing); an MLP group's up-side rows (gate and up) and
+down-side columns. The sequential searches work on a *pool* of at most ``pool_size`` = 48
+lowest-magnitude candidates. *Refresh (our choice):* when a unit joins the mask it leaves the
+pool, and the lowest-magnitude candidate that has never been in the pool enters it, with no
+statistics. When both kinds are searched together, each kind's scores are divided by that
+kind's mean score before ranking (*our choice*: a head and a 32-channel group have different
+numbers of weights, so raw norms would fill the pool with one kind).
+
+**Paired damage.** Units that joined stay masked (the *current mask*). At each step a
+candidate u is added temporarily and its damage on calibration mini-batch b is
+``loss_b(mask + u) - loss_b(mask)``: the same mini-batch on both sides, the mean per-example
+loss (token NLL for LMs, cross-entropy for classifiers). One *paired evaluation* (one pull)
+averages this over ``batches_per_eval`` = 2 mini-batches, drawn from a seeded stream that
+walks through random permutations of the calibration mini-batches.
+
+**Reward (our choice of the smooth bounded map).** ``r = sigmoid(-damage / tau)``, tau = 0.02,
+in (0, 1): 0.5 for a neutral removal (damage 0), towards 1 for beneficial removals (the loss
+drops), towards 0 for harmful ones. ``|damage| = tau`` gives r = 0.27 / 0.73; these are the
+thresholds :func:`reward_summary` uses to count harmful, neutral and beneficial pulls.
+
+**Policies.** Each step spends ``budget`` = 32 pulls on the pool, then the evaluated pool unit
+with the best estimate joins the mask; repeat until k units are selected. Never-evaluated pool
+units are pulled first, lowest magnitude first.
+
+- MAB-UCB: pull argmax ``mean_r + c sqrt(ln t / n)``, c = 1.5, t = pulls so far in the run,
+  n = the unit's pulls; the best empirical mean reward joins.
+- Thompson: fractional Beta posterior, prior Beta(1, 1), ``alpha += r``, ``beta += 1 - r`` per
+  pull; pull argmax of one Beta draw per unit; the best posterior mean joins.
+
+*Our choice:* a unit's statistics persist across steps while it stays in the pool (they were
+gathered under smaller masks; treating them as samples of the same arm is what lets 32 pulls a
+step exploit rather than only explore a 48-unit pool). Ties go to the earlier pool position.
+
+**Baselines** (``SELECTORS``; one-shot scorers rank every candidate once, on the unmasked
+model, and take the k lowest): random; magnitude (the norm above); Wanda-style
+(``sum |W| * ||X||`` over the unit's weights, X the inputs of its projections over all
+calibration mini-batches); Taylor (``|sum g * w|`` over the unit's weights, g the gradient of
+the mean calibration loss); Fisher (``sum_b (sum g_b * w)^2`` over mini-batches b); budgeted
+greedy (each step ``budget`` trials on pool units drawn through seeded permutations of the
+pool, the lowest mean damage of this step joins); UCB and Thompson. Shared K/V weights count
+1/g to each head in every scorer.
+
+**Budget** (:class:`Budget`, as the paper's Table B1 separates them): calibration passes of a
+scorer (forward, or forward + backward, over one calibration mini-batch), paired evaluations,
+the per-mini-batch candidate losses they consist of, the current mask's losses recomputed after
+each change, layer forwards (one decoder/encoder layer on one mini-batch) and seconds.
+
+The losses come from an evaluator (:class:`Evaluator`; ``repro.evaluate.prefix.UnitEvaluator``
+computes them exactly with prefix reuse), so this module only decides what to evaluate.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field, replace
+from typing import Callable, NamedTuple, Protocol, Sequence
+
+import numpy as np
+import torch
+from scipy.special import expit
+
+from repro.arch import Adapter, Site
+from repro.errors import ReproError, UnknownNameError
+from repro.methods.heads import ROLES, combine
+from repro.structure.masks import KINDS, n_groups
+
+GROUP_SIZE = 32         # g0: channels per MLP unit
+POOL_SIZE = 48          # pre-screened candidates the sequential searches work on
+BUDGET = 32             # paired evaluations per step
+TAU = 0.02              # reward temperature
+UCB_C = 1.5             # UCB exploration constant
+BATCHES_PER_EVAL = 2    # mini-batches averaged in one paired evaluation
+
+
+class Unit(NamedTuple):
+    kind: str   # "head" or "mlp"
+    layer: int
+    index: int  # head, or channel group of the evaluator's group size
+
+    def __str__(self) -> str:
+        return f"{self.kind}{self.layer}.{self.index}"
+
+
+@dataclass
+class Budget:
+    """What a run cost; counted by the evaluator (see the module docstring)."""
+    calibration_passes: int = 0   # scorer passes over a calibration mini-batch (forward or forward+backward)
+    backward_passes: int = 0      # of which with a backward pass (Taylor, Fisher)
+    paired_evaluations: int = 0   # damage estimates (pulls / trials)
+    candidate_losses: int = 0     # losses of mask + candidate on one mini-batch (batches_per_eval per pull)
+    baseline_losses: int = 0      # losses of the current mask on one mini-batch (after each change)
+    layer_forwards: int = 0       # one layer run on one mini-batch, over everything above
+    seconds: float = 0.0
+
+
+class Evaluator(Protocol):
+    """What the selectors need (``repro.evaluate.prefix.UnitEvaluator`` implements it)."""
+    adapter: Adapter
+    group_size: int
+    n_batches: int
+    budget: Budget
+
+    def reset(self) -> None: ...                                         # empty mask, zero budget
+    def add(self, unit: Unit) -> None: ...                               # unit joins the mask
+    def damage(self, unit: Unit, batches: Sequence[int]) -> float: ...   # one paired evaluation
+    def forward(self, batch: int) -> torch.Tensor: ...                   # one calibration pass (hooks read it)
+    def gradient(self, batch: int) -> float: ...                         # forward + backward into .grad
+
+
+@dataclass
+class Selection:
+    """Result of one selector run."""
+    method: str
+    units: list[Unit]                                            # in the order they joined
+    budget: Budget
+    params: dict = field(default_factory=dict)
+    damages: list[float] = field(default_factory=list)           # sequential: damage estimate when it joined
+    pulls: dict[Unit, int] = field(default_factory=dict)         # sequential: paired evaluations per unit
+    rewards: list[list[float]] = field(default_factory=list)     # sequential: rewards of each step's pulls
+    scores: dict[Unit, float] = field(default_factory=dict)      # one-shot scorers: every candidate's score
+
+    def as_dict(self) -> dict:
+        return {"method": self.method, "units": [list(u) for u in self.units], "budget": asdict(self.budget),
+                "params": self.params, "damages": self.damages,
+                "pulls": {str(u): n for u, n in self.pulls.items()}, "rewards": self.rewards,
+                "scores": {str(u): s for u, s in self.scores.items()}}
+
+
+# ---- candidates and per-unit sums over weights ----------------------------------------------
+
+def candidates(adapter: Adapter, kinds: Sequence[str] = KINDS, group_size: int = GROUP_SIZE) -> list[Unit]:
+    """Every unit of ``kinds``, layer by layer (heads, then MLP groups of ``group_size``)."""
+    kinds = _check_kinds(kinds)
+    out = []
+    for i in range(adapter.n_layers):
+        if "head" in kinds:
+            out += [Unit("head", i, h) for h in range(adapter.attention(i).n_heads)]
+        if "mlp" in kinds:
+            out += [Unit("mlp", i, g) for g in range(n_groups(adapter.mlp(i).n_channels, group_size))]
+    return out
+
+
+def _check_kinds(kinds) -> tuple[str, ...]:
+    kinds = (kinds,) if isinstance(kinds, str) else tuple(kinds)
+    bad = [k for k in kinds if k not in KINDS]
+    if bad or not kinds:
+        raise UnknownNameError("unit kind", ",".join(bad) or "(none)", KINDS)
+    return kinds
+
+
+def unit_sums(adapter: Adapter, units: Sequence[Unit], group_size: int,
+              values: Callable[[Site, str], torch.Tensor]) -> np.ndarray:
+    """Per-unit sums of per-feature ``values(site, role)`` (one number per feature of that role,
+    in unit order): a head adds its Q and O features and 1/g of its KV group's K and V
+    features; an MLP group adds its channels over every MLP site."""
+    per_layer: dict[tuple[str, int], torch.Tensor] = {}
+    out = np.empty(len(units))
+    for j, u in enumerate(units):
+        key = (u.kind, u.layer)
+        if key not in per_layer:
+            if u.kind == "head":
+                a = adapter.attention(u.layer)
+                role_units = {r: values(a.site(r), r).double().cpu().reshape(-1, a.head_dim).sum(1) for r in ROLES}
+                per_layer[key] = combine(a, role_units, kv_share=True)
+            else:
+                m = adapter.mlp(u.layer)
+                ch = sum(values(s, "c").double().cpu() for s in m.sites)
+                n = n_groups(m.n_channels, group_size)  # the last group may be shorter
+                per_layer[key] = torch.stack([ch[g * group_size:(g + 1) * group_size].sum() for g in range(n)])
+        out[j] = float(per_layer[key][u.index])
+    return out
+
+
+def magnitudes(adapter: Adapter, units: Sequence[Unit], group_size: int) -> np.ndarray:
+    """L2 norm of each unit's weights (shared K/V squares counted 1/g per head)."""
+    return np.sqrt(unit_sums(adapter, units, group_size, lambda s, r: s.matrix(r).double().pow(2).sum(1)))
+
+
+def per_kind_normalised(units: Sequence[Unit], scores: np.ndarray) -> np.ndarray:
+    """Each kind's scores divided by that kind's mean |score| (comparable across kinds)."""
+    scores = np.asarray(scores, dtype=float).copy()
+    kinds = np.array([u.kind for u in units])
+    if len(set(kinds)) > 1:
+        for k in set(kinds):
+            scale = np.abs(scores[kinds == k]).mean()
+            if scale > 0:
+                scores[kinds == k] /= scale
+    return scores
+
+
+# ---- rewards ----------------------------------------------------------------------------------
+
+def reward(damage, tau: float = TAU):
+    """``sigmoid(-damage / tau)`` in (0, 1): 0.5 neutral, -> 1 beneficial, -> 0 harmful."""
+    if not tau > 0:
+        raise ReproError(f"reward temperature tau must be positive, got {tau!r}")
+    return expit(-np.asarray(damage, dtype=float) / tau)
+
+
+def reward_summary(rewards, bins: int = 10) -> dict:
+    """Distribution of rewards (any nesting of lists, e.g. ``Selection.rewards``): count, mean,
+    quantiles, the fractions of harmful (damage > tau, r < 0.269), neutral and beneficial
+    (damage < -tau, r > 0.731) pulls, and a histogram over [0, 1]."""
+    r = np.concatenate([np.ravel(np.asarray(x, dtype=float)) for x in rewards]) if len(rewards) else np.array([])
+    if r.size == 0:
+        return {"n": 0}
+    lo, hi = float(expit(-1.0)), float(expit(1.0))
+    counts, edges = np.histogram(r, bins=bins, range=(0.0, 1.0))
+    q = np.quantile(r, [0.0, 0.25, 0.5, 0.75, 1.0])
+    return {"n": int(r.size), "mean": float(r.mean()), "quantiles": dict(zip(("min", "q25", "median", "q75", "max"),
+                                                                              map(float, q))),
+            "harmful": float((r < lo).mean()), "neutral": float(((r >= lo) & (r <= hi)).mean()),
+            "beneficial": float((r > hi).mean()), "histogram": {"edges": edges.tolist(), "counts": counts.tolist()}}
+
+
+# ---- sequential search ------------------------------------------------------------------------
+
+class Pool:
+    """The ``size`` lowest-ranked candidates not yet selected; refilled in rank order."""
+
+    def __init__(self, ranked: Sequence[Unit], size: int = POOL_SIZE):
+        if size < 1:
+            raise ReproError(f"pool size must be positive, got {size}")
+        self._queue = list(ranked)
+        self.members: list[Unit] = self._queue[:size]
+        self._next = len(self.members)
+
+    def remove(self, unit: Unit) -> Unit | None:
+        """``unit`` leaves; the next candidate in rank order enters (returned, None if none left)."""
+        self.members.remove(unit)
+        if self._next < len(self._queue):
+            self.members.append(self._queue[self._next])
+            self._next += 1
+            return self.members[-1]
+        return None
+
+
+class BatchStream:
+    """Mini-batch indices for successive paired evaluations: ``per_eval`` at a time, walking
+    through seeded random permutations of ``range(n_batches)`` (so every mini-batch is used
+    equally often, in an order the seed decides)."""
+
+    def __init__(self, n_batches: int, per_eval: int, rng: np.random.Generator):
+        if per_eval < 1 or n_batches < per_eval:
+            raise ReproError(f"a paired evaluation averages {per_eval} mini-batches; the calibration set has "
+                             f"{n_batches}")
+        self.n, self.per_eval, self.rng = n_batches, per_eval, rng
+        self._order: list[int] = []
+
+    def next(self) -> list[int]:
+        out = []
+        while len(out) < self.per_eval:
+            if not self._order:
+                self._order = self.rng.permutation(self.n).tolist()
+            b = self._order.pop(0)
+            if b in out:  # a permutation boundary: keep the two batches of one evaluation distinct
+                self._order.append(b)
+                continue
+            out.append(b)
+        return out
+
+
+@dataclass
+class Arm:
+    n: int = 0
+    reward_sum: float = 0.0
+    damage_sum: float = 0.0
+
+    @property
+    def mean_reward(self) -> float:
+        return self.reward_sum / self.n
+
+    @property
+    def mean_damage(self) -> float:
+        return self.damage_sum / self.n
+
+    @property
+    def alpha(self) -> float:
+        return 1.0 + self.reward_sum
+
+    @property
+    def beta(self) -> float:
+        return 1.0 + self.n - self.reward_sum
+
+
+class UCB:
+    """MAB-UCB: pull argmax mean_r + c sqrt(ln t / n); the best empirical mean joins."""
+    name = "ucb"
+
+    def __init__(self, c: float = UCB_C):
+        self.c = c
+
+    def choose(self, pool: list[Unit], arms: dict[Unit, Arm], t: int, rng: np.random.Generator) -> Unit:
+        ln_t = math.log(max(t, 1))
+        return pool[int(np.argmax([arms[u].mean_reward + self.c * math.sqrt(ln_t / arms[u].n) for u in pool]))]
+
+    def best(self, pool: list[Unit], arms: dict[Unit, Arm]) -> Unit:
+        return pool[int(np.argmax([arms[u].mean_reward for u in pool]))]
+
+
+class Thompson:
+    """Fractional-Beta Thompson sampling: Beta(1 + sum r, 1 + sum (1 - r)) per unit; pull argmax
+    of one draw each; the best posterior mean joins."""
+    name = "thompson"
+
+    def choose(self, pool: list[Unit], arms: dict[Unit, Arm], t: int, rng: np.random.Generator) -> Unit:
+        return pool[int(np.argmax(rng.beta([arms[u].alpha for u in pool], [arms[u].beta for u in pool])))]
+
+    def best(self, pool: list[Unit], arms: dict[Unit, Arm]) -> Unit:
+        return pool[int(np.argmax([arms[u].alpha / (arms[u].alpha + arms[u].beta) for u in pool]))]
+
+
+def _done(sel: Selection, ev: Evaluator, t0: float) -> Selection:
+    """Freeze the evaluator's budget into the result, with the run's wall time."""
+    sel.budget = replace(ev.budget, seconds=time.perf_counter() - t0)
+    return sel
+
+
+def _rngs(seed: int) -> tuple[np.random.Generator, np.random.Generator]:
+    """Independent generators for the mini-batch stream and the policy."""
+    a, b = np.random.SeedSequence(seed).spawn(2)
+    return np.random.default_rng(a), np.random.default_rng(b)
+
+
+def _check_k(k: int, n: int) -> None:
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= n:
+        raise ReproError(f"k (units to select) must be an integer in [1, {n}], got {k!r}")
+
+
+def _check_budget(budget: int) -> None:
+    if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 1:
+        raise ReproError(f"the per-step budget must be a positive integer, got {budget!r}")
+
+
+def bandit_search(ev: Evaluator, units: Sequence[Unit], ranking: np.ndarray, k: int, policy, seed: int = 0,
+                  budget: int = BUDGET, pool_size: int = POOL_SIZE, tau: float = TAU,
+                  batches_per_eval: int = BATCHES_PER_EVAL) -> Selection:
+    """The sequential bandit over ``units`` pre-screened by ``ranking`` (lowest first)."""
+    _check_k(k, len(units))
+    _check_budget(budget)
+    t0 = time.perf_counter()
+    ev.reset()
+    batch_rng, policy_rng = _rngs(seed)
+    stream = BatchStream(ev.n_batches, batches_per_eval, batch_rng)
+    pool = Pool([units[i] for i in np.argsort(ranking, kind="stable")], pool_size)
+    arms = {u: Arm() for u in pool.members}
+    pulls: dict[Unit, int] = {}
+    sel = Selection(policy.name, [], ev.budget)
+    t = 0
+    for _ in range(k):
+        step = []
+        for _ in range(budget):
+            fresh = [u for u in pool.members if arms[u].n == 0]
+            u = fresh[0] if fresh else policy.choose(pool.members, arms, t, policy_rng)
+            d = ev.damage(u, stream.next())
+            r = float(reward(d, tau))
+            arms[u].n += 1
+            arms[u].reward_sum += r
+            arms[u].damage_sum += d
+            pulls[u] = pulls.get(u, 0) + 1
+            step.append(r)
+            t += 1
+        evaluated = [u for u in pool.members if arms[u].n > 0]
+        best = policy.best(evaluated, arms)
+        ev.add(best)
+        sel.units.append(best)
+        sel.damages.append(arms.pop(best).mean_damage)
+        sel.rewards.append(step)
+        entered = pool.remove(best)
+        if entered is not None:
+            arms[entered] = Arm()
+    sel.pulls = pulls
+    return _done(sel, ev, t0)
+
+
+def greedy_search(ev: Evaluator, units: Sequence[Unit], ranking: np.ndarray, k: int, seed: int = 0,
+                  budget: int = BUDGET, pool_size: int = POOL_SIZE, tau: float = TAU,
+                  batches_per_eval: int = BATCHES_PER_EVAL) -> Selection:
+    """Budgeted greedy: each step exactly ``budget`` trials on pool units (seeded permutations of
+    the pool, repeated when the budget exceeds it); the lowest mean damage of the step joins."""
+    _check_k(k, len(units))
+    _check_budget(budget)
+    t0 = time.perf_counter()
+    ev.reset()
+    batch_rng, trial_rng = _rngs(seed)
+    stream = BatchStream(ev.n_batches, batches_per_eval, batch_rng)
+    pool = Pool([units[i] for i in np.argsort(ranking, kind="stable")], pool_size)
+    pulls: dict[Unit, int] = {}
+    sel = Selection("greedy", [], ev.budget)
+    for _ in range(k):
+        order: list[Unit] = []
+        trials: dict[Unit, list[float]] = {}
+        for _ in range(budget):
+            if not order:
+                order = [pool.members[i] for i in trial_rng.permutation(len(pool.members))]
+            u = order.pop(0)
+            trials.setdefault(u, []).append(ev.damage(u, stream.next()))
+            pulls[u] = pulls.get(u, 0) + 1
+        tried = [u for u in pool.members if u in trials]
+        best = tried[int(np.argmin([np.mean(trials[u]) for u in tried]))]
+        ev.add(best)
+        sel.units.append(best)
+        sel.damages.append(float(np.mean(trials[best])))
+        sel.rewards.append([float(r) for ds in trials.values() for r in reward(ds, tau)])
+        pool.remove(best)
+    sel.pulls = pulls
+    return _done(sel, ev, t0)
+
+
+# ---- one-shot scorers ---------------------------------------------------------------------------
+
+def _one_shot(method: str, ev: Evaluator, units: list[Unit], scores: np.ndarray, k: int, t0: float) -> Selection:
+    _check_k(k, len(units))
+    ranked = per_kind_normalised(units, scores)
+    order = np.argsort(ranked, kind="stable")[:k]
+    sel = Selection(method, [units[i] for i in order], ev.budget, scores={u: float(s) for u, s in zip(units, scores)})
+    return _done(sel, ev, t0)
+
+
+def _input_norms(ev: Evaluator, modules: list[torch.nn.Module]) -> dict[torch.nn.Module, torch.Tensor]:
+    """||X_j||_2 of each module's input features over every calibration mini-batch."""
+    sumsq: dict[torch.nn.Module, torch.Tensor] = {}
+
+    def hook(module, args):
+        x = args[0].detach().reshape(-1, args[0].shape[-1]).double().pow(2).sum(0)
+        sumsq[module] = sumsq[module] + x if module in sumsq else x
+
+    handles = [m.register_forward_pre_hook(hook) for m in dict.fromkeys(modules)]
+    try:
+        for b in range(ev.n_batches):
+            ev.forward(b)
+    finally:
+        for h in handles:
+            h.remove()
+    return {m: s.sqrt() for m, s in sumsq.items()}
+
+
+def _wanda_values(norms: dict) -> Callable[[Site, str], torch.Tensor]:
+    def values(site: Site, role: str) -> torch.Tensor:
+        w = site.matrix(role).double().abs()
+        x = norms[site.module].to(w.device)
+        return w @ x if site.side == "out" else w.sum(1) * x[site.index(role).to(x.device)]
+    return values
+
+
+def _sites(ad: Adapter, units: Sequence[Unit]) -> list[torch.nn.Module]:
+    layers = {(u.kind, u.layer) for u in units}
+    mods = []
+    for kind, i in sorted(layers):
+        mods += [s.module for s in (ad.attention(i).sites if kind == "head" else ad.mlp(i).sites)]
+    return mods
+
+
+def _gradient_sums(ev: Evaluator, units: list[Unit]) -> np.ndarray:
+    """[n_batches, n_units]: sum of g_b * w over each unit's weights, per mini-batch b."""
+    ad = ev.adapter
+    model = ad.model
+    if next(model.parameters()).dtype != torch.float32:
+        raise ReproError("Taylor and Fisher scores need a float32 model")
+    rows = []
+    try:
+        for b in range(ev.n_batches):
+            model.zero_grad(set_to_none=True)
+            ev.gradient(b)
+            rows.append(unit_sums(ad, units, ev.group_size,
+                                  lambda s, r: (s.matrix(r).double() * s.grad_matrix(r).double()).sum(1)))
+    finally:
+        model.zero_grad(set_to_none=True)
+    return np.stack(rows)
+
+
+def select_random(ev: Evaluator, k: int, kinds=KINDS, seed: int = 0) -> Selection:
+    t0 = time.perf_counter()
+    ev.reset()
+    units = candidates(ev.adapter, kinds, ev.group_size)
+    _check_k(k, len(units))
+    pick = np.random.default_rng(seed).choice(len(units), size=k, replace=False)
+    return _done(Selection("random", [units[i] for i in pick], ev.budget), ev, t0)
+
+
+def select_magnitude(ev: Evaluator, k: int, kinds=KINDS, seed: int = 0) -> Selection:
+    t0 = time.perf_counter()
+    ev.reset()
+    units = candidates(ev.adapter, kinds, ev.group_size)
+    return _one_shot("magnitude", ev, units, magnitudes(ev.adapter, units, ev.group_size), k, t0)
+
+
+@torch.no_grad()
+def select_wanda(ev: Evaluator, k: int, kinds=KINDS, seed: int = 0) -> Selection:
+    t0 = time.perf_counter()
+    ev.reset()
+    units = candidates(ev.adapter, kinds, ev.group_size)
+    norms = _input_norms(ev, _sites(ev.adapter, units))
+    return _one_shot("wanda", ev, units, unit_sums(ev.adapter, units, ev.group_size, _wanda_values(norms)), k, t0)
+
+
+def select_taylor(ev: Evaluator, k: int, kinds=KINDS, seed: int = 0) -> Selection:
+    """|sum g * w|, g the gradient of the mean loss over all mini-batches (= mean of g_b)."""
+    t0 = time.perf_counter()
+    ev.reset()
+    units = candidates(ev.adapter, kinds, ev.group_size)
+    return _one_shot("taylor", ev, units, np.abs(_gradient_sums(ev, units).mean(0)), k, t0)
+
+
+def select_fisher(ev: Evaluator, k: int, kinds=KINDS, seed: int = 0) -> Selection:
+    """sum_b (sum g_b * w)^2 over calibration mini-batches b."""
+    t0 = time.perf_counter()
+    ev.reset()
+    units = candidates(ev.adapter, kinds, ev.group_size)
+    return _one_shot("fisher", ev, units, (_gradient_sums(ev, units) ** 2).sum(0), k, t0)
+
+
+def _sequential(run: Callable) -> Callable:
+    def select(ev: Evaluator, k: int, kinds=KINDS, seed: int = 0, **params) -> Selection:
+        units = candidates(ev.adapter, kinds, ev.group_size)
+        ranking = per_kind_normalised(units, magnitudes(ev.adapter, units, ev.group_size))
+        return run(ev, units, ranking, k, seed=seed, **params)
+    select.__doc__ = run.__doc__
+    return select
+
+
+def _ucb(ev, units, ranking, k, seed=0, c: float = UCB_C, **params) -> Selection:
+    """MAB-UCB over the magnitude pool."""
+    return bandit_search(ev, units, ranking, k, UCB(c), seed, **params)
+
+
+def _thompson(ev, units, ranking, k, seed=0, **params) -> Selection:
+    """Fractional-Beta Thompson sampling over the magnitude pool."""
+    return bandit_search(ev, units, ranking, k, Thompson(), seed, **params)
+
+
+select_ucb, select_thompson, select_greedy = _sequential(_ucb), _sequential(_thompson), _sequential(greedy_search)
+
+
+@dataclass(frozen=True)
+class Selector:
+    name: str
+    fn: Callable
+    defaults: dict = field(default_factory=dict)  # its parameters and their default values
+    label: str = ""
+
+    @property
+    def sequential(self) -> bool:
+        return "budget" in self.defaults
+
+
+_SEQ = {"budget": BUDGET, "pool_size": POOL_SIZE, "tau": TAU, "batches_per_eval": BATCHES_PER_EVAL}
+SELECTORS: dict[str, Selector] = {s.name: s for s in [
+    Selector("random", select_random, {}, "Random"),
+    Selector("magnitude", select_magnitude, {}, "Magnitude"),
+    Selector("wanda", select_wanda, {}, "Wanda"),
+    Selector("taylor", select_taylor, {}, "Taylor"),
+    Selector("fisher", select_fisher, {}, "Fisher"),
+    Selector("greedy", select_greedy, _SEQ, "Greedy"),
+    Selector("ucb", select_ucb, _SEQ | {"c": UCB_C}, "MAB-UCB"),
+    Selector("thompson", select_thompson, _SEQ, "Thompson"),
+]}
+
+
+def get_selector(name: str) -> Selector:
+    if name not in SELECTORS:
+        raise UnknownNameError("unit selector", name, SELECTORS)
+    return SELECTORS[name]
+
+
+def select_units(name: str, ev: Evaluator, k: int, kinds=KINDS, seed: int = 0, **params) -> Selection:
+    """Run selector ``name`` for ``k`` units of ``kinds`` on evaluator ``ev`` (which it resets).
+    A parameter the selector does not take is an error."""
+    s = get_selector(name)
+    unknown = sorted(set(params) - set(s.defaults))
+    if unknown:
+        raise ReproError(f"unit selector {name!r} takes {', '.join(s.defaults) or 'no parameters'}; "
+                         f"got {', '.join(unknown)}")
+    sel = s.fn(ev, k, kinds=kinds, seed=seed, **params)
+    sel.params = {"k": int(k), "kinds": list(_check_kinds(kinds)), "seed": seed, "group_size": ev.group_size,
+                  **s.defaults, **params}
+    return sel
