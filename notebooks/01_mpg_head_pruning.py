@@ -26,9 +26,9 @@
 # | | paper | here (`cpu` profile) |
 # |---|---|---|
 # | models | RoBERTa-base/large, OPT-6.7B, LLaMA-3-8B, Mistral-7B | SmolLM2-135M-**Instruct** (not the base model) and Gemma-3-270m base, both from **4-bit GGUF** files dequantized to fp32 |
-# | evaluation | WikiText-2 **validation**, full split | WikiText-2 validation, first 16 (SmolLM2) / 8 (Gemma) windows of 1024 tokens |
+# | evaluation | WikiText-2 **validation**, full split | WikiText-2 validation, the first few windows (8 x 256 tokens SmolLM2, 4 x 256 Gemma: profile `cpu`; every caption states it) |
 # | precision | fp16 on GPU | `auto`: bf16 on CPUs with fast bf16 (AVX512-BF16/AMX), else **fp32** (bf16 matmuls are ~30x slower than fp32 on an AVX2-only CPU); fp16 in the `paper` profile. Captions name the dtype that ran |
-# | calibration | 64 x 512 tokens | 32 / 16 windows of 512 tokens (WikiText-2 v1 tokenized train), gradients on 16 / 8 |
+# | calibration | 64 x 512 tokens | 16 (SmolLM2) / 8 (Gemma) windows of 512 tokens of WikiText-2 v1 tokenized train, gradients on half |
 # | Table III | fine-tuned RoBERTa on GLUE, then pruned | no RoBERTa or GLUE training split offline: **zero-shot** SST-2 / MRPC / RTE of the causal LM instead (section 6), an analogue only |
 # | encoder rows | RoBERTa pseudo-perplexity | not run (no encoder with an MLM head installs offline) |
 

@@ -71,6 +71,21 @@ def parser() -> argparse.ArgumentParser:
     h.add_argument("--calib-seed", type=int, default=0)
     _ppl_args(h, None)
 
+    u = sub.add_parser("prune", help="unstructured / N:M pruning of every linear in the blocks (Paper 2's engine)")
+    _model_args(u)
+    u.add_argument("--method", required=True, help="magnitude, wanda, ria, sparsegpt, ogas (and ogas-* variants)")
+    u.add_argument("--sparsity", type=float, default=None, help="target fraction of zeros (N/M by default for N:M)")
+    u.add_argument("--pattern", default="unstructured", help="unstructured, 2:4, 4:8, ...")
+    u.add_argument("--calib", default="wikitext2-train", help="calibration text, e.g. c4-sample:calib")
+    u.add_argument("--nsamples", type=_positive, default=32)
+    u.add_argument("--calib-seqlen", type=_positive, default=512)
+    u.add_argument("--calib-seed", type=int, default=0)
+    u.add_argument("--calib-file", default=None, help=".npy token ids [nsamples, seqlen] (replaces --calib)")
+    u.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="method parameter, e.g. lam=0.2, gamma=0.2, rounding=exact (repeatable)")
+    u.add_argument("--save", default=None, help="save the pruned model (safetensors folder)")
+    _ppl_args(u, None)
+
     z = sub.add_parser("zeroshot", help="zero-shot accuracy with lm-eval's standard task YAMLs (offline data)")
     _model_args(z)
     z.add_argument("--tasks", required=True, help="comma-separated lm-eval task names, e.g. arc_easy,sst2")
@@ -135,6 +150,56 @@ def cmd_heads(args) -> dict:
     return out
 
 
+def _param(text: str):
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise ReproError(f"--param takes KEY=VALUE, got {text!r}")
+    try:
+        return key, json.loads(value)
+    except json.JSONDecodeError:
+        return key, value
+
+
+def cmd_prune(args) -> dict:
+    """Prune a copy of the model block by block on calibration windows (the notebook's
+    PruneExperiment), report achieved sparsity and ``zeros_sha256``, optionally evaluate and save."""
+    from pathlib import Path
+
+    from repro.assets import parse_dtype
+    from repro.calib import Calibration, load_windows
+    from repro.evaluate.ppl import max_positions
+    from repro.experiments.ogas import PruneExperiment
+    from repro.store import Store
+    from repro.structure import save_pruned
+    from repro.structure.sparsity import zeros_sha256
+
+    if args.sparsity is not None:
+        from repro.errors import check_fraction
+
+        check_fraction("sparsity", args.sparsity)
+    params = dict(_param(p) for p in args.param)
+    setup = _setup(args, calib_data=args.calib, calib_nsamples=args.nsamples, calib_seqlen=args.calib_seqlen,
+                   calib_seed=args.calib_seed)
+    e = PruneExperiment(args.model, setup, Store(None))
+    cfg = e.prune_config(args.method, args.sparsity, args.pattern, params) if not args.calib_file else None
+    if args.calib_file:  # identical inputs to another implementation's
+        wins = load_windows(args.calib_file, e.model.get_input_embeddings().num_embeddings, max_positions(e.model))
+        e._calib[setup.calib_nsamples] = Calibration(wins, {"file": str(Path(args.calib_file).resolve()),
+                                                            "nsamples": len(wins), "seqlen": wins.shape[1]})
+        cfg = e.prune_config(args.method, args.sparsity, args.pattern, params)
+    model, report = e.prune(args.method, args.sparsity, args.pattern, params)
+    out = {"model": e.name, "model_identity": e.loaded.identity, **cfg, "prune_seconds": report.seconds,
+           "timings": report.timings, "achieved_sparsity": report.overall, "layer_sparsity": report.layers,
+           "zeros_sha256": zeros_sha256(model)}
+    if args.save:
+        save_pruned(model, args.save, e.loaded.identity)
+        e.loaded.tokenizer.save_pretrained(args.save) if hasattr(e.loaded.tokenizer, "save_pretrained") else None
+        out["saved"] = str(args.save)
+    if args.data:
+        out.update(_evaluated(e, model.to(parse_dtype(e.setup.eval_dtype))))
+    return out
+
+
 def cmd_zeroshot(args) -> dict:
     from repro.assets import load_model, resolve_dtype
     from repro.evaluate.zeroshot import evaluate_zeroshot
@@ -162,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     warnings.simplefilter("default")
     try:
-        out = {"ppl": cmd_ppl, "heads": cmd_heads, "zeroshot": cmd_zeroshot,
+        out = {"ppl": cmd_ppl, "heads": cmd_heads, "zeroshot": cmd_zeroshot, "prune": cmd_prune,
                "notebook": cmd_notebook}[args.command](args)
     except ReproError as e:
         print(f"error: {e}", file=sys.stderr)

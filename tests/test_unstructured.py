@@ -374,3 +374,25 @@ def test_zeros_sha256():
     assert ref.hexdigest() == h1
     assert out_in(first)[5, 3] == 0
     assert zeros_sha256(model.to(torch.bfloat16)) == h1
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.integers(1, 7), cols=st.integers(1, 12), levels=st.integers(1, 6), seed=st.integers(0, 2**16),
+       frac=st.floats(0, 0.99))
+def test_selection_equals_a_stable_sort_with_ties(rows, cols, levels, seed, frac):
+    from repro.methods.unstructured import lowest_in_layer, lowest_per_row
+    s = torch.randint(0, levels, (rows, cols), generator=torch.Generator().manual_seed(seed)).float()  # many ties
+    k, kl = int(frac * cols), int(frac * rows * cols)
+    first_k = torch.zeros(rows, cols, dtype=torch.bool).scatter_(1, s.argsort(dim=1, stable=True)[:, :k], True)
+    assert torch.equal(lowest_per_row(s, k), first_k)
+    flat = torch.zeros(rows * cols, dtype=torch.bool)
+    flat[s.flatten().argsort(stable=True)[:kl]] = True
+    assert torch.equal(lowest_in_layer(s, kl), flat.view(rows, cols))
+    assert torch.equal(lowest_in_layer(s, kl, "reference"), s <= s.flatten().sort().values[kl])
+
+
+def test_symmetric_gram():
+    from repro.calib.blocks import gram
+    x = torch.randn(50, 1030, dtype=torch.float64)
+    torch.testing.assert_close(gram(x), x.T @ x)
+    torch.testing.assert_close(gram(x[:, :40], min_split=8, parts=3), x[:, :40].T @ x[:, :40])

@@ -123,6 +123,20 @@ class InputSumSq(Observer):
         return self.sumsq.sqrt()
 
 
+def gram(x: torch.Tensor, min_split: int = 1024, parts: int = 3) -> torch.Tensor:
+    """``x^T x`` for ``x`` [n, C]. From ``C >= min_split`` on, only the upper block triangle of
+    ``parts`` x ``parts`` column blocks is multiplied and mirrored (6 of 9 blocks for 3 parts),
+    which saves a third of the work of the largest Gram matrices (e.g. the MLP down projection's)."""
+    c = x.shape[1]
+    if c < min_split:
+        return x.T @ x
+    g, step = x.new_empty(c, c), -(-c // parts)
+    for i in range(0, c, step):
+        g[i:i + step, i:] = x[:, i:i + step].T @ x[:, i:]
+        g[i + step:, i:i + step] = g[i:i + step, i + step:].T
+    return g
+
+
 class Gram(Observer):
     """``G = X^T X`` (float64 accumulator of float32 batch products) over the tokens of the first
     ``limit`` windows (all when None), and their count."""
@@ -140,7 +154,7 @@ class Gram(Observer):
         if self.limit is not None:
             x = x[:max(0, min(len(x), self.limit - start))]
         x = x.reshape(-1, x.shape[-1]).float()
-        return (x.T @ x).double() if len(x) else None, x.shape[0]
+        return gram(x).double() if len(x) else None, x.shape[0]
 
     def add(self, m) -> None:
         g, n = m

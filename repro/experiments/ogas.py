@@ -120,9 +120,8 @@ def select(frame: pd.DataFrame, model: str, data: str, name: str, sparsity: floa
     if name == "dense":
         f = f[f.method == "dense"]
     else:
-        f = f[[row_name(m, p) == name for m, p in zip(f.method, f.params)] & np.isclose(f.sparsity.astype(float),
-                                                                                        sparsity)
-              & (f.pattern == pattern)]
+        named = np.array([row_name(m, p) == name for m, p in zip(f.method, f.params)], dtype=bool)
+        f = f[named & np.isclose(f.sparsity.astype(float), sparsity) & (f.pattern == pattern).to_numpy()]
         for k, v in param_filter.items():
             f = f[[p.get(k) == v for p in f.params]]
     return None if f.empty else f.iloc[0]

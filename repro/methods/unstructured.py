@@ -7,7 +7,9 @@ Notation, per linear layer: ``W`` ``[C_out, C_in]`` (rows = output channels; GPT
 transposed first, :func:`repro.structure.sparsity.out_in`), ``X`` ``[n, C_in]`` its inputs over
 the calibration tokens, ``Y = X W^T (+ b)`` its outputs, ``s`` the target sparsity. A *mask* marks
 the weights set to zero. Counts use ``k = floor(s * size)`` (robust to float representation:
-``0.29 * 100`` gives 29); ties in a score are broken by position (stable sort, row-major).
+``0.29 * 100`` gives 29). The ``k`` lowest scores are those a stable sort puts first (ties broken
+by position, row-major; column-major inside a SparseGPT block), found with ``kthvalue`` in linear
+time; exact ties practically only occur between already-zero weights.
 
 * **Magnitude** -- score ``|W_ij|``; the ``floor(s * C_out * C_in)`` lowest of the whole matrix
   (one threshold per layer). No calibration.
@@ -92,23 +94,31 @@ def parse_pattern(pattern: str | Pattern) -> Pattern:
     return Pattern(int(parts[0]), int(parts[1]))
 
 
+def _lowest(scores: torch.Tensor, k: int, dim: int) -> torch.Tensor:
+    """Mask of the ``k`` lowest entries along ``dim``, ties broken by position: exactly the first
+    ``k`` of a stable sort, found with ``kthvalue`` (linear time) instead of sorting."""
+    if k == 0:
+        return torch.zeros_like(scores, dtype=torch.bool)
+    v = scores.kthvalue(k, dim=dim, keepdim=True).values
+    less, tie = scores < v, scores == v
+    need = k - less.sum(dim, keepdim=True)
+    return less | (tie & (tie.cumsum(dim) <= need))
+
+
 def lowest_in_layer(scores: torch.Tensor, k: int, count: str = "exact") -> torch.Tensor:
     """Mask of the ``k`` lowest scores of the whole matrix (``count="reference"``: every score
     ``<= sorted[k]``, the reference codes' rule)."""
     flat = scores.reshape(-1)
     if count == "reference":
-        return scores <= flat.sort().values[k]
-    mask = torch.zeros(flat.numel(), dtype=torch.bool, device=scores.device)
-    mask[flat.argsort(stable=True)[:k]] = True
-    return mask.view_as(scores)
+        return scores <= flat.kthvalue(k + 1).values  # the value at sorted index k
+    return _lowest(flat, k, 0).view_as(scores)
 
 
 def lowest_per_row(scores: torch.Tensor, k: int | torch.Tensor) -> torch.Tensor:
     """Mask of the ``k`` lowest scores of each row (``k`` an int or one count per row)."""
-    order = scores.argsort(dim=1, stable=True)
     if isinstance(k, int):
-        return torch.zeros_like(scores, dtype=torch.bool).scatter_(1, order[:, :k], True)
-    return row_ranks(scores, order) < k.to(scores.device)[:, None]
+        return _lowest(scores, k, 1)
+    return row_ranks(scores) < k.to(scores.device)[:, None]
 
 
 def row_ranks(scores: torch.Tensor, order: torch.Tensor | None = None) -> torch.Tensor:
@@ -249,21 +259,24 @@ class SparseGPT(Pruner):
         bs, count = int(self.params["blocksize"]), self.params["count"]
         for i1 in range(0, W.shape[1], bs):
             i2 = min(i1 + bs, W.shape[1])
-            W1, U1 = W[:, i1:i2].clone(), U[i1:i2, i1:i2]
+            U1 = U[i1:i2, i1:i2]
             d = U1.diagonal()
-            err = torch.zeros_like(W1)
+            # the block transposed, [columns, rows], so that each step reads and updates whole
+            # rows; the arithmetic (and so every bit) is the reference's
+            Wt = W[:, i1:i2].T.contiguous()
+            err = torch.zeros_like(Wt)
             if self.pattern.unstructured:
-                mask1 = lowest_in_layer(W1 ** 2 / d[None, :] ** 2, n_lowest(self.sparsity, W1.numel()), count)
+                mask = lowest_in_layer(Wt ** 2 / d[:, None] ** 2, n_lowest(self.sparsity, Wt.numel()), count)
             else:
-                mask1 = torch.zeros_like(W1, dtype=torch.bool)
+                mask = torch.zeros_like(Wt, dtype=torch.bool)
             for i in range(i2 - i1):
                 if m and i % m == 0:
-                    mask1[:, i:i + m] = lowest_n_of_m(W1[:, i:i + m] ** 2 / d[None, i:i + m] ** 2, n, m)
-                e = torch.where(mask1[:, i], W1[:, i], 0.0) / d[i]  # (w - q) / U_jj
-                W1[:, i:] -= e[:, None] * U1[i, i:][None, :]
-                err[:, i] = e
-            W[:, i1:i2] = W1.masked_fill(mask1, 0.0)   # column j equals q_j once its own update ran
-            W[:, i2:] -= err @ U[i1:i2, i2:]
+                    mask[i:i + m] = lowest_n_of_m((Wt[i:i + m] ** 2 / d[i:i + m, None] ** 2).T, n, m).T
+                e = torch.where(mask[i], Wt[i], 0.0) / d[i]  # (w - q) / U_jj
+                Wt[i:] -= U1[i, i:, None] * e[None, :]
+                err[i] = e
+            W[:, i1:i2] = Wt.masked_fill_(mask, 0.0).T   # column j equals q_j once its own update ran
+            W[:, i2:] -= err.T.contiguous() @ U[i1:i2, i2:]
         view.copy_(W)
         return {}
 
