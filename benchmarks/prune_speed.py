@@ -55,8 +55,12 @@ def main() -> None:
     ap.add_argument("--methods", default="wanda,sparsegpt,ogas")
     ap.add_argument("--batch-size", type=int, default=4)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's)")
+    ap.add_argument("--compress-threads", type=int, default=1, help="threads of the compress step (0: torch's)")
     ap.add_argument("--out", default=None, help="write the JSON here too")
     a = ap.parse_args()
+    if a.threads:
+        torch.set_num_threads(a.threads)
     loaded = load_model(a.model)
     if a.model.startswith("tiny-"):
         ids = torch.randint(4, 260, (a.nsamples, a.seqlen), generator=torch.Generator().manual_seed(a.seed))
@@ -64,14 +68,16 @@ def main() -> None:
         ids = sample_windows(tokenize(loaded.tokenizer, load_text("wikitext2-train")), a.nsamples, a.seqlen, a.seed)
     dense = loaded.model
     result = {"model": a.model, "nsamples": a.nsamples, "seqlen": a.seqlen, "sparsity": a.sparsity,
-              "batch_size": a.batch_size, "threads": torch.get_num_threads(), "cpus": os.cpu_count(), "methods": {}}
+              "batch_size": a.batch_size, "threads": torch.get_num_threads(), "compress_threads": a.compress_threads or None,
+              "cpus": os.cpu_count(), "methods": {}}
     bare_pass(dense, ids[:a.batch_size], a.batch_size)  # warm-up
     for method in a.methods.split(","):
         model = copy.deepcopy(dense)
         load0 = os.getloadavg()[0]
         bare = bare_pass(model, ids, a.batch_size)
         t0 = time.perf_counter()
-        report = prune_model(model, method, a.sparsity, ids, batch_size=a.batch_size, progress=False)
+        report = prune_model(model, method, a.sparsity, ids, batch_size=a.batch_size, progress=False,
+                             compress_threads=a.compress_threads or None)
         seconds = time.perf_counter() - t0
         entry = {"seconds": round(seconds, 2), "bare_pass_seconds": round(bare, 2),
                  "in_bare_passes": round(seconds / bare, 2),
@@ -80,8 +86,12 @@ def main() -> None:
                  "load_average": [load0, os.getloadavg()[0]]}
         if method.startswith("ogas"):
             ex = report.extras.values()
+            gammas = [e["gamma"] for e in ex if e.get("gamma_at_bound") is not None]
             entry["gamma_evals_total"] = sum(e.get("gamma_evals", 0) for e in ex)
-            entry["gamma_at_bound_layers"] = sum(bool(e.get("gamma_at_bound")) for e in ex)
+            entry["gamma_at_bound_layers"] = {"low": sum(bool(e.get("gamma_at_bound")) and e["gamma"] < 0.5 for e in ex),
+                                              "high": sum(bool(e.get("gamma_at_bound")) and e["gamma"] >= 0.5 for e in ex),
+                                              "of": len(gammas)}
+            entry["alpha_at_bound_layers"] = sum(bool(e.get("alpha_at_bound")) for e in ex)
         result["methods"][method] = entry
         print(method, json.dumps(entry), flush=True)
         del model

@@ -14,7 +14,9 @@ Three comparisons on the same calibration windows (random ids for tiny models; s
 1. ``wanda``: reference ``prune_wanda`` vs ``prune_model(..., "wanda")`` end to end;
 2. ``sparsegpt``: reference ``llama_sequential`` vs ``prune_model(..., "sparsegpt",
    count="reference")`` end to end (and with the default ``count="exact"``, which removes one
-   weight less per 128-column block);
+   weight less per 128-column block); then once more with the reference's float32 running H
+   accumulation, one window per forward and torch's thread count in the compress step, which
+   should agree bit for bit;
 3. ``sparsegpt-same-H``: block 0's linears (identical inputs on both sides), the reference
    ``SparseGPT`` accumulating its own H, and ``repro``'s compress step fed that very H: this
    isolates the mask/update algorithm from float accumulation order.
@@ -170,7 +172,10 @@ def main() -> None:
         result[f"sparsegpt count={count}"] = agreement(ref, ours)
         del ours
     ours = copy.deepcopy(dense)
-    sequential(ours, ids, SparseGPTRunningH(a.sparsity, count="reference"), batch_size=1, progress=False)
+    # as the reference: its H accumulation, one window per forward, torch's thread count in the
+    # compress step too (MKL's Cholesky and matmul round differently with one thread)
+    sequential(ours, ids, SparseGPTRunningH(a.sparsity, count="reference"), batch_size=1, progress=False,
+               compress_threads=None)
     result["sparsegpt count=reference, batch 1, reference H accumulation"] = agreement(ref, ours)
     del ours
     del ref

@@ -93,6 +93,14 @@ def test_bad_input_raises_one_line_repro_error(kwargs):
     assert "\n" not in str(e.value)
 
 
+def test_bad_pattern_for_a_later_layer_fails_before_pruning():
+    model = build_tiny("tiny-llama")  # 64 input features, but 96 for down_proj
+    h = zeros_sha256(model)
+    with pytest.raises(ReproError, match="down_proj: 96 input features"):
+        prune_model(model, "wanda", None, calib(), pattern="32:64", progress=False)
+    assert zeros_sha256(model) == h
+
+
 def test_registry_and_calibration_requirement():
     assert set(METHODS) <= set(PRUNERS) and {"ogas-llama", "ogas-energy", "ogas-papr"} <= set(PRUNERS)
     with pytest.raises(UnknownNameError, match="unknown pruning method 'wandaa'"):
@@ -228,14 +236,16 @@ class SpyWanda(Wanda):
 
     def compress(self, name, module, obs):
         self.seen[name] = obs[0].sumsq.clone()
+        self.threads = torch.get_num_threads()
         return super().compress(name, module, obs)
 
 
 def test_later_blocks_see_pruned_inputs():
     model, ids = build_tiny("tiny-llama"), calib(n=5, seqlen=16)
     dense = build_tiny("tiny-llama")
-    spy = SpyWanda(0.5)
+    spy, threads = SpyWanda(0.5), torch.get_num_threads()
     sequential(model, ids, spy, batch_size=2, progress=False)
+    assert spy.threads == 1 and torch.get_num_threads() == threads  # compress runs single-threaded
     q = {i: f"model.layers.{i}.self_attn.q_proj" for i in range(3)}
     mods = dict(dense.named_modules())
     dense_stats = input_sumsq(dense, [mods[q[0]], mods[q[1]]], ids, progress=False)
@@ -390,9 +400,3 @@ def test_selection_equals_a_stable_sort_with_ties(rows, cols, levels, seed, frac
     assert torch.equal(lowest_in_layer(s, kl), flat.view(rows, cols))
     assert torch.equal(lowest_in_layer(s, kl, "reference"), s <= s.flatten().sort().values[kl])
 
-
-def test_symmetric_gram():
-    from repro.calib.blocks import gram
-    x = torch.randn(50, 1030, dtype=torch.float64)
-    torch.testing.assert_close(gram(x), x.T @ x)
-    torch.testing.assert_close(gram(x[:, :40], min_split=8, parts=3), x[:, :40].T @ x[:, :40])

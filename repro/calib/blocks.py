@@ -123,20 +123,6 @@ class InputSumSq(Observer):
         return self.sumsq.sqrt()
 
 
-def gram(x: torch.Tensor, min_split: int = 1024, parts: int = 3) -> torch.Tensor:
-    """``x^T x`` for ``x`` [n, C]. From ``C >= min_split`` on, only the upper block triangle of
-    ``parts`` x ``parts`` column blocks is multiplied and mirrored (6 of 9 blocks for 3 parts),
-    which saves a third of the work of the largest Gram matrices (e.g. the MLP down projection's)."""
-    c = x.shape[1]
-    if c < min_split:
-        return x.T @ x
-    g, step = x.new_empty(c, c), -(-c // parts)
-    for i in range(0, c, step):
-        g[i:i + step, i:] = x[:, i:i + step].T @ x[:, i:]
-        g[i + step:, i:i + step] = g[i:i + step, i + step:].T
-    return g
-
-
 class Gram(Observer):
     """``G = X^T X`` (float64 accumulator of float32 batch products) over the tokens of the first
     ``limit`` windows (all when None), and their count."""
@@ -154,7 +140,7 @@ class Gram(Observer):
         if self.limit is not None:
             x = x[:max(0, min(len(x), self.limit - start))]
         x = x.reshape(-1, x.shape[-1]).float()
-        return gram(x).double() if len(x) else None, x.shape[0]
+        return (x.T @ x).double() if len(x) else None, x.shape[0]
 
     def add(self, m) -> None:
         g, n = m
@@ -239,6 +225,21 @@ def _device(module: nn.Module) -> torch.device:
     return next(module.parameters()).device
 
 
+@contextmanager
+def threads(n: int | None):
+    """Run the body with ``n`` intra-op CPU threads (None: unchanged). The compress step issues
+    many small tensor operations; on a shared CPU each one that uses several OpenMP threads
+    waits at a barrier for a descheduled thread (measured on this project's loaded 2-core
+    machine: SparseGPT's compress of a 1536 x 576 layer 0.2 s with one thread, 0.6-3.7 s with two)."""
+    old = torch.get_num_threads()
+    if n is not None:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)
+
+
 def _pass_through(*args, **kwargs):
     return args[0] if args else kwargs["hidden_states"]
 
@@ -275,14 +276,14 @@ def capture(model: nn.Module, ids: torch.Tensor, batch_size: int = 4, layers: nn
                 pass
             if len(seen) != len(layers):
                 raise ReproError(f"{type(model).__name__} did not call each of its {len(layers)} blocks once")
-            calls, hidden = [], None
+            calls, first = [], None
             for i in range(len(layers)):
                 args, kwargs = seen[i]
                 keyword = not args
-                h = kwargs.pop("hidden_states") if keyword else args[0]
-                hidden = h if i == 0 else hidden
+                hidden = kwargs.pop("hidden_states") if keyword else args[0]
+                first = hidden if i == 0 else first
                 calls.append(Call(tuple(args[1:]), kwargs, keyword))
-            batches.append(Batch(hidden, calls, start))
+            batches.append(Batch(first, calls, start))
     finally:
         for h in handles:
             h.remove()
@@ -378,9 +379,10 @@ def qualified_names(model: nn.Module) -> dict[int, str]:
 
 
 def sequential(model: nn.Module, ids: torch.Tensor, method, batch_size: int = 4, progress: bool = True,
-               timer: Timer | None = None) -> dict[str, dict]:
+               timer: Timer | None = None, compress_threads: int | None = 1) -> dict[str, dict]:
     """Prune ``model`` block by block with ``method`` (see the module docstring). Returns the
-    method's per-layer extras keyed by the linear's qualified name."""
+    method's per-layer extras keyed by the linear's qualified name. ``compress_threads``: CPU
+    threads for the compress step (see :func:`threads`; forward passes keep torch's setting)."""
     ad = get_adapter(model)
     timer = timer or Timer(input_device(model))
     names = qualified_names(model)
@@ -395,7 +397,7 @@ def sequential(model: nn.Module, ids: torch.Tensor, method, batch_size: int = 4,
             observe(block, i, linears, observers, batches, timer)
         # "observe" keeps the forward only; "statistics" the hooks' accumulation inside it
         timer.seconds["observe"] -= timer.seconds["statistics"] - stats_before
-        with timer("compress"), torch.inference_mode():
+        with timer("compress"), torch.inference_mode(), threads(compress_threads):
             for n, m in linears.items():
                 extras[names[id(m)]] = method.compress(names[id(m)], m, observers.pop(n))
         if i < ad.n_layers - 1:

@@ -54,7 +54,7 @@ import torch
 from torch import nn
 
 from repro.assets.devices import input_device
-from repro.calib.blocks import Gram, InputSumSq, OutputStats, Timer, sequential
+from repro.calib.blocks import Gram, InputSumSq, OutputStats, Timer, sequential, threads
 from repro.errors import ReproError, UnknownNameError, check_fraction
 from repro.structure.sparsity import fraction_zero, out_in, prunable_linears
 
@@ -511,16 +511,21 @@ class PruneReport:
 
 
 def prune_model(model: nn.Module, method: str, sparsity: float | None, calib_ids: torch.Tensor | None = None,
-                pattern: str = "unstructured", batch_size: int = 4, progress: bool = True, **params) -> PruneReport:
+                pattern: str = "unstructured", batch_size: int = 4, progress: bool = True,
+                compress_threads: int | None = 1, **params) -> PruneReport:
     """Prune every linear layer inside the transformer blocks of ``model`` in place.
 
     ``calib_ids``: calibration windows ``[nsamples, seqlen]`` (token ids; ignored by, and optional
-    for, ``magnitude``). ``sparsity`` may be None with an N:M pattern (then N/M). ``params``:
-    the method's parameters (see ``PRUNERS[method].defaults``).
+    for, ``magnitude``). ``sparsity`` may be None with an N:M pattern (then N/M). ``batch_size``:
+    windows per forward. ``compress_threads``: CPU threads of the per-layer compress step
+    (:func:`repro.calib.blocks.threads`; None keeps torch's setting). ``params``: the method's
+    parameters (see ``PRUNERS[method].defaults``).
     """
     pruner = get_pruner(method)(sparsity, pattern, **params)
     if pruner.calibrated and calib_ids is None:
         raise ReproError(f"pruning method {method!r} needs calibration windows (calib_ids)")
+    for name, module in prunable_linears(model).items():  # fail before anything is pruned
+        pruner.check(name, out_in(module))
     timer = pruner.timer = Timer(input_device(model))
     ids = torch.as_tensor(calib_ids) if calib_ids is not None else None
     was_training = model.training
@@ -531,9 +536,10 @@ def prune_model(model: nn.Module, method: str, sparsity: float | None, calib_ids
         if pruner.sparsity == 0:
             pass
         elif pruner.calibrated:
-            extras = sequential(model, ids, pruner, batch_size=batch_size, progress=progress, timer=timer)
+            extras = sequential(model, ids, pruner, batch_size=batch_size, progress=progress, timer=timer,
+                                compress_threads=compress_threads)
         else:
-            with timer("compress"), torch.inference_mode():
+            with timer("compress"), torch.inference_mode(), threads(compress_threads):
                 extras = {n: pruner.compress(n, m, []) for n, m in prunable_linears(model).items()}
     finally:
         model.train(was_training)
