@@ -56,9 +56,11 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=4)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's)")
-    ap.add_argument("--compress-threads", type=int, default=1, help="threads of the compress step (0: torch's)")
+    ap.add_argument("--compress-threads", type=int, default=None,
+                    help="threads of the compress step (0: torch's; default: the method's own choice)")
     ap.add_argument("--out", default=None, help="write the JSON here too")
     a = ap.parse_args()
+    compress_threads = "method" if a.compress_threads is None else a.compress_threads or None
     if a.threads:
         torch.set_num_threads(a.threads)
     loaded = load_model(a.model)
@@ -68,7 +70,7 @@ def main() -> None:
         ids = sample_windows(tokenize(loaded.tokenizer, load_text("wikitext2-train")), a.nsamples, a.seqlen, a.seed)
     dense = loaded.model
     result = {"model": a.model, "nsamples": a.nsamples, "seqlen": a.seqlen, "sparsity": a.sparsity,
-              "batch_size": a.batch_size, "threads": torch.get_num_threads(), "compress_threads": a.compress_threads or None,
+              "batch_size": a.batch_size, "threads": torch.get_num_threads(), "compress_threads": compress_threads,
               "cpus": os.cpu_count(), "methods": {}}
     bare_pass(dense, ids[:a.batch_size], a.batch_size)  # warm-up
     for method in a.methods.split(","):
@@ -77,7 +79,7 @@ def main() -> None:
         bare = bare_pass(model, ids, a.batch_size)
         t0 = time.perf_counter()
         report = prune_model(model, method, a.sparsity, ids, batch_size=a.batch_size, progress=False,
-                             compress_threads=a.compress_threads or None)
+                             compress_threads=compress_threads)
         seconds = time.perf_counter() - t0
         entry = {"seconds": round(seconds, 2), "bare_pass_seconds": round(bare, 2),
                  "in_bare_passes": round(seconds / bare, 2),

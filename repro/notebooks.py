@@ -44,16 +44,30 @@ def declared_parameters(nb) -> set[str]:
     raise ReproError("the notebook has no cell tagged 'parameters'")
 
 
-def load_profile(path: str | Path, nb=None) -> dict:
-    """A profile's parameters; with ``nb``, every key must be a declared parameter."""
-    params = yaml.safe_load(Path(path).read_text()) or {}
-    if not isinstance(params, dict):
+def load_profile(path: str | Path, nb=None, name: str | None = None) -> dict:
+    """A profile's parameters for the notebook ``name`` (its file stem, e.g. ``02_ogas_unstructured``).
+
+    A profile holds the keys every notebook shares at the top level and one section per notebook
+    under ``notebooks:``; the notebook gets the shared keys updated with its own section. With
+    ``nb``, every key it gets must be one of its declared parameters (a typo is an error)."""
+    raw = yaml.safe_load(Path(path).read_text()) or {}
+    if not isinstance(raw, dict):
         raise ReproError(f"{path}: a profile is a mapping of parameter names to values")
+    sections = raw.pop("notebooks", None) or {}
+    if not isinstance(sections, dict) or not all(isinstance(v, dict) for v in sections.values()):
+        raise ReproError(f"{path}: 'notebooks' maps each notebook name to a mapping of parameters")
+    params = dict(raw)
+    if name is not None:
+        if sections and name not in sections:
+            raise ReproError(f"{path}: no section for notebook {name!r} under 'notebooks' "
+                             f"(it has: {', '.join(sorted(sections))})")
+        params.update(sections.get(name, {}))
     if nb is not None:
-        unknown = sorted(set(params) - declared_parameters(nb))
+        declared = declared_parameters(nb)
+        unknown = sorted(set(params) - declared)
         if unknown:
-            raise ReproError(f"{path}: unknown parameter(s) {', '.join(unknown)} "
-                             f"(the notebook declares: {', '.join(sorted(declared_parameters(nb)))})")
+            raise ReproError(f"{path}: unknown parameter(s) {', '.join(unknown)} for {name or 'this notebook'} "
+                             f"(it declares: {', '.join(sorted(declared))})")
     return params
 
 
@@ -85,7 +99,7 @@ def execute(source: str | Path, output: str | Path, profile: str | Path | None =
     import papermill as pm
 
     nb = read_source(source)
-    params = load_profile(profile, nb) if profile else {}
+    params = load_profile(profile, nb, Path(source).stem) if profile else {}
     params.update(overrides or {})
     unknown = sorted(set(params) - declared_parameters(nb))
     if unknown:

@@ -5,7 +5,6 @@ import math
 
 import nbformat
 import pytest
-import yaml
 
 from conftest import ROOT
 from repro.errors import ReproError
@@ -13,6 +12,14 @@ from repro.notebooks import clean, declared_parameters, execute, in_sync, load_p
 
 SOURCES = sorted((ROOT / "notebooks").glob("[0-9]*.py"))
 PROFILES = sorted((ROOT / "notebooks/profiles").glob("*.yaml"))
+# what each notebook's smoke run must write (tables as .md, figures as .png), and its first table
+WRITES = {
+    "01_mpg_head_pruning": ({"table1_ppl.md", "claims.md", "efficiency.md", "paired_vs_mpg.md",
+                             "mpg_scores_heatmap.png"}, "table1_ppl.md", "wikitext2:validation"),
+    "02_ogas_unstructured": ({"table12_ppl.md", "table_nm.md", "table3_zeroshot_tiny-llama.md", "table5_ablation.md",
+                              "rounding_worth.md", "claims.md", "fig2_energy_papr.png", "fig4_ppl_vs_sparsity.png",
+                              "gamma_and_channel_sparsity_tiny-llama.png"}, "table12_ppl.md", "wikitext2:test"),
+}
 
 
 @pytest.mark.parametrize("src", SOURCES, ids=[s.stem for s in SOURCES])
@@ -36,7 +43,12 @@ def test_in_sync_detects_an_edit(tmp_path):
 @pytest.mark.parametrize("profile", PROFILES, ids=[p.stem for p in PROFILES])
 def test_profiles_name_only_declared_parameters(profile):
     for src in SOURCES:
-        load_profile(profile, read_source(src))  # raises on an unknown key
+        params = load_profile(profile, read_source(src), src.stem)  # raises on an unknown key
+        assert params["profile"] == profile.stem and "models" in params  # shared keys + the notebook's section
+
+
+def test_every_notebook_has_a_smoke_expectation():
+    assert {s.stem for s in SOURCES} == set(WRITES)
 
 
 def test_unknown_profile_key_is_an_error(tmp_path):
@@ -45,6 +57,18 @@ def test_unknown_profile_key_is_an_error(tmp_path):
     with pytest.raises(ReproError, match="unknown parameter.*max_window"):
         load_profile(p, read_source(SOURCES[0]))
     assert "max_windows" in declared_parameters(read_source(SOURCES[0]))
+    p.write_text("profile: x\nnotebooks:\n  01_mpg_head_pruning: {max_window: 3}\n")
+    with pytest.raises(ReproError, match="unknown parameter.*max_window"):
+        load_profile(p, read_source(SOURCES[0]), "01_mpg_head_pruning")
+
+
+def test_profile_sections_are_per_notebook(tmp_path):
+    p = tmp_path / "two.yaml"
+    p.write_text("profile: x\nseqlen: 64\nnotebooks:\n  a: {seqlen: 32, models: [m]}\n  b: {models: [n]}\n")
+    assert load_profile(p, None, "a") == {"profile": "x", "seqlen": 32, "models": ["m"]}  # the section wins
+    assert load_profile(p, None, "b") == {"profile": "x", "seqlen": 64, "models": ["n"]}
+    with pytest.raises(ReproError, match="no section for notebook 'c'"):
+        load_profile(p, None, "c")
 
 
 def test_clean_drops_widgets_and_progress_only():
@@ -67,7 +91,7 @@ def test_clean_drops_widgets_and_progress_only():
 
 @pytest.mark.parametrize("src", SOURCES, ids=[s.stem for s in SOURCES])
 def test_notebook_smoke(src, tmp_path):
-    params = yaml.safe_load((ROOT / "notebooks/profiles/smoke.yaml").read_text())
+    params = load_profile(ROOT / "notebooks/profiles/smoke.yaml", None, src.stem)
     out = tmp_path / src.with_suffix(".ipynb").name
     execute(src, out, ROOT / "notebooks/profiles/smoke.yaml", cwd=ROOT / "notebooks", log_output=False,
             overrides={"results_dir": str(tmp_path / "results"), "figures_dir": str(tmp_path / "figures"),
@@ -83,7 +107,8 @@ def test_notebook_smoke(src, tmp_path):
     metrics = json.loads(text.strip().splitlines()[-1])
     assert set(metrics["dense_ppl"]) == set(params["models"])
     assert all(math.isfinite(v) for v in metrics["dense_ppl"].values())
+    expected, first, data = WRITES[src.stem]
     figs = {p.name for p in (tmp_path / "figures").iterdir()}
-    assert {"table1_ppl.md", "claims.md", "efficiency.md", "paired_vs_mpg.md", "mpg_scores_heatmap.png"} <= figs
-    table1 = (tmp_path / "figures" / "table1_ppl.md").read_text()
-    assert "Profile `smoke`" in table1 and "wikitext2:validation" in table1 and "cells read from cached records" in table1
+    assert expected <= figs, sorted(expected - figs)
+    table1 = (tmp_path / "figures" / first).read_text()
+    assert "Profile `smoke`" in table1 and data in table1 and "cells read from cached records" in table1

@@ -50,3 +50,16 @@ def test_a_cell_is_computed_once(run):
     before = len(list(store.records("prune-ppl")))
     e.cell("wanda", 0.5)
     assert len(list(store.records("prune-ppl"))) == before
+
+
+def test_kept_layer_has_per_channel_arrays_and_frame_is_per_session(run):
+    store, e = run
+    layer = "model.layers.1.mlp.down_proj"
+    rec = e.cell("ogas", 0.5, params={"gamma": 0.2}, keep_layers=(layer,))
+    ch = rec["result"]["channels"][layer]
+    rows = e.model.model.layers[1].mlp.down_proj.weight.shape[0]
+    assert set(ch) == {"energy", "peak_ratio", "channel_sparsity"}
+    assert all(len(v) == rows for v in ch.values()) and min(ch["peak_ratio"]) >= 1.0  # max >= RMS
+    # a later session that asks for nothing sees nothing from the same folder
+    assert O.prune_frame(Store(store.root), [e]).empty
+    assert len(O.prune_frame(Store(store.root), [e], session=False)) == len(O.prune_frame(store, [e]))

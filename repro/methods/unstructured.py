@@ -147,6 +147,11 @@ class Pruner:
     label = ""
     calibrated = True
     defaults: dict = {}
+    # CPU threads of the compress step (None: torch's). One by default: many small operations, whose
+    # barriers cost more than they save on a 2-core machine (see repro.calib.blocks.threads), and a
+    # mask that does not depend on the thread count (OGAS's gamma search with two threads runs
+    # 20.5 -> 11.0 s on SmolLM2 but can settle on another gamma within its tolerance)
+    compress_threads: int | None = 1
 
     def __init__(self, sparsity: float, pattern: str | Pattern = "unstructured", **params):
         unknown = sorted(set(params) - set(self.defaults))
@@ -419,7 +424,8 @@ class OGAS(Pruner):
         view, p = out_in(module), self.params
         w = view.float()
         rows, cols = w.shape
-        imp = channel_importance(obs[1].rms.cpu().numpy(), obs[1].peak_ratio.cpu().numpy(), float(p["lam"]))
+        energy, peak_ratio = obs[1].rms.cpu().numpy(), obs[1].peak_ratio.cpu().numpy()
+        imp = channel_importance(energy, peak_ratio, float(p["lam"]))
         ranks = row_ranks(w.abs() * obs[0].norm.to(w)[None, :])
         cache: dict[float, tuple] = {}
 
@@ -452,7 +458,7 @@ class OGAS(Pruner):
         s, alpha, alpha_at_bound, mask = plan(gamma)
         view[mask.to(view.device)] = 0
         extras.update(gamma=gamma, alpha=alpha, alpha_at_bound=bool(alpha_at_bound), s_min=self.s_min,
-                      s_max=self.s_max, channel_sparsity=s,
+                      s_max=self.s_max, channel_sparsity=s, energy=energy, peak_ratio=peak_ratio,
                       channel_summary={"min": float(s.min()), "mean": float(s.mean()), "max": float(s.max()),
                                        "std": float(s.std())})
         return extras
@@ -512,16 +518,19 @@ class PruneReport:
 
 def prune_model(model: nn.Module, method: str, sparsity: float | None, calib_ids: torch.Tensor | None = None,
                 pattern: str = "unstructured", batch_size: int = 4, progress: bool = True,
-                compress_threads: int | None = 1, **params) -> PruneReport:
+                compress_threads: int | None | str = "method", **params) -> PruneReport:
     """Prune every linear layer inside the transformer blocks of ``model`` in place.
 
     ``calib_ids``: calibration windows ``[nsamples, seqlen]`` (token ids; ignored by, and optional
     for, ``magnitude``). ``sparsity`` may be None with an N:M pattern (then N/M). ``batch_size``:
     windows per forward. ``compress_threads``: CPU threads of the per-layer compress step
-    (:func:`repro.calib.blocks.threads`; None keeps torch's setting). ``params``: the method's
+    (:func:`repro.calib.blocks.threads`; None keeps torch's setting; ``"method"``: the method's
+    own ``compress_threads``). ``params``: the method's
     parameters (see ``PRUNERS[method].defaults``).
     """
     pruner = get_pruner(method)(sparsity, pattern, **params)
+    if compress_threads == "method":
+        compress_threads = pruner.compress_threads
     if pruner.calibrated and calib_ids is None:
         raise ReproError(f"pruning method {method!r} needs calibration windows (calib_ids)")
     for name, module in prunable_linears(model).items():  # fail before anything is pruned

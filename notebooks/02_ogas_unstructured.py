@@ -51,11 +51,13 @@ sparsity = 0.5
 methods = ["magnitude", "wanda", "ria", "sparsegpt", "ogas"]
 nm_patterns = ["2:4", "4:8"]
 nm_methods = ["magnitude", "wanda", "ria", "sparsegpt"]
+nm_models = ["smollm2-135m", "gemma3-270m"]
 c4_models = ["smollm2-135m", "gemma3-270m"]
 ablation_models = ["smollm2-135m"]
 curve_models = ["smollm2-135m"]
 curve_sparsities = [0.3, 0.5, 0.7, 0.9]
 s_max_headrooms = [0.05, 0.2]  # alternative S_max rules above 60% (default headroom 0.1)
+exact_rounding_data = ["wikitext2", "c4-sample"]  # where the exact-target OGAS row is run
 zeroshot_models = ["smollm2-135m", "gemma3-270m"]
 zeroshot_tasks = ["arc_challenge", "boolq", "hellaswag", "winogrande", "arc_easy", "piqa"]
 zeroshot_limit = 50
@@ -77,6 +79,7 @@ import seaborn as sns
 import torch
 from IPython.display import Markdown, display
 
+from repro.assets.data import parse_spec
 from repro.claims import claims_frame
 from repro.experiments import ogas as O
 from repro.experiments.base import Setup, check_keys
@@ -99,13 +102,15 @@ def experiments(name):
                  calib_seqlen=calib_seqlen).replace(**s)
     wt = O.PruneExperiment(name, base, store)
     c4 = O.PruneExperiment(name, base.replace(data=c4_data, calib_data=c4_calib), store, loaded=wt.loaded)
-    return {"wikitext2": wt, "c4-sample": c4}
+    return {parse_spec(data)[0]: wt, parse_spec(c4_data)[0]: c4}
 
 
+WT, C4 = parse_spec(data)[0], parse_spec(c4_data)[0]  # the frame's data names ("wikitext2", "c4-sample")
+exact_data = [d for d in (WT, C4) if d in exact_rounding_data]
 exps = {name: experiments(name) for name in models}
 OGAS = {name: setting_params(ogas_setting[name]) for name in models}
 for name, ex in exps.items():
-    e = ex["wikitext2"]
+    e = ex[WT]
     print(f"{name}: {e.loaded.identity.get('upstream')}; OGAS setting {ogas_setting[name]} {OGAS[name]}; "
           f"eval {e.data.label} / {ex['c4-sample'].data.label}, first {e.setup.max_windows} x {seqlen} tokens; "
           f"calibration {e.setup.calib_nsamples} x {calib_seqlen}")
@@ -115,13 +120,36 @@ def params_for(name, method, **extra):
     return {**(OGAS[name] if method == "ogas" else {}), **extra}
 
 
+def down_projections(name):
+    e = exps[name][WT]
+    return [n for n in prunable_linears(e.model) if n.endswith(("down_proj", "fc2", "mlp.c_proj", "dense_4h_to_h"))]
+
+
+# Figure 2's layer: the down projection of the middle block of the first model (or `figure_layer`)
+fig_model = models[0]
+fig_layer = figure_layer or down_projections(fig_model)[len(down_projections(fig_model)) // 2]
+
+
+def main_cell(name, data_name, method, **params):
+    """A cell at the main sparsity: WikiText-2 cells of the zero-shot models carry their zero-shot
+    scores, and the first model's OGAS cell keeps Figure 2's per-channel arrays, so each pruned model
+    is built once and every section reads the same record."""
+    e = exps[name][data_name]
+    extra = {}
+    if data_name == WT and name in zeroshot_models and not params:
+        extra.update(zeroshot_tasks=zeroshot_tasks, zeroshot_limit=zeroshot_limit)
+    if data_name == WT and name == fig_model and method == "ogas" and not params:
+        extra["keep_layers"] = (fig_layer,)
+    return e.cell(method, sparsity, params=params_for(name, method, **params), **extra)
+
+
 def caption(title, frame=None):
     parts = []
     for name, ex in exps.items():
-        e = ex["wikitext2"]
+        e = ex[WT]
         parts.append(f"{name} ({e.loaded.identity.get('quantisation')}, OGAS {ogas_setting[name]} setting)")
     cache = f" {store.cache_summary(frame.key)}." if frame is not None and len(frame) else ""
-    e0 = next(iter(exps.values()))["wikitext2"]
+    e0 = next(iter(exps.values()))[WT]
     return (f"**{title}** Profile `{profile}`. Models: " + "; ".join(parts) + f". Calibration {e0.setup.calib_nsamples} "
             f"x {calib_seqlen} tokens ({calib_data} for WikiText-2 rows, {c4_calib} for C4 rows); perplexity on the "
             f"first {e0.setup.max_windows} x {seqlen} tokens of {data} / {c4_data}, {e0.setup.eval_dtype}.{cache}")
@@ -144,9 +172,12 @@ def caption(title, frame=None):
 #   importance $I_i = (1-\lambda)\,\widehat{\log(1+E)}_i + \lambda\,\widehat{\log(1+P)}_i$ (hats: min-max normalised);
 #   channel sparsity
 #   $$s_i = \mathrm{clamp}\bigl(S_{min} + \alpha (1 - I_i)^{\gamma},\ S_{min},\ S_{max}\bigr),$$
-#   $\alpha$ by bisection so that $\overline{s} = s$ (`scipy.optimize`), $\gamma$ per layer by bounded
-#   golden-section search on $(0.05, 1.1)$ minimising $\lVert Y - Y_{pruned}\rVert_F / \lVert Y \rVert_F$ on a
-#   calibration subset (LLaMA setting) or fixed at 0.2 (Mistral setting); inside row $i$ the
+#   $\alpha$ by bisection so that $\overline{s} = s$ (`scipy.optimize.brentq`), $\gamma$ per layer by bounded
+#   golden-section search on $(0.05, 1.1)$, tolerance 0.05 (`scipy.optimize.minimize_scalar(method="bounded")`:
+#   golden-section steps with parabolic ones where they help) minimising
+#   $\lVert Y - Y_{pruned}\rVert_F / \lVert Y \rVert_F$ on the first 36 calibration windows (all of them when
+#   there are fewer; evaluated exactly through the Gram matrix $X^\top X$ of that subset) in the LLaMA setting,
+#   or fixed at 0.2 in the Mistral setting; inside row $i$ the
 #   $k_i = \lfloor C_{in} s_i \rfloor$ lowest Wanda scores go. $S_{min} = 0.01$, $S_{max} = 0.6$ at 50%.
 #
 # **Choices where the paper is silent.** (1) $S_{max}$ above a 60% target: we use
@@ -166,19 +197,20 @@ def caption(title, frame=None):
 # %%
 for name, ex in exps.items():
     for key, e in ex.items():
-        if key == "c4-sample" and name not in c4_models:
+        if key == C4 and name not in c4_models:
             continue
         e.dense()
         for m in methods:
-            e.cell(m, sparsity, params=params_for(name, m))
-        e.cell("ogas", sparsity, params=params_for(name, "ogas", rounding="exact"))
+            main_cell(name, key, m)
+        if key in exact_data:
+            main_cell(name, key, "ogas", rounding="exact")
 frame = O.prune_frame(store, [e for ex in exps.values() for e in ex.values()])
 ROWS = ["dense", *methods, "ogas-exact"]
 
 
-def ppl_table(frame, datas, patterns=("unstructured",), rows=ROWS, sp=sparsity):
+def ppl_table(frame, names, datas, patterns=("unstructured",), rows=ROWS, sp=sparsity):
     vals, cis, paired = {}, {}, {}
-    for name in models:
+    for name in names:
         for d in datas:
             for pat in patterns:
                 col = f"{name} {d}" + ("" if pat == "unstructured" else f" {pat}")
@@ -188,12 +220,13 @@ def ppl_table(frame, datas, patterns=("unstructured",), rows=ROWS, sp=sparsity):
                     cis.setdefault(col, {})[O.LABELS[r]] = None if c is None else c.ci95
                     p = O.paired_to(frame, name, d, r, "wanda", sp, pat) if r not in ("dense", "wanda") else None
                     paired.setdefault(f"{col}: / Wanda", {})[O.LABELS[r]] = (
-                        None if p is None else f"x{p.estimate:.3f} [{p.ci[0]:.3f}, {p.ci[1]:.3f}]")
-    vals, cis = pd.DataFrame(vals), pd.DataFrame(cis)
-    return vals, cis, pd.DataFrame(paired)
+                        "—" if p is None else f"x{p.estimate:.3f} [{p.ci[0]:.3f}, {p.ci[1]:.3f}]")
+    vals, cis, paired = pd.DataFrame(vals), pd.DataFrame(cis), pd.DataFrame(paired)
+    ran = [c for c in vals if vals[c].notna().any()]  # e.g. C4 only for `c4_models`
+    return vals[ran], cis[ran], paired[[f"{c}: / Wanda" for c in ran]]
 
 
-vals, cis, paired = ppl_table(frame, ["wikitext2", "c4-sample"])
+vals, cis, paired = ppl_table(frame, models, [WT, C4])
 table12 = marked_table(vals.astype(float), cis, skip_rows=["Dense"]).join(paired)
 cap12 = caption(f"Tables 1-2. WikiText-2 test and C4 (held-out half) perplexity at {sparsity:.0%} unstructured "
                 "sparsity, and each method's paired ratio to Wanda.", frame)
@@ -207,9 +240,9 @@ display(Markdown(to_markdown(table12, cap12)))
 # target; the exact variant hits it. The ratio of the two, paired over windows, is what the rounding buys.
 
 # %%
-rows = []
+rows, worth = [], []
 for name in models:
-    for d in ("wikitext2", "c4-sample"):
+    for d in (WT, C4):
         for r in ROWS[1:]:
             c = O.select(frame, name, d, r)
             if c is not None:
@@ -217,12 +250,17 @@ for name in models:
                              "achieved": round(c.achieved, 5), "prune seconds": round(c.prune_seconds, 1)})
         p = O.paired_to(frame, name, d, "ogas", "ogas-exact")
         if p is not None:
-            rows.append({"model": name, "data": d, "method": "OGAS paper / exact rounding (ppl ratio)",
-                         "target": sparsity, "achieved": f"x{p.estimate:.4f} [{p.ci[0]:.4f}, {p.ci[1]:.4f}]"})
+            worth.append({"model": name, "data": d, "OGAS paper rounding / exact target (ppl, paired)":
+                          f"x{p.estimate:.4f} [{p.ci[0]:.4f}, {p.ci[1]:.4f}]", "windows better": f"{p.n_better}/{p.n}"})
 achieved = pd.DataFrame(rows)
 cap_a = caption("Achieved sparsity over all pruned linears and pruning time on this machine.", frame)
 save_table(achieved, figs / "achieved_sparsity", cap_a)
 display(Markdown(to_markdown(achieved, cap_a, index=False)))
+worth = pd.DataFrame(worth)
+cap_w = caption("What the paper's rounding is worth: OGAS as published (floor per row) over OGAS at the exact "
+                "target; below 1 means the rounding flatters OGAS.", frame)
+save_table(worth, figs / "rounding_worth", cap_w)
+display(Markdown(to_markdown(worth, cap_w, index=False)))
 
 # %% [markdown]
 # ### N:M sparsity (2:4 and 4:8)
@@ -231,14 +269,14 @@ display(Markdown(to_markdown(achieved, cap_a, index=False)))
 # chooses them inside each 128-column block as it goes). OGAS is not defined for N:M (see section 1).
 
 # %%
-for name in models:
-    e = exps[name]["wikitext2"]
+for name in nm_models:
+    e = exps[name][WT]
     for pat in nm_patterns:
         for m in nm_methods:
             e.cell(m, None, pattern=pat)
 frame = O.prune_frame(store, [e for ex in exps.values() for e in ex.values()])
 nm_rows = ["dense", *nm_methods]
-nm_vals, nm_cis, nm_paired = ppl_table(frame, ["wikitext2"], nm_patterns, nm_rows, sp=0.5)
+nm_vals, nm_cis, nm_paired = ppl_table(frame, nm_models, [WT], nm_patterns, nm_rows, sp=0.5)
 table_nm = marked_table(nm_vals.astype(float), nm_cis, skip_rows=["Dense"])
 cap_nm = caption("N:M sparsity: WikiText-2 test perplexity at 2:4 and 4:8 (50%).", frame)
 save_table(table_nm, figs / "table_nm", cap_nm, raw=nm_vals)
@@ -254,15 +292,14 @@ display(Markdown(to_markdown(table_nm, cap_nm)))
 # %%
 zs_rows = []
 for name in zeroshot_models:
-    e = exps[name]["wikitext2"]
+    e = exps[name][WT]
     for r in ["dense", *methods]:
         if r == "dense":
             rec = e.run("prune-zeroshot", {**e.zeroshot_config(zeroshot_tasks, zeroshot_limit), "method": "dense"},
                         lambda: e.zeroshot(e.eval_model(), zeroshot_tasks, zeroshot_limit))
             res = rec["result"]
         else:
-            res = e.cell(r, sparsity, params=params_for(name, r), zeroshot_tasks=zeroshot_tasks,
-                         zeroshot_limit=zeroshot_limit)["result"]["zeroshot"]
+            res = main_cell(name, WT, r)["result"]["zeroshot"]
         zs_rows.append({"model": name, "method": r, "result": res})
 zs = pd.DataFrame(zs_rows)
 frame = O.prune_frame(store, [e for ex in exps.values() for e in ex.values()])
@@ -282,7 +319,7 @@ for name in zeroshot_models:
         t[O.LABELS[r]] = row
     t = pd.DataFrame(t).T
     cap = (f"**Table {3 + zeroshot_models.index(name)}. Zero-shot accuracy, {name}, {sparsity:.0%} unstructured.** "
-           f"lm-eval task YAMLs, first {zeroshot_limit} documents per task, {exps[name]['wikitext2'].setup.eval_dtype}, profile `{profile}`; "
+           f"lm-eval task YAMLs, first {zeroshot_limit} documents per task, {exps[name][WT].setup.eval_dtype}, profile `{profile}`; "
            "BoolQ passages lack the standard title prefix (local copy).")
     save_table(t, figs / f"table{3 + zeroshot_models.index(name)}_zeroshot_{name}", cap)
     display(Markdown(to_markdown(t.round(3), cap)))
@@ -297,10 +334,10 @@ for name in zeroshot_models:
 # %%
 rows = []
 for name in ablation_models:
-    e = exps[name]["wikitext2"]
+    e = exps[name][WT]
     for r in ("wanda", "ogas-energy", "ogas-papr", "ogas"):
-        params = {} if r == "wanda" else {"gamma": OGAS[name]["gamma"]} if r != "ogas" else params_for(name, "ogas")
-        rec = e.cell(r, sparsity, params=params)
+        rec = main_cell(name, WT, r) if r in ("wanda", "ogas") else \
+            e.cell(r, sparsity, params={"gamma": OGAS[name]["gamma"]})
         rows.append({"model": name, "variant": O.LABELS[r], "lambda": rec["config"]["params"].get("lam", "-"),
                      "ppl": rec["result"]["ppl"], "key": ("prune-ppl", rec["key"]), "nll": rec["result"]["window_nll"]})
 ablation = pd.DataFrame(rows)
@@ -322,13 +359,8 @@ if len(ablation):
 # One layer (the down projection of a middle layer): each point a channel, coloured by its sparsity.
 
 # %%
-fig_layers = {}
-for name in models[:1]:
-    e = exps[name]["wikitext2"]
-    names = [n for n in prunable_linears(e.model) if n.endswith(("down_proj", "fc2", "mlp.c_proj", "dense_4h_to_h"))]
-    layer = figure_layer or names[len(names) // 2]
-    rec = e.cell("ogas", sparsity, params=params_for(name, "ogas"), keep_layers=(layer,))
-    ch = rec["result"]["channels"][layer]
+for name, layer in [(fig_model, fig_layer)]:
+    ch = main_cell(name, WT, "ogas")["result"]["channels"][layer]
     fig, ax = plt.subplots(figsize=(6, 4.5))
     sc = ax.scatter(ch["energy"], ch["peak_ratio"], c=ch["channel_sparsity"], cmap="viridis", s=8)
     ax.set_xscale("log")
@@ -348,9 +380,9 @@ for name in models[:1]:
 # %%
 frame = O.prune_frame(store, [e for ex in exps.values() for e in ex.values()])
 for name in models:
-    c = O.select(frame, name, "wikitext2", "ogas")
-    if c is None or not any("gamma" in v for v in c.extras.values()):
-        continue
+    c = O.select(frame, name, WT, "ogas")
+    if c is None or not any("gamma_evals" in v for v in c.extras.values()):
+        continue  # a fixed-gamma setting (Mistral): nothing was searched
     ex = pd.DataFrame([{"layer": n, "gamma": v.get("gamma"), "at_bound": v.get("gamma_at_bound", False),
                         "type": n.rsplit(".", 1)[-1]} for n, v in c.extras.items()])
     q = pd.DataFrame([{"type": n.rsplit(".", 1)[-1], "quantile": k, "s": v}
@@ -379,10 +411,10 @@ for name in models:
 
 # %%
 for name in curve_models:
-    e = exps[name]["wikitext2"]
+    e = exps[name][WT]
     for sp in curve_sparsities:
         for m in methods:
-            e.cell(m, sp, params=params_for(name, m))
+            main_cell(name, WT, m) if sp == sparsity else e.cell(m, sp, params=params_for(name, m))
         if sp > 0.6:
             for h in s_max_headrooms:
                 e.cell("ogas", sp, params=params_for(name, "ogas", s_max_headroom=h))
@@ -390,29 +422,29 @@ frame = O.prune_frame(store, [e for ex in exps.values() for e in ex.values()])
 fig, axes = plt.subplots(1, len(curve_models), figsize=(6.5 * len(curve_models), 4.2), squeeze=False)
 curve_rows = []
 for ax, name in zip(axes[0], curve_models):
-    dense = O.select(frame, name, "wikitext2", "dense").ppl
+    dense = O.select(frame, name, WT, "dense").ppl
     for m in methods:
-        ys = [c.ppl if (c := O.select(frame, name, "wikitext2", m, sp)) is not None else np.nan for sp in curve_sparsities]
+        ys = [c.ppl if (c := O.select(frame, name, WT, m, sp)) is not None else np.nan for sp in curve_sparsities]
         ax.plot(curve_sparsities, ys, marker="o", label=O.LABELS[m], lw=2.5 if m == "ogas" else 1.2)
         curve_rows += [{"model": name, "method": O.LABELS[m], "sparsity": sp, "ppl": y} for sp, y in
                        zip(curve_sparsities, ys)]
     for h in s_max_headrooms:
         hs = [sp for sp in curve_sparsities if sp > 0.6]
-        ys = [c.ppl if (c := O.select(frame, name, "wikitext2", f"ogas-h{h:g}", sp)) is not None else np.nan for sp in hs]
+        ys = [c.ppl if (c := O.select(frame, name, WT, f"ogas-h{h:g}", sp)) is not None else np.nan for sp in hs]
         ax.plot(hs, ys, ls=":", marker=".", color="k", alpha=0.6, label=f"OGAS, S_max headroom {h}")
         curve_rows += [{"model": name, "method": f"OGAS headroom {h}", "sparsity": sp, "ppl": y} for sp, y in zip(hs, ys)]
     ax.axhline(dense, color="grey", lw=0.8, ls="--", label="dense")
     ax.set_yscale("log")
     ax.set_xlabel("sparsity")
     ax.set_ylabel("WikiText-2 test perplexity (log)")
-    ax.set_title(f"{name} ({profile}, first {exps[name]['wikitext2'].setup.max_windows} x {seqlen} tokens)",
+    ax.set_title(f"{name} ({profile}, first {exps[name][WT].setup.max_windows} x {seqlen} tokens)",
                  fontsize=9)
     ax.legend(fontsize=7)
 save_figure(fig, figs / "fig4_ppl_vs_sparsity.png")
 plt.show()
 curve = pd.DataFrame(curve_rows)
-save_table(curve.pivot_table(index="method", columns="sparsity", values="ppl"), figs / "fig4_ppl_vs_sparsity",
-           caption("Figure 4 data: WikiText-2 test perplexity vs sparsity.", frame))
+_ = save_table(curve.pivot_table(index="method", columns="sparsity", values="ppl"), figs / "fig4_ppl_vs_sparsity",
+               caption("Figure 4 data: WikiText-2 test perplexity vs sparsity.", frame))
 
 # %% [markdown]
 # ## 7. Claims checked
@@ -426,7 +458,7 @@ save_table(curve.pivot_table(index="method", columns="sparsity", values="ppl"), 
 # %%
 frame = O.prune_frame(store, [e for ex in exps.values() for e in ex.values()])
 claims = O.ogas_claims(frame, models, sparsity, zeroshot_tasks if zeroshot_models else [], curve_models,
-                       ablation_models)
+                       ablation_models, wt=WT)
 claims = claims_frame(claims)
 cap_claims = (f"**Claims checked (Paper 2).** Profile `{profile}`; models {', '.join(models)}; verdicts by one rule "
               "from paired 95% intervals.")
@@ -460,7 +492,7 @@ if update_readme and Path(readme).exists():
     replace_block(readme, "ogas-tables", to_markdown(table12, cap12))
     replace_block(readme, "ogas-claims", to_markdown(shown, cap_claims, index=False))
     print("README tables updated from", results_dir)
-metrics = {"dense_ppl": {n: float(O.select(frame, n, "wikitext2", "dense").ppl) for n in models},
+metrics = {"dense_ppl": {n: float(O.select(frame, n, WT, "dense").ppl) for n in models},
            "n_cells": int(len(frame)), "n_claims": int(len(claims)),
            "verdicts": claims.verdict.value_counts().to_dict()}
 print(json.dumps(metrics))
