@@ -1,7 +1,8 @@
 """Wanda and SparseGPT masks of ``repro`` against the reference implementations' own code.
 
     REFERENCE_WANDA=/path/to/wanda REFERENCE_SPARSEGPT=/path/to/sparsegpt \\
-        python benchmarks/reference_masks.py [--model tiny-llama|smollm2-135m] [--nsamples 8] [--seqlen 512]
+        python benchmarks/reference_masks.py [--model tiny-llama|smollm2-135m] [--nsamples 8] [--seqlen 512] \\
+        [--only wanda|sparsegpt]
 
 The references are local checkouts passed by path (``--wanda``/``--sparsegpt`` or the environment
 variables above); nothing is vendored or fetched. Used: locuslab/wanda ``lib/prune.py``
@@ -11,7 +12,9 @@ with its ``SparseGPT`` class. Llama-family models only (their code reaches ``mod
 Three comparisons on the same calibration windows (random ids for tiny models; seeded
 ``wikitext2-train`` windows otherwise), each as the fraction of identical mask bits per layer:
 
-1. ``wanda``: reference ``prune_wanda`` vs ``prune_model(..., "wanda")`` end to end;
+1. ``wanda``: reference ``prune_wanda`` vs ``prune_model(..., "wanda")`` end to end; then once
+   more with the reference's float32 running-mean accumulation of ``||X_j||^2`` and one window per
+   forward, which should agree bit for bit;
 2. ``sparsegpt``: reference ``llama_sequential`` vs ``prune_model(..., "sparsegpt",
    count="reference")`` end to end (and with the default ``count="exact"``, which removes one
    weight less per 128-column block); then once more with the reference's float32 running H
@@ -40,15 +43,16 @@ import json
 import math
 import os
 import sys
+import time
 from argparse import Namespace
 
 import torch
 
 from repro.assets import load_model, load_text
 from repro.calib import sample_windows
-from repro.calib.blocks import Gram, capture, sequential
+from repro.calib.blocks import Gram, InputSumSq, capture, sequential
 from repro.evaluate.ppl import tokenize
-from repro.methods.unstructured import SparseGPT, prune_model
+from repro.methods.unstructured import SparseGPT, Wanda, prune_model
 from repro.structure.sparsity import out_in, prunable_linears
 
 
@@ -113,6 +117,32 @@ class SparseGPTRunningH(SparseGPT):
         return super().compress(name, module, [g])
 
 
+class RunningSumSq(InputSumSq):
+    """Wanda's ``scaler_row`` accumulated exactly as the reference ``WrappedGPT.add_batch`` does
+    (float32, one window at a time, running mean rescaled by n/(n+1)); only to show that the
+    end-to-end differences come from accumulation order."""
+
+    def measure(self, x, y, start):
+        return x
+
+    def add(self, x) -> None:
+        row = torch.zeros(x.shape[-1]) if self.sumsq is None else self.sumsq.float()
+        for xj in x:
+            row *= self.n / (self.n + 1)
+            self.n += 1
+            row += torch.norm(xj.reshape(-1, xj.shape[-1]).t().float(), p=2, dim=1) ** 2 / self.n
+        self.sumsq = row.double()
+
+    @property
+    def key(self):
+        return ("RunningSumSq",)
+
+
+class WandaRunning(Wanda):
+    def observers(self, name, module):
+        return [RunningSumSq()]
+
+
 def quiet():
     return contextlib.redirect_stdout(io.StringIO())
 
@@ -127,6 +157,7 @@ def main() -> None:
     ap.add_argument("--sparsity", type=float, default=0.5)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--batch-size", type=int, default=4)
+    ap.add_argument("--only", choices=["wanda", "sparsegpt"], default=None, help="run one method's comparisons")
     ap.add_argument("--out", default=None, help="write the JSON here too")
     a = ap.parse_args()
     if not a.wanda or not a.sparsegpt:
@@ -144,19 +175,35 @@ def main() -> None:
               "batch_size": a.batch_size}
 
     # 1. Wanda end to end
+    if a.only == "sparsegpt":
+        return finish(a, run_sparsegpt(a, sg_llama, dense, ids, result))
     ref = copy.deepcopy(dense)
     wanda_prune.get_loaders = lambda *args, **kwargs: ([(w[None], w[None]) for w in ids], None)
     hooks = rotary_hooks(ref)
+    t0 = time.perf_counter()
     with quiet():
         wanda_prune.prune_wanda(Namespace(nsamples=a.nsamples, seed=a.seed, sparsity_ratio=a.sparsity, use_variant=False),
                                 ref, None, device=torch.device("cpu"))
+    seconds = {"reference prune_wanda": time.perf_counter() - t0}
     for h in hooks:
         h.remove()
     ours = copy.deepcopy(dense)
+    t0 = time.perf_counter()
     prune_model(ours, "wanda", a.sparsity, ids, batch_size=a.batch_size, progress=False)
+    seconds["repro wanda"] = time.perf_counter() - t0
     result["wanda"] = agreement(ref, ours)
+    result["wanda seconds (same machine, one after the other)"] = {k: round(v, 1) for k, v in seconds.items()}
+    ours = copy.deepcopy(dense)
+    # as the reference: its float32 running-mean accumulation of ||X_j||^2, one window per forward
+    sequential(ours, ids, WandaRunning(a.sparsity), batch_size=1, progress=False)
+    result["wanda, batch 1, reference accumulation"] = agreement(ref, ours)
     del ref, ours
+    if a.only == "wanda":
+        return finish(a, result)
+    finish(a, run_sparsegpt(a, sg_llama, dense, ids, result))
 
+
+def run_sparsegpt(a, sg_llama, dense, ids, result) -> dict:
     # 2. SparseGPT end to end
     ref = copy.deepcopy(dense)
     sg_llama.args = Namespace(nsamples=a.nsamples, sparsity=a.sparsity, prunen=0, prunem=0, percdamp=0.01, blocksize=128,
@@ -208,6 +255,10 @@ def main() -> None:
         same[name] = {"mask_agreement": ((theirs.weight == 0) == (mine.weight == 0)).float().mean().item(),
                       "weights_identical": torch.equal(theirs.weight, mine.weight)}
     result["sparsegpt-same-H (block 0)"] = same
+    return result
+
+
+def finish(a, result: dict) -> None:
     text = json.dumps(result, indent=1)
     print(text)
     if a.out:

@@ -83,6 +83,7 @@ from repro.assets.data import parse_spec
 from repro.claims import claims_frame
 from repro.experiments import ogas as O
 from repro.experiments.base import Setup, check_keys
+from repro.methods.unstructured import auto_s_max
 from repro.methods.unstructured import ogas_setting as setting_params
 from repro.structure.sparsity import prunable_linears
 from repro.report import marked_table, replace_block, save_figure, save_table, to_markdown
@@ -310,12 +311,14 @@ for name in zeroshot_models:
     for r in z.index:
         tasks = z.at[r, "result"]["tasks"]
         row = {task: tasks[task]["metrics"]["acc"]["value"] for task in zeroshot_tasks}
-        row["mean"] = float(np.mean(list(row.values())))
+        row["mean"] = round(float(np.mean(list(row.values()))), 3)
         if r not in ("dense", "wanda"):
             a = pd.Series({"zeroshot": z.at[r, "result"]})
             b = pd.Series({"zeroshot": z.at["wanda", "result"]})
             p = O.zeroshot_paired(a, b, zeroshot_tasks)
             row["vs Wanda (paired)"] = f"{p.estimate:+.3f} [{p.ci[0]:+.3f}, {p.ci[1]:+.3f}]"
+        else:
+            row["vs Wanda (paired)"] = "—"
         t[O.LABELS[r]] = row
     t = pd.DataFrame(t).T
     cap = (f"**Table {3 + zeroshot_models.index(name)}. Zero-shot accuracy, {name}, {sparsity:.0%} unstructured.** "
@@ -398,6 +401,7 @@ for name in models:
     axes[0].set_title(f"{name}: gamma per layer ({ogas_setting[name]} setting)", fontsize=9)
     sns.boxplot(data=q[q["quantile"].between(0.05, 0.95)], x="type", y="s", ax=axes[1])
     axes[1].set_ylabel("channel sparsity (5-95% quantiles of each layer)")
+    axes[1].tick_params(axis="x", rotation=30)
     axes[1].set_title(f"{name}: per-channel sparsity by layer type", fontsize=9)
     save_figure(fig, figs / f"gamma_and_channel_sparsity_{name}.png")
     plt.show()
@@ -407,7 +411,9 @@ for name in models:
 # ## 6. Figure 4: perplexity from 30% to 90%
 #
 # All methods on WikiText-2 test. Above 60% the paper does not give $S_{max}$: dotted lines repeat OGAS
-# with headroom 0.05 and 0.2 instead of 0.1 to show how much the high-sparsity points depend on that rule.
+# with other headrooms $h$ in $S_{max} = \max(0.6, \min(0.95, s + h))$ (default $h = 0.1$) to show how much the
+# high-sparsity points depend on that rule. Where another $h$ gives the same $S_{max}$ (at 90% every
+# $h \geq 0.05$ hits the 0.95 cap) the pruning is identical, so that point is the default OGAS cell.
 
 # %%
 for name in curve_models:
@@ -415,8 +421,8 @@ for name in curve_models:
     for sp in curve_sparsities:
         for m in methods:
             main_cell(name, WT, m) if sp == sparsity else e.cell(m, sp, params=params_for(name, m))
-        if sp > 0.6:
-            for h in s_max_headrooms:
+        for h in s_max_headrooms:
+            if sp > 0.6 and auto_s_max(sp, h) != auto_s_max(sp):  # else identical to the default cell
                 e.cell("ogas", sp, params=params_for(name, "ogas", s_max_headroom=h))
 frame = O.prune_frame(store, [e for ex in exps.values() for e in ex.values()])
 fig, axes = plt.subplots(1, len(curve_models), figsize=(6.5 * len(curve_models), 4.2), squeeze=False)
@@ -430,7 +436,8 @@ for ax, name in zip(axes[0], curve_models):
                        zip(curve_sparsities, ys)]
     for h in s_max_headrooms:
         hs = [sp for sp in curve_sparsities if sp > 0.6]
-        ys = [c.ppl if (c := O.select(frame, name, WT, f"ogas-h{h:g}", sp)) is not None else np.nan for sp in hs]
+        ys = [c.ppl if (c := O.select(frame, name, WT, f"ogas-h{h:g}" if auto_s_max(sp, h) != auto_s_max(sp) else
+                                      "ogas", sp)) is not None else np.nan for sp in hs]
         ax.plot(hs, ys, ls=":", marker=".", color="k", alpha=0.6, label=f"OGAS, S_max headroom {h}")
         curve_rows += [{"model": name, "method": f"OGAS headroom {h}", "sparsity": sp, "ppl": y} for sp, y in zip(hs, ys)]
     ax.axhline(dense, color="grey", lw=0.8, ls="--", label="dense")

@@ -86,6 +86,23 @@ def parser() -> argparse.ArgumentParser:
     u.add_argument("--save", default=None, help="save the pruned model (safetensors folder)")
     _ppl_args(u, None)
 
+    b = sub.add_parser("bandit", help="Paper 3: select heads / MLP groups one at a time (UCB, Thompson, greedy, ...)")
+    _model_args(b)
+    b.add_argument("--units", default="heads", help="heads, mlp, or heads,mlp")
+    b.add_argument("--ratio", type=float, required=True, help="share of the candidate units to select, in (0, 1)")
+    b.add_argument("--policy", required=True, help="ucb, thompson, greedy, random, magnitude, wanda, taylor, fisher")
+    b.add_argument("--seed", type=int, default=1, help="draws the calibration windows and the policy's randomness")
+    b.add_argument("--group-size", type=_positive, default=32, help="channels per MLP unit (g0)")
+    b.add_argument("--budget", type=_positive, default=None, help="paired evaluations per step (default 32)")
+    b.add_argument("--pool-size", type=_positive, default=None, help="pre-screened candidates (default 48)")
+    b.add_argument("--calib", default="wikitext2-train")
+    b.add_argument("--nsamples", type=_positive, default=64, help="calibration windows")
+    b.add_argument("--calib-seqlen", type=_positive, default=128)
+    b.add_argument("--calib-batch-size", type=_positive, default=8, help="windows per calibration mini-batch")
+    b.add_argument("--lambada-limit", type=_positive, default=None, help="also LAMBADA (lm-eval), first N documents")
+    _ppl_args(b, None)
+    b.set_defaults(seqlen=128)
+
     z = sub.add_parser("zeroshot", help="zero-shot accuracy with lm-eval's standard task YAMLs (offline data)")
     _model_args(z)
     z.add_argument("--tasks", required=True, help="comma-separated lm-eval task names, e.g. arc_easy,sst2")
@@ -200,6 +217,40 @@ def cmd_prune(args) -> dict:
     return out
 
 
+def cmd_bandit(args) -> dict:
+    """One Paper 3 selection (the notebook's BanditExperiment), optionally evaluated against the
+    dense model on the same windows (paired)."""
+    from repro.evaluate.stats import paired_ratio
+    from repro.experiments.bandit import BanditExperiment
+    from repro.methods.bandit import check_kinds
+    from repro.store import Store
+
+    kinds = sorted({{"heads": "head", "head": "head", "mlp": "mlp"}.get(u.strip(), u.strip())
+                    for u in args.units.split(",") if u.strip()})
+    check_kinds(kinds)
+    params = {k: v for k, v in (("budget", args.budget), ("pool_size", args.pool_size)) if v is not None}
+    setup = _setup(args, calib_data=args.calib, calib_nsamples=args.nsamples, calib_seqlen=args.calib_seqlen)
+    e = BanditExperiment(args.model, setup, Store(None), calib_batch_size=min(args.calib_batch_size, args.nsamples),
+                         group_size=args.group_size)
+    sel = e.select(args.policy, kinds, args.ratio, args.seed, params)
+    r = sel["result"]
+    out = {"model": e.name, "model_identity": e.loaded.identity, **sel["config"], "units": r["units"],
+           "pulls": r["pulls"], "paired_evaluations": r["budget"]["paired_evaluations"], "budget": r["budget"],
+           "damages": r["damages"]}
+    if args.data:
+        dense = e.dense(args.lambada_limit)["result"]
+        cell = e.cell(args.policy, kinds, args.ratio, args.seed, params, args.lambada_limit)["result"]
+        p = paired_ratio(cell["window_nll"], dense["window_nll"])
+        out.update(data=e.data.label, data_sha256=e.data.sha256, dense_ppl=dense["ppl"], ppl=cell["ppl"],
+                   ppl_ci95=cell["ci95"], ppl_change_pct=100 * (p.estimate - 1),
+                   ppl_change_pct_ci95=[100 * (p.ci[0] - 1), 100 * (p.ci[1] - 1)], windows=p.n)
+        if args.lambada_limit:
+            lam = {k: v["tasks"]["lambada_openai"]["metrics"] for k, v in (("dense", dense["lambada"]),
+                                                                            ("pruned", cell["lambada"]))}
+            out["lambada"] = lam
+    return out
+
+
 def cmd_zeroshot(args) -> dict:
     from repro.assets import load_model, resolve_dtype
     from repro.evaluate.zeroshot import evaluate_zeroshot
@@ -228,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
     warnings.simplefilter("default")
     try:
         out = {"ppl": cmd_ppl, "heads": cmd_heads, "zeroshot": cmd_zeroshot, "prune": cmd_prune,
-               "notebook": cmd_notebook}[args.command](args)
+               "bandit": cmd_bandit, "notebook": cmd_notebook}[args.command](args)
     except ReproError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

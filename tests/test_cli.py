@@ -172,3 +172,34 @@ def test_prune_bad_input_exits_2(capsys, tmp_path, extra, message):
     code, out, err = run_here(capsys, *args)
     assert code == 2 and out == "" and message in err.strip().splitlines()[-1]
     assert not (tmp_path / "out").exists(), "bad input writes nothing"
+
+
+BANDIT_BASE = ["bandit", "--model", "tiny-llama", "--calib", "wiki-sample", "--nsamples", "4", "--calib-seqlen", "16",
+               "--calib-batch-size", "2"]
+BANDIT = BANDIT_BASE + ["--budget", "4", "--pool-size", "6"]
+
+
+def test_bandit_json_with_paired_ppl_change(capsys):
+    code, out, err = run_here(capsys, *BANDIT, "--units", "heads", "--ratio", "0.25", "--policy", "ucb", "--seed",
+                              "1", "--eval", "wiki-sample", "--seqlen", "32", "--max-windows", "3")
+    assert code == 0, err
+    out = json.loads(out)
+    assert out["k"] == 3 and len(out["units"]) == 3 and out["paired_evaluations"] == 12
+    assert sum(out["pulls"].values()) == 12 and out["kinds"] == ["head"] and out["seed"] == 1
+    lo, hi = out["ppl_change_pct_ci95"]
+    assert lo <= out["ppl_change_pct"] <= hi and out["windows"] == 3
+    assert out["ppl_change_pct"] == pytest.approx(100 * (out["ppl"] / out["dense_ppl"] - 1), rel=1e-6)
+
+
+@pytest.mark.parametrize("bad, message", [
+    (["--units", "heads", "--ratio", "1.0", "--policy", "ucb"], "ratio must be in"),
+    (["--units", "heads", "--ratio", "0", "--policy", "ucb"], "ratio must be in"),
+    (["--units", "heads", "--ratio", "0.25", "--policy", "bogus"], "unit selector"),
+    (["--units", "neurons", "--ratio", "0.25", "--policy", "ucb"], "unit kind"),
+    (["--units", "mlp", "--ratio", "0.25", "--policy", "ucb", "--group-size", "500"], "group"),
+    (["--units", "heads", "--ratio", "0.1", "--policy", "ucb", "--budget", "2", "--pool-size", "8"],
+     "smaller than the pool"),
+])
+def test_bandit_bad_input_exits_2_with_one_line(capsys, bad, message):
+    code, out, err = run_here(capsys, *(BANDIT_BASE if "--budget" in bad else BANDIT), *bad)
+    assert code == 2 and out == "" and message in err and len(err.strip().splitlines()) == 1, err

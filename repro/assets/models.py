@@ -137,7 +137,7 @@ class Loaded:
 
 
 def known_models() -> list[str]:
-    return sorted([*GGUF_MODELS, *TINY])
+    return sorted([*GGUF_MODELS, *TINY, "fashion-vit"])
 
 
 def _convert_gguf(asset: GGUFAsset) -> Path:
@@ -221,6 +221,11 @@ def load_model(name: str, dtype: str | torch.dtype = "float32", seed: int = 0,
         tok = byte_tokenizer() if task in ("causal-lm", "masked-lm") else None
         return Loaded(model, tok, identity, task, str(dev))
     dev = resolve_device(device)
+    if name == "fashion-vit":  # trained here on Fashion-MNIST, once per seed (repro.assets.vision)
+        from repro.assets.vision import load_fashion_vit
+
+        model, identity = load_fashion_vit(seed, dtype, dev)
+        return Loaded(model, None, identity, "image-classification", describe(model))
     if name in GGUF_MODELS:
         folder = _convert_gguf(GGUF_MODELS[name])
         identity = json.loads((folder / "identity.json").read_text())

@@ -140,7 +140,7 @@ class Selection:
 
 def candidates(adapter: Adapter, kinds: Sequence[str] = KINDS, group_size: int = GROUP_SIZE) -> list[Unit]:
     """Every unit of ``kinds``, layer by layer (heads, then MLP groups of ``group_size``)."""
-    kinds = _check_kinds(kinds)
+    kinds = check_kinds(kinds)
     out = []
     for i in range(adapter.n_layers):
         if "head" in kinds:
@@ -150,7 +150,7 @@ def candidates(adapter: Adapter, kinds: Sequence[str] = KINDS, group_size: int =
     return out
 
 
-def _check_kinds(kinds) -> tuple[str, ...]:
+def check_kinds(kinds) -> tuple[str, ...]:
     kinds = (kinds,) if isinstance(kinds, str) else tuple(kinds)
     bad = [k for k in kinds if k not in KINDS]
     if bad or not kinds:
@@ -582,6 +582,6 @@ def select_units(name: str, ev: Evaluator, k: int, kinds=KINDS, seed: int = 0, *
         raise ReproError(f"unit selector {name!r} takes {', '.join(s.defaults) or 'no parameters'}; "
                          f"got {', '.join(unknown)}")
     sel = s.fn(ev, k, kinds=kinds, seed=seed, **params)
-    sel.params = {"k": int(k), "kinds": list(_check_kinds(kinds)), "seed": seed, "group_size": ev.group_size,
+    sel.params = {"k": int(k), "kinds": list(check_kinds(kinds)), "seed": seed, "group_size": ev.group_size,
                   **s.defaults, **params}
     return sel

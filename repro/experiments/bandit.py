@@ -1,0 +1,478 @@
+"""Paper 3 (damage-aware bandit pruning) cells on a language model.
+
+A cell selects ``k`` units (attention heads and/or 32-channel MLP groups) with one selector of
+:mod:`repro.methods.bandit` and one seed, then evaluates the model with those units masked:
+perplexity on the setup's windows (paired with the dense model's, window by window) and, when
+asked, LAMBADA through lm-eval (perplexity of the last word and last-word accuracy, paired per
+document). The seed draws the calibration windows and drives the selector's randomness, as the
+paper's seeds do. Selections and evaluations are separate records, so a selection is searched
+once and can be evaluated on more data later.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import numpy as np
+import pandas as pd
+
+from repro.arch import adapter as get_adapter
+from repro.calib import sample_windows
+from repro.errors import ReproError
+from repro.evaluate.ppl import tokenize
+from repro.evaluate.prefix import UnitEvaluator, lm_batches
+from repro.experiments.base import Experiment, Setup
+from repro.methods.bandit import Unit, candidates, get_selector, select_units
+from repro.store import PROTOCOL, Store
+from repro.structure.masks import KINDS, Masks
+
+LAMBADA = "lambada_openai"
+CALIBRATION_FREE = {"random", "magnitude"}  # selectors that never read the calibration batches
+
+
+def units_for(adapter, kinds, ratio: float, group_size: int) -> tuple[int, int]:
+    """(k, number of candidates): ``k = round(ratio * candidates)``, at least 1; the effective
+    ratio is ``k / candidates`` (integer unit counts)."""
+    if not 0 < ratio < 1:
+        raise ReproError(f"ratio must be in (0, 1), got {ratio!r}")
+    n = len(candidates(adapter, kinds, group_size))
+    return max(1, int(round(ratio * n))), n
+
+
+class BanditExperiment(Experiment):
+    """Unit selection cells of one language model under one :class:`Setup`.
+
+    ``calib_batch_size``: calibration windows per mini-batch (a paired evaluation averages the
+    damage over ``batches_per_eval`` of them); ``setup.calib_nsamples`` windows of
+    ``setup.calib_seqlen`` tokens are drawn per seed."""
+
+    def __init__(self, model: str, setup: Setup, store: Store, calib_batch_size: int = 8, group_size: int = 32,
+                 progress: bool = True, loaded=None):
+        super().__init__(model, setup, store, progress, loaded)
+        if calib_batch_size < 1 or calib_batch_size > setup.calib_nsamples:
+            raise ReproError(f"calib_batch_size must be in [1, calib_nsamples={setup.calib_nsamples}], "
+                             f"got {calib_batch_size}")
+        self.calib_batch_size, self.group_size = calib_batch_size, group_size
+
+    def calibration_batches(self, seed: int) -> tuple[list[dict], dict]:
+        """The seed's calibration mini-batches and their source (for keys)."""
+        from repro.assets import load_text
+
+        s = self.setup
+        text = load_text(s.calib_data)
+        wins = sample_windows(tokenize(self.loaded.tokenizer, text), s.calib_nsamples, s.calib_seqlen, seed)
+        source = {"data": text.label, "sha256": text.sha256, "nsamples": s.calib_nsamples, "seqlen": s.calib_seqlen,
+                  "seed": seed, "batch_size": self.calib_batch_size}
+        return lm_batches(wins, self.calib_batch_size), source
+
+    def k(self, kinds, ratio: float) -> int:
+        return units_for(self.adapter, kinds, ratio, self.group_size)[0]
+
+    def select_config(self, method: str, kinds, ratio: float, seed: int, params: dict | None = None) -> dict:
+        sel = get_selector(method)
+        unknown = sorted(set(params or {}) - set(sel.defaults))
+        if unknown:
+            raise ReproError(f"unit selector {method!r} takes {', '.join(sel.defaults) or 'no parameters'}; "
+                             f"got {', '.join(unknown)}")
+        kinds = sorted(kinds)
+        k, n = units_for(self.adapter, kinds, ratio, self.group_size)
+        full = {**sel.defaults, **(params or {})}
+        if sel.sequential and k * full["budget"] < min(full["pool_size"], n):
+            raise ReproError(f"{method}: the whole budget, k x budget = {k} x {full['budget']}, is smaller than the "
+                             f"pool ({min(full['pool_size'], n)} candidates): some would never be evaluated")
+        source = None if method in CALIBRATION_FREE else self.calibration_batches(seed)[1]
+        return {"protocol": PROTOCOL, "model": self.base_config()["model"], "method": method, "kinds": kinds,
+                "ratio": ratio, "k": k, "candidates": n, "group_size": self.group_size, "seed": seed,
+                "params": {**sel.defaults, **(params or {})}, "calibration": source}
+
+    def select(self, method: str, kinds=KINDS, ratio: float = 0.1, seed: int = 1, params: dict | None = None) -> dict:
+        """The record of one selection (searched once, then read)."""
+        cfg = self.select_config(method, kinds, ratio, seed, params)
+
+        def compute():
+            batches, _ = self.calibration_batches(seed)
+            with UnitEvaluator(self.model, batches, self.group_size) as ev:
+                sel = select_units(method, ev, cfg["k"], kinds=cfg["kinds"], seed=seed, **(params or {}))
+            return sel.as_dict()
+        return self.run("bandit-select", cfg, compute)
+
+    @contextmanager
+    def masked(self, units):
+        """The evaluation copy with ``units`` switched off (restored on exit)."""
+        model = self.eval_model()
+        with Masks(get_adapter(model)) as m:
+            for kind, layer, index in units:
+                m.set_unit(kind, layer, index, False, group_size=self.group_size)
+            yield model
+
+    def _evaluate(self, units, lambada_limit: int | None) -> dict:
+        with self.masked(units) as model:
+            out = self.ppl(model)
+            if lambada_limit is not None:
+                out["lambada"] = self.zeroshot(model, [LAMBADA], lambada_limit)
+        return out
+
+    def eval_config(self, lambada_limit: int | None) -> dict:
+        return {**self.base_config(), "lambada_limit": lambada_limit, "group_size": self.group_size}
+
+    def dense(self, lambada_limit: int | None = None) -> dict:
+        return self.run("bandit-ppl", {**self.eval_config(lambada_limit), "method": "dense"},
+                        lambda: self._evaluate([], lambada_limit))
+
+    def cell(self, method: str, kinds=KINDS, ratio: float = 0.1, seed: int = 1, params: dict | None = None,
+             lambada_limit: int | None = None) -> dict:
+        """Select (or read the selection), then evaluate the masked model."""
+        sel = self.select(method, kinds, ratio, seed, params)
+        cfg = {**self.eval_config(lambada_limit), "method": method, "selection": sel["key"]}
+        return self.run("bandit-ppl", cfg, lambda: {**self._evaluate([Unit(*u) for u in sel["result"]["units"]],
+                                                                     lambada_limit),
+                                                    "selection": sel["config"]})
+
+
+def structural_plan(adapter, units, group_size: int) -> tuple[list[tuple[int, int]], dict[int, list[int]]]:
+    """Selected units as (layer, head) pairs and {layer: MLP channels} for repro.structure."""
+    from repro.structure.masks import group_range
+
+    heads = [(u[1], u[2]) for u in units if u[0] == "head"]
+    chans: dict[int, list[int]] = {}
+    for kind, layer, index in units:
+        if kind == "mlp":
+            chans.setdefault(layer, []).extend(group_range(adapter.mlp(layer).n_channels, group_size, index))
+    return heads, chans
+
+
+def removal_cell(e: BanditExperiment, method: str, kinds, ratio: float, seed: int, params: dict | None = None,
+                 batches=(1, 4), seqlen: int = 128, repeats: int = 5) -> dict:
+    """Beyond the paper (its future work): the selected heads and MLP groups zeroed vs physically
+    removed (``repro.structure``) vs dense: parameters, checkpoint bytes, the largest logit
+    difference between the removed and the zeroed model on one batch (0 up to float rounding:
+    removal is exact), and prefill seconds timed round-robin."""
+    import copy
+    import tempfile
+    from pathlib import Path
+
+    import torch
+
+    from repro.assets import parse_dtype
+    from repro.evaluate.speed import count_params, prefill_seconds
+    from repro.structure import remove_channels, remove_heads, save_pruned, zero_channels, zero_heads
+
+    sel = e.select(method, kinds, ratio, seed, params)
+    cfg = {"protocol": PROTOCOL, "model": e.base_config()["model"], "selection": sel["key"], "batches": list(batches),
+           "seqlen": seqlen, "repeats": repeats, "dtype": e.setup.eval_dtype, "threads": torch.get_num_threads()}
+
+    def compute():
+        dtype = parse_dtype(e.setup.eval_dtype)
+        units = [tuple(u) for u in sel["result"]["units"]]
+        heads, chans = structural_plan(e.adapter, units, e.group_size)
+        variants = {"dense": copy.deepcopy(e.model).to(dtype)}
+        for mode, (on_heads, on_chans) in {"zeroed": (zero_heads, zero_channels),
+                                           "removed": (remove_heads, remove_channels)}.items():
+            model = copy.deepcopy(e.model)
+            ad = get_adapter(model)
+            on_heads(ad, heads)
+            on_chans(ad, chans)
+            variants[mode] = model.to(dtype).eval()
+        out = {"units": len(units), "heads": len(heads), "mlp_channels": sum(map(len, chans.values()))}
+        for name, model in variants.items():
+            with tempfile.TemporaryDirectory() as tmp:
+                folder = save_pruned(model, Path(tmp) / name)
+                size = sum(f.stat().st_size for f in Path(folder).rglob("*") if f.is_file())
+            out[name] = {"params": count_params(model), "checkpoint_bytes": size}
+        ids = torch.randint(4, e.model.get_input_embeddings().num_embeddings, (2, seqlen),
+                            generator=torch.Generator().manual_seed(0))
+        with torch.inference_mode():
+            z, r = (variants[m](input_ids=ids, use_cache=False).logits.float() for m in ("zeroed", "removed"))
+        out["removed_vs_zeroed_max_abs_logit_diff"] = float((z - r).abs().max())
+        for b in batches:
+            for name, t in prefill_seconds(variants, b, seqlen, repeats).items():
+                out[name][f"prefill_b{b}"] = t
+        return out
+    return e.run("bandit-removal", cfg, compute)
+
+
+def bandit_frame(store: Store, experiments: list[BanditExperiment], session: bool = True) -> pd.DataFrame:
+    """One row per evaluated cell (dense included) of ``experiments``; ``session``: only the cells
+    asked for in this session."""
+    selections = {r["key"]: r for r in store.records("bandit-select")}
+    rows = []
+    for r in store.records("bandit-ppl"):
+        c, res = r["config"], r["result"]
+        if c.get("protocol") != PROTOCOL or (session and ("bandit-ppl", r["key"]) not in store.status):
+            continue
+        e = next((e for e in experiments if c["model"]["name"] == e.name
+                  and all(c.get(k) == v for k, v in e.eval_config(c.get("lambada_limit")).items())), None)
+        if e is None:
+            continue
+        sel = selections.get(c.get("selection"), {})
+        sc, sr = sel.get("config", {}), sel.get("result", {})
+        lam = (res.get("lambada") or {}).get("tasks", {}).get(LAMBADA)
+        rows.append({"key": ("bandit-ppl", r["key"]), "model": e.name, "method": c["method"],
+                     "kinds": "+".join(sc.get("kinds", [])) or "dense", "ratio": sc.get("ratio", 0.0),
+                     "k": sc.get("k", 0), "candidates": sc.get("candidates"), "seed": sc.get("seed"),
+                     "ppl": res["ppl"], "window_nll": res["window_nll"],
+                     "lambada_ppl": None if lam is None else lam["metrics"]["perplexity"]["value"],
+                     "lambada_acc": None if lam is None else lam["metrics"]["acc"]["value"],
+                     "lambada_per_doc": None if lam is None else lam["per_doc"],
+                     "units": sr.get("units"), "budget": sr.get("budget"), "pulls": sr.get("pulls"),
+                     "rewards": sr.get("rewards"), "damages": sr.get("damages"),
+                     "finite": bool(np.isfinite(res["ppl"]))})
+    return pd.DataFrame(rows)
+
+
+# ---- statistics: per (method, seed) vs dense, MAB vs greedy across seeds, BH over the family ----
+
+def vs_dense(frame: pd.DataFrame) -> pd.DataFrame:
+    """Each evaluated selection against the dense model on the same windows: perplexity change
+    (%) with a paired bootstrap 95% CI over windows, and a Wilcoxon p-value of the per-window NLL
+    differences. Non-finite perplexities stay as failures (no CI, no p-value)."""
+    from repro.evaluate.stats import paired_ratio, paired_test
+
+    rows = []
+    for model, f in frame.groupby("model"):
+        dense = f[f.method == "dense"]
+        if dense.empty:
+            continue
+        d = np.asarray(dense.iloc[0].window_nll)
+        for _, r in f[f.method != "dense"].iterrows():
+            row = {"model": model, "kinds": r.kinds, "ratio": r.ratio, "k": r.k, "method": r.method, "seed": r.seed,
+                   "ppl": r.ppl, "finite": r.finite}
+            nll = np.asarray(r.window_nll, dtype=float)
+            if r.finite and np.isfinite(nll).all():
+                p = paired_ratio(nll, d)
+                row.update(change_pct=100 * (p.estimate - 1), ci_lo=100 * (p.ci[0] - 1), ci_hi=100 * (p.ci[1] - 1),
+                           p=paired_test(nll, d) if len(d) >= 2 else np.nan)
+            else:
+                row.update(change_pct=np.inf, ci_lo=np.nan, ci_hi=np.nan, p=np.nan)
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def across_seeds(table: pd.DataFrame, a: str, b: str, value: str = "change_pct", test: str = "wilcoxon") -> pd.DataFrame:
+    """``a`` against ``b`` per (model, kinds, ratio), paired over the seeds both ran: mean of each,
+    mean difference, and the paired test's p-value across seeds (NaN with fewer than 2 seeds)."""
+    from repro.evaluate.stats import paired_test
+
+    rows = []
+    for (model, kinds, ratio), f in table.groupby(["model", "kinds", "ratio"]):
+        x = f[f.method == a].set_index("seed")[value]
+        y = f[f.method == b].set_index("seed")[value]
+        seeds = sorted(set(x.index) & set(y.index))
+        if not seeds:
+            continue
+        xs, ys = x.loc[seeds].to_numpy(float), y.loc[seeds].to_numpy(float)
+        ok = np.isfinite(xs) & np.isfinite(ys)
+        p = paired_test(xs[ok], ys[ok], test) if ok.sum() >= 2 else np.nan
+        rows.append({"model": model, "kinds": kinds, "ratio": ratio, "a": a, "b": b, "seeds": len(seeds),
+                     "mean_a": xs.mean(), "mean_b": ys.mean(), "mean_diff": float(np.mean(xs - ys)),
+                     "a_better_seeds": int((xs < ys).sum()), "p": p, "test": test})
+    return pd.DataFrame(rows)
+
+
+def family_summary(per_seed: pd.DataFrame, tests: pd.DataFrame, alpha: float = 0.05) -> tuple:
+    """Benjamini-Hochberg q over the declared family (every per-seed comparison with dense and
+    every across-seed test), and a summary like the paper's Table B2: of how many comparisons the
+    CI excludes zero, p < alpha, q < alpha."""
+    from repro.evaluate.stats import bh
+
+    per_seed, tests = per_seed.copy(), tests.copy()
+    p = np.concatenate([per_seed.get("p", pd.Series(dtype=float)).to_numpy(float),
+                        tests.get("p", pd.Series(dtype=float)).to_numpy(float)])
+    q = bh(p)
+    per_seed["q"], tests["q"] = q[:len(per_seed)], q[len(per_seed):]
+    excl = (per_seed.ci_lo > 0) | (per_seed.ci_hi < 0) if len(per_seed) else pd.Series(dtype=bool)
+    summary = pd.DataFrame([
+        {"family": "each (method, seed) vs dense", "comparisons": len(per_seed),
+         "CI excludes 0": int(excl.sum()), f"p < {alpha}": int((per_seed.p < alpha).sum()),
+         f"q < {alpha}": int((per_seed.q < alpha).sum()), "failures (non-finite)": int((~per_seed.finite).sum())},
+        {"family": "across seeds (paired test)", "comparisons": len(tests), "CI excludes 0": None,
+         f"p < {alpha}": int((tests.p < alpha).sum()) if len(tests) else 0,
+         f"q < {alpha}": int((tests.q < alpha).sum()) if len(tests) else 0, "failures (non-finite)": None},
+    ])
+    return per_seed, tests, summary
+
+
+# ---- vision: the same search on an image classifier ------------------------------------------
+
+class VisionBanditExperiment(BanditExperiment):
+    """Unit selection cells of an image classifier (Fashion-MNIST). The seed draws ``n_calib``
+    training images (mini-batches of ``calib_batch_size``); every cell is evaluated on the first
+    ``n_eval`` test images: top-1 accuracy and cross-entropy, kept per image so that methods
+    compare paired on the same images."""
+
+    def __init__(self, model: str, setup: Setup, store: Store, n_calib: int = 256, calib_batch_size: int = 32,
+                 n_eval: int = 2000, group_size: int = 32, progress: bool = True, loaded=None):
+        if n_calib < calib_batch_size or calib_batch_size < 1 or n_eval < 1:
+            raise ReproError(f"need 1 <= calib_batch_size <= n_calib and n_eval >= 1, got {calib_batch_size}, "
+                             f"{n_calib}, {n_eval}")
+        Experiment.__init__(self, model, setup, store, progress, loaded)
+        if self.loaded.task != "image-classification":
+            raise ReproError(f"{model} is not an image classifier ({self.loaded.task})")
+        self.n_calib, self.calib_batch_size, self.n_eval, self.group_size = n_calib, calib_batch_size, n_eval, group_size
+
+    def calibration_batches(self, seed: int) -> tuple[list[dict], dict]:
+        import torch
+
+        from repro.assets.data import fashion_mnist
+        from repro.assets.vision import fashion_pixels
+        from repro.evaluate.prefix import image_batches
+
+        images, labels = fashion_mnist("train")
+        idx = torch.randperm(len(labels), generator=torch.Generator().manual_seed(seed))[:self.n_calib]
+        source = {"data": "fashion-mnist:train", "n": self.n_calib, "seed": seed, "batch_size": self.calib_batch_size}
+        return image_batches(fashion_pixels(images[idx]), labels[idx], self.calib_batch_size), source
+
+    def base_config(self) -> dict:
+        from repro.experiments.base import model_key
+
+        return {"protocol": PROTOCOL, "model": model_key(self.loaded.identity), "data": "fashion-mnist:test",
+                "n_eval": self.n_eval, "dtype": self.setup.eval_dtype}
+
+    def eval_config(self, lambada_limit: int | None = None) -> dict:
+        return {**self.base_config(), "group_size": self.group_size}
+
+    def _evaluate(self, units, lambada_limit: int | None = None) -> dict:
+        import torch
+        import torch.nn.functional as F
+
+        from repro.assets.data import fashion_mnist
+        from repro.assets.vision import fashion_pixels
+
+        images, labels = fashion_mnist("test")
+        x, y = fashion_pixels(images[:self.n_eval]), labels[:self.n_eval]
+        ce, right = [], []
+        with self.masked(units) as model, torch.no_grad():
+            for s in range(0, len(y), 500):
+                logits = model(pixel_values=x[s:s + 500].to(model.dtype)).logits.float()
+                ce.append(F.cross_entropy(logits, y[s:s + 500], reduction="none"))
+                right.append(logits.argmax(-1) == y[s:s + 500])
+        ce, right = torch.cat(ce), torch.cat(right)
+        return {"top1": float(right.float().mean()), "ce": float(ce.mean()), "per_image_ce": ce.tolist(),
+                "per_image_correct": right.int().tolist(), "n_eval": len(y)}
+
+    def dense(self, lambada_limit: int | None = None) -> dict:
+        return self.run("bandit-vision", {**self.eval_config(), "method": "dense"}, lambda: self._evaluate([]))
+
+    def cell(self, method: str, kinds=("head",), ratio: float = 0.1, seed: int = 1, params: dict | None = None,
+             lambada_limit: int | None = None) -> dict:
+        sel = self.select(method, kinds, ratio, seed, params)
+        cfg = {**self.eval_config(), "method": method, "selection": sel["key"]}
+        return self.run("bandit-vision", cfg, lambda: {**self._evaluate([Unit(*u) for u in sel["result"]["units"]]),
+                                                        "selection": sel["config"]})
+
+
+def vision_frame(store: Store, experiments: list[VisionBanditExperiment], session: bool = True) -> pd.DataFrame:
+    """One row per evaluated vision cell (dense included)."""
+    selections = {r["key"]: r for r in store.records("bandit-select")}
+    rows = []
+    for r in store.records("bandit-vision"):
+        c, res = r["config"], r["result"]
+        if c.get("protocol") != PROTOCOL or (session and ("bandit-vision", r["key"]) not in store.status):
+            continue
+        e = next((e for e in experiments if c["model"] == e.base_config()["model"]
+                  and all(c.get(k) == v for k, v in e.eval_config().items())), None)
+        if e is None:
+            continue
+        sel = selections.get(c.get("selection"), {})
+        sc, sr = sel.get("config", {}), sel.get("result", {})
+        rows.append({"key": ("bandit-vision", r["key"]), "model": e.name, "method": c["method"],
+                     "kinds": "+".join(sc.get("kinds", [])) or "dense", "ratio": sc.get("ratio", 0.0),
+                     "k": sc.get("k", 0), "candidates": sc.get("candidates"), "seed": sc.get("seed"),
+                     "top1": res["top1"], "ce": res["ce"], "per_image_ce": res["per_image_ce"],
+                     "per_image_correct": res["per_image_correct"], "units": sr.get("units"),
+                     "budget": sr.get("budget"), "pulls": sr.get("pulls"), "rewards": sr.get("rewards")})
+    return pd.DataFrame(rows)
+
+
+# ---- claims ---------------------------------------------------------------------------------
+
+MAB = ("ucb", "thompson")
+LABELS = {"random": "Random", "magnitude": "Magnitude", "wanda": "Wanda-style", "taylor": "Taylor",
+          "fisher": "Fisher", "greedy": "Budgeted greedy", "ucb": "MAB-UCB", "thompson": "MAB-TS", "dense": "Dense"}
+
+
+def _per_seed(table: pd.DataFrame, method: str, value: str) -> pd.Series:
+    return table[table.method == method].set_index("seed")[value].astype(float)
+
+
+def _seed_diff(table, a: str, b: str, value: str):
+    """mean over shared seeds of a - b with a paired bootstrap CI over seeds (None if < 1 seed)."""
+    from repro.evaluate.stats import paired_difference
+
+    x, y = _per_seed(table, a, value), _per_seed(table, b, value)
+    seeds = [s for s in sorted(set(x.index) & set(y.index)) if np.isfinite(x[s]) and np.isfinite(y[s])]
+    return None if not seeds else paired_difference(x.loc[seeds].to_numpy(), y.loc[seeds].to_numpy())
+
+
+def lm_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per-seed rows of each selection vs dense: perplexity change (%) with its paired CI over
+    windows (:func:`vs_dense`), LAMBADA perplexity change (%) and last-word accuracy change."""
+    per = vs_dense(frame)
+    if per.empty:
+        return per
+    lam = []
+    for _, r in per.iterrows():
+        f = frame[(frame.model == r.model)]
+        d = f[f.method == "dense"].iloc[0]
+        c = f[(f.method == r.method) & (f.seed == r.seed) & (f.kinds == r.kinds) & (f.ratio == r.ratio)].iloc[0]
+        ok = c.lambada_ppl is not None and d.lambada_ppl is not None
+        lam.append({"lambada_change_pct": 100 * (c.lambada_ppl / d.lambada_ppl - 1) if ok else np.nan,
+                    "lambada_acc_change": c.lambada_acc - d.lambada_acc if ok else np.nan})
+    return pd.concat([per.reset_index(drop=True), pd.DataFrame(lam)], axis=1)
+
+
+def bandit_claims(lm: pd.DataFrame, vision: pd.DataFrame | None = None) -> list:
+    """Paper 3's claims, each judged by :func:`repro.claims.verdict` on an interval paired over seeds."""
+    from repro.claims import Claim
+
+    out = []
+
+    def diff_claim(claim, setting, what, p, side="below", unit="pp"):
+        if p is None:
+            return Claim(claim, setting, "not run", "inconclusive")
+        return Claim.check(claim, setting, f"{what} {p.estimate:+.2f} [{p.ci[0]:+.2f}, {p.ci[1]:+.2f}] {unit} over "
+                                           f"{p.n} seeds", p.estimate, p.ci, 0.0, side)
+
+    for (model, kinds, ratio), t in (lm.groupby(["model", "kinds", "ratio"]) if len(lm) else []):
+        setting = f"{model}, {kinds} {ratio:.0%}"
+        for m in MAB:
+            out.append(diff_claim("MAB degrades perplexity less than budgeted greedy", f"{setting}, {LABELS[m]}",
+                                  f"change {LABELS[m]} - greedy", _seed_diff(t, m, "greedy", "change_pct")))
+        if t.lambada_change_pct.notna().any():
+            means = t.groupby("method").lambada_change_pct.mean()
+            best_mab = min((m for m in MAB if m in means), key=lambda m: means[m], default=None)
+            others = means.drop(list(MAB), errors="ignore")
+            if best_mab is not None and len(others):
+                rival = others.idxmin()
+                out.append(diff_claim("MAB has the lowest LAMBADA degradation", f"{setting}, {LABELS[best_mab]} vs "
+                                      f"best other ({LABELS.get(rival, rival)})", "LAMBADA ppl change difference",
+                                      _seed_diff(t, best_mab, rival, "lambada_change_pct")))
+    if vision is not None and len(vision):
+        for (model, kinds, ratio), t in vision.groupby(["model", "kinds", "ratio"]):
+            setting = f"{model}, {kinds} {ratio:.0%} (k={int(t.k.iloc[0])})"
+            out.append(diff_claim("MAB-TS loses less top-1 than budgeted greedy at a matched budget", setting,
+                                  "top-1 TS - greedy", _seed_diff(t, "thompson", "greedy", "top1_pp"), side="above"))
+            out.append(diff_claim("MAB-TS raises cross-entropy less than budgeted greedy at a matched budget",
+                                  setting, "cross-entropy TS - greedy", _seed_diff(t, "thompson", "greedy", "ce"),
+                                  unit="nats"))
+    return out
+
+
+def vision_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per-seed vision rows: top-1 (percentage points) and its drop vs dense with a paired bootstrap
+    CI over the test images, cross-entropy and its increase."""
+    from repro.evaluate.stats import paired_difference
+
+    rows = []
+    for model, f in frame.groupby("model"):
+        dense = f[f.method == "dense"]
+        if dense.empty:
+            continue
+        d = dense.iloc[0]
+        for _, r in f[f.method != "dense"].iterrows():
+            drop = paired_difference(np.asarray(d.per_image_correct, float) * 100, np.asarray(r.per_image_correct,
+                                                                                                 float) * 100)
+            rows.append({"model": model, "kinds": r.kinds, "ratio": r.ratio, "k": r.k, "method": r.method,
+                         "seed": r.seed, "top1_pp": 100 * r.top1, "top1_drop_pp": drop.estimate,
+                         "drop_ci_lo": drop.ci[0], "drop_ci_hi": drop.ci[1], "ce": r.ce, "ce_increase": r.ce - d.ce,
+                         "paired_evaluations": (r.budget or {}).get("paired_evaluations")})
+    return pd.DataFrame(rows)
