@@ -209,15 +209,20 @@ def run_sparsegpt(a, sg_llama, dense, ids, result) -> dict:
     sg_llama.args = Namespace(nsamples=a.nsamples, sparsity=a.sparsity, prunen=0, prunem=0, percdamp=0.01, blocksize=128,
                               wbits=16, minlayer=-1, maxlayer=1000, prune_only="", invert=False, true_sequential=False)
     hooks = rotary_hooks(ref)
+    t0 = time.perf_counter()
     with quiet():
         sg_llama.llama_sequential(ref, [(w[None], w[None]) for w in ids], torch.device("cpu"))
+    seconds = {"reference llama_sequential": time.perf_counter() - t0}
     for h in hooks:
         h.remove()
     for count in ("reference", "exact"):
         ours = copy.deepcopy(dense)
+        t0 = time.perf_counter()
         prune_model(ours, "sparsegpt", a.sparsity, ids, batch_size=a.batch_size, progress=False, count=count)
+        seconds[f"repro sparsegpt count={count}"] = time.perf_counter() - t0
         result[f"sparsegpt count={count}"] = agreement(ref, ours)
         del ours
+    result["sparsegpt seconds (same machine, one after the other)"] = {k: round(v, 1) for k, v in seconds.items()}
     ours = copy.deepcopy(dense)
     # as the reference: its H accumulation, one window per forward, torch's thread count in the
     # compress step too (MKL's Cholesky and matmul round differently with one thread)

@@ -203,3 +203,23 @@ def test_bandit_json_with_paired_ppl_change(capsys):
 def test_bandit_bad_input_exits_2_with_one_line(capsys, bad, message):
     code, out, err = run_here(capsys, *(BANDIT_BASE if "--budget" in bad else BANDIT), *bad)
     assert code == 2 and out == "" and message in err and len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.parametrize("method", ["magnitude", "wanda", "ria", "sparsegpt", "ogas"])
+@pytest.mark.parametrize("pattern", ["unstructured", "2:4", "4:8"])
+def test_prune_every_method_and_pattern_from_a_calibration_file(capsys, tmp_path, method, pattern):
+    import numpy as np
+
+    np.save(tmp_path / "ids.npy", np.random.default_rng(0).integers(4, 260, (3, 32)))
+    args = ["prune", "--model", "tiny-llama", "--method", method, "--pattern", pattern, "--calib-file",
+            str(tmp_path / "ids.npy"), "--eval", "wiki-sample", "--seqlen", "32", "--max-windows", "2"]
+    args += ["--sparsity", "0.5"] if pattern == "unstructured" else []
+    code, out, err = run_here(capsys, *args)
+    if method == "ogas" and pattern != "unstructured":  # per-row sparsity does not define N:M
+        assert code == 2 and out == "" and "N:M" in err and len(err.strip().splitlines()) == 1, err
+        return
+    assert code == 0, err
+    out = json.loads(out)
+    assert out["pattern"] == pattern and out["n_windows"] == 2
+    assert out["calibration"]["nsamples"] == 3 if method != "magnitude" else "calibration" not in out  # uses none
+    assert out["achieved_sparsity"] == pytest.approx(0.5, abs=0.01) and np.isfinite(out["ppl"])
