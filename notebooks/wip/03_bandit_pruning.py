@@ -101,15 +101,15 @@ for name, e in exps.items():
           f"tokens per seed in mini-batches of {calib_batch_size}")
 for name, e in vexps.items():
     ident = e.loaded.identity
-    print(f"{name}: {ident['source']}, seed {ident['seed']}, test top-1 {ident['test_top1']:.3f}; calibration "
+    print(f"{name}: {ident['source']}, seed {ident['seed']}, test top-1 {ident.get('test_top1', float('nan')):.3f}; calibration "
           f"{vision_n_calib} training images per seed; evaluation on the first {vision_n_eval} test images")
 
 
 def caption(title, frame=None, vision=False):
     cache = f" {store.cache_summary(frame.key)}." if frame is not None and len(frame) else ""
     if vision:
-        what = "; ".join(f"{n} (trained here on Fashion-MNIST, test top-1 {e.loaded.identity['test_top1']:.3f})"
-                         for n, e in vexps.items())
+        what = "; ".join(f"{n} ({e.loaded.identity['source']}, test top-1 "
+                         f"{e.loaded.identity.get('test_top1', float('nan')):.3f})" for n, e in vexps.items())
         return (f"**{title}** Profile `{profile}`. Models: {what}. Calibration {vision_n_calib} training images per "
                 f"seed; evaluation on the first {vision_n_eval} test images; search budget {search}; seeds "
                 f"{seeds}.{cache}")

@@ -36,7 +36,7 @@ class ViTRecipe:
     hidden_size: int = 128
     num_hidden_layers: int = 6
     num_attention_heads: int = 8
-    intermediate_size: int = 512
+    intermediate_size: int = 256   # MLP ratio 2 (0.44 s a step here against 0.60 s with 512)
     patch_size: int = 4
     epochs: int = 3
     batch_size: int = 128

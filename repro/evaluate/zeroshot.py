@@ -188,8 +188,8 @@ def _task_config(task: str) -> dict:
 @contextlib.contextmanager
 def _quiet(progress: bool):
     """Scoped: lm-eval logging at ERROR, offline Hugging Face libraries, single-process
-    bootstrap (no forked workers), no sklearn f1 warnings; without ``progress``, no progress bars
-    and no prints."""
+    bootstrap (no forked workers), no sklearn f1 warnings, no prints on stdout; without
+    ``progress``, no progress bars."""
     import datasets
     import lm_eval.api.model
     import lm_eval.api.task
@@ -217,7 +217,7 @@ def _quiet(progress: bool):
             # lm-eval's modules hold tqdm from import time; lm_eval.api.metrics imports it when bootstrapping
             for mod in (lm_eval.api.task, lm_eval.api.model, lm_eval.models.huggingface, tqdm):
                 stack.enter_context(_swap(mod, "tqdm", silent))
-            stack.enter_context(contextlib.redirect_stdout(io.StringIO()))  # "bootstrapping for stddev"
+        stack.enter_context(contextlib.redirect_stdout(io.StringIO()))  # lm-eval's "bootstrapping for stddev" prints
         try:
             yield
         finally:
