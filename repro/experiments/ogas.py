@@ -15,7 +15,6 @@ import pandas as pd
 from repro.assets import parse_dtype
 from repro.experiments.base import Experiment
 from repro.methods.unstructured import get_pruner, parse_pattern, prune_model
-from repro.store import PROTOCOL
 from repro.structure.sparsity import zeros_sha256
 
 QUANTILES = np.linspace(0, 1, 21)  # per-layer summary of OGAS's channel sparsities
@@ -75,10 +74,8 @@ def prune_frame(store, experiments: list[PruneExperiment], session: bool = True)
     ``session``: only the cells asked for in this session (``store.status``), so records of an
     earlier run with other settings never slip into a table."""
     rows = []
-    for r in store.records("prune-ppl"):
+    for r in store.current("prune-ppl", session):
         c, res = r["config"], r["result"]
-        if c.get("protocol") != PROTOCOL or (session and ("prune-ppl", r["key"]) not in store.status):
-            continue
         e = next((e for e in experiments if c["model"]["name"] == e.name
                   and all(c.get(k) == v for k, v in e.base_config().items())), None)
         if e is None:
