@@ -100,6 +100,8 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--calib-seqlen", type=_positive, default=128)
     b.add_argument("--calib-batch-size", type=_positive, default=8, help="windows per calibration mini-batch")
     b.add_argument("--lambada-limit", type=_positive, default=None, help="also LAMBADA (lm-eval), first N documents")
+    b.add_argument("--search-dtype", default="float32", choices=["float32", "eval"],
+                   help="dtype of the search's losses: float32, or eval (the --dtype of the evaluation copy)")
     _ppl_args(b, None)
     b.set_defaults(seqlen=128)
 
@@ -231,7 +233,7 @@ def cmd_bandit(args) -> dict:
     params = {k: v for k, v in (("budget", args.budget), ("pool_size", args.pool_size)) if v is not None}
     setup = _setup(args, calib_data=args.calib, calib_nsamples=args.nsamples, calib_seqlen=args.calib_seqlen)
     e = BanditExperiment(args.model, setup, Store(None), calib_batch_size=min(args.calib_batch_size, args.nsamples),
-                         group_size=args.group_size)
+                         group_size=args.group_size, search_dtype=args.search_dtype)
     sel = e.select(args.policy, kinds, args.ratio, args.seed, params)
     r = sel["result"]
     out = {"model": e.name, "model_identity": e.loaded.identity, **sel["config"], "units": r["units"],

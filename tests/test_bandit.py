@@ -427,3 +427,27 @@ def test_registry_errors(llama):
     for bad in ([], [{**b, "attention_mask": torch.ones_like(b["input_ids"])}], [{"pixel_values": b["input_ids"]}]):
         with pytest.raises(ReproError):
             UnitEvaluator(llama, bad)
+
+
+@pytest.mark.parametrize("name", list(SELECTORS))
+def test_a_prefix_of_a_longer_run_is_the_shorter_run(llama, name):
+    """One run to k = 5 serves k = 2: units, damages, rewards, pulls and the budget of its first
+    two steps equal a run to k = 2 (a selector whose steps depended on k, or a random draw that
+    is not a prefix of one permutation, would fail here)."""
+    s = SELECTORS[name]
+    params = {"budget": 6, "pool_size": 8} if s.sequential else {}
+    with UnitEvaluator(llama, calib("tiny-llama")) as ev:
+        long = select_units(name, ev, 5, kinds=("head", "mlp"), seed=7, **params)
+        short = select_units(name, ev, 2, kinds=("head", "mlp"), seed=7, **params)
+    p = long.prefix(2)
+    assert p.units == short.units and p.params == short.params
+    assert long.units[:2] == short.units and len(long.units) == 5
+    if s.sequential:
+        assert p.pulls == short.pulls and p.rewards == short.rewards and p.pulled == short.pulled
+        np.testing.assert_allclose(p.damages, short.damages, atol=1e-6)
+        drop = ("seconds",)
+        pb, sb = ({k: v for k, v in vars(b).items() if k not in drop} for b in (p.budget, short.budget))
+        assert pb == sb and pb["paired_evaluations"] == 12
+        assert long.budget.paired_evaluations == 30 and p.as_dict()["steps"] == long.as_dict()["steps"][:2]
+    with pytest.raises(ReproError, match="k"):
+        long.prefix(6)

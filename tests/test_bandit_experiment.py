@@ -1,6 +1,7 @@
 """Paper 3's experiment cells on a tiny model: select -> record -> evaluate masked -> frame."""
 import numpy as np
 import pytest
+import torch
 
 from repro.errors import ReproError
 from repro.experiments.bandit import BanditExperiment, bandit_frame, units_for
@@ -46,6 +47,46 @@ def test_a_cell_selects_once_and_evaluates_the_masked_model(exp):
     assert exp.ppl(exp.eval_model())["ppl"] == pytest.approx(dense["result"]["ppl"], rel=1e-6)
     other = exp.cell("ucb", ["head"], 0.25, seed=2, params=FAST)
     assert other["result"]["selection"]["seed"] == 2
+
+
+def test_one_search_serves_every_ratio_of_a_setting(exp, tmp_path):
+    """select(..., ratios=[...]) runs one search to the largest k and records each smaller
+    selection as its prefix; a store that searches k = 3 directly gets the same record."""
+    calls = []
+    import repro.experiments.bandit as B
+
+    real = B.select_units
+
+    def counting(*a, **kw):
+        calls.append(a[2])
+        return real(*a, **kw)
+    B.select_units = counting
+    try:
+        small = exp.select("thompson", ["head"], 0.25, seed=5, params=FAST, ratios=[0.5])
+        big = exp.select("thompson", ["head"], 0.5, seed=5, params=FAST)  # recorded by the first call
+    finally:
+        B.select_units = real
+    assert calls == [6] and exp.store.status[("bandit-select", big["key"])] == "computed"
+    assert big["result"]["units"][:3] == small["result"]["units"] and len(big["result"]["units"]) == 6
+    other = BanditExperiment("tiny-llama", SMALL, Store(tmp_path), calib_batch_size=2, progress=False,
+                             loaded=exp.loaded)
+    direct = other.select("thompson", ["head"], 0.25, seed=5, params=FAST)
+    assert direct["key"] == small["key"]
+    for f in ("units", "pulls", "rewards", "pulled"):
+        assert direct["result"][f] == small["result"][f], f
+    assert direct["result"]["budget"]["paired_evaluations"] == small["result"]["budget"]["paired_evaluations"] == 12
+
+
+def test_search_dtype_follows_the_evaluation_copy(exp):
+    e = BanditExperiment("tiny-llama", SMALL.replace(eval_dtype="bfloat16"), Store(None), calib_batch_size=2,
+                         progress=False, loaded=exp.loaded, search_dtype="eval")
+    sel = e.select("ucb", ["head"], 0.25, seed=1, params=FAST)
+    assert sel["config"]["search_dtype"] == "bfloat16" and e.search_model("ucb").dtype == torch.bfloat16
+    assert e.select_config("taylor", ["head"], 0.25, 1)["search_dtype"] == "float32"
+    assert e.search_model("taylor") is e.model and e.select_config("random", ["head"], 0.25, 1)["search_dtype"] is None
+    assert exp.select_config("ucb", ["head"], 0.25, 1, FAST)["search_dtype"] == "float32"
+    with pytest.raises(ReproError, match="search_dtype"):
+        BanditExperiment("tiny-llama", SMALL, Store(None), loaded=exp.loaded, calib_batch_size=2, search_dtype="int8")
 
 
 def test_frame_rows_and_unknown_parameters(exp):
@@ -128,9 +169,43 @@ def test_vision_cells_are_paired_per_image(tmp_path):
 def test_removal_cell_is_exact_and_smaller(exp):
     from repro.experiments.bandit import removal_cell
 
-    out = removal_cell(exp, "magnitude", ["head", "mlp"], 0.25, seed=1, batches=(1,), seqlen=16, repeats=1)["result"]
+    out = removal_cell(exp, "magnitude", [(["head"], 0.25), (["mlp"], 0.25)], seed=1, batches=(1,), seqlen=16,
+                       repeats=1)["result"]
+    heads = exp.select("magnitude", ["head"], 0.25, seed=1)["result"]["units"]
+    assert out["heads"] == len(heads) == 3
     assert out["units"] >= 2 and out["heads"] >= 1 and out["mlp_channels"] >= 1
     assert out["removed"]["params"] < out["zeroed"]["params"] == out["dense"]["params"]
     assert out["removed"]["checkpoint_bytes"] < out["dense"]["checkpoint_bytes"]
     assert out["removed_vs_zeroed_max_abs_logit_diff"] < 1e-4
     assert set(out["dense"]["prefill_b1"]) >= {"median_s", "times_s"}
+
+
+def test_removal_table_pairs_speed_by_round():
+    from repro.experiments.bandit import removal_table
+
+    res = {"dense": {"params": 10, "checkpoint_bytes": 2e6, "prefill_b1": {"median_s": 0.2, "times_s": [0.2, 0.4, 0.2]}},
+           "zeroed": {"params": 10, "checkpoint_bytes": 2e6, "prefill_b1": {"median_s": 0.2, "times_s": [0.2, 0.4, 0.2]}},
+           "removed": {"params": 8, "checkpoint_bytes": 1.6e6,
+                       "prefill_b1": {"median_s": 0.1, "times_s": [0.1, 0.2, 0.1]}}}
+    t = removal_table(res, [1]).set_index("model")
+    assert t.loc["removed", "speed-up b1 [95% CI]"] == "x2.000 [2.000, 2.000]"  # twice as fast in every round
+    assert t.loc["zeroed", "speed-up b1 [95% CI]"].startswith("x1.000") and t.loc["removed", "params"] == 8
+    assert t.loc["removed", "prefill b1 (ms)"] == pytest.approx(100) and t.loc["dense", "checkpoint MB"] == 2
+
+
+def test_reward_table_counts_each_setting_once():
+    """Rewards of the largest ratio only (a smaller ratio repeats its first steps), pooled over seeds."""
+    import pandas as pd
+
+    from repro.experiments.bandit import reward_table
+
+    rows = [{"model": "m", "kinds": "mlp", "method": "ucb", "ratio": 0.08, "seed": s,
+             "rewards": [[0.1, 0.5], [0.9, 0.5]]} for s in (1, 2)]
+    rows += [{"model": "m", "kinds": "mlp", "method": "ucb", "ratio": 0.03, "seed": 1, "rewards": [[0.1, 0.5]]},
+             {"model": "m", "kinds": "mlp", "method": "magnitude", "ratio": 0.08, "seed": 1, "rewards": []},
+             {"model": "m", "kinds": "dense", "method": "dense", "ratio": 0.0, "seed": None, "rewards": None}]
+    t = reward_table(pd.DataFrame(rows))
+    assert list(t.method) == ["ucb"]
+    r = t.iloc[0]
+    assert r.pulls == 8 and r.seeds == 2 and r.units == "mlp 8%"
+    assert (r.harmful, r.neutral, r.beneficial) == (0.25, 0.5, 0.25) and r["mean reward"] == pytest.approx(0.5)

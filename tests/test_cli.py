@@ -191,6 +191,13 @@ def test_bandit_json_with_paired_ppl_change(capsys):
     assert out["ppl_change_pct"] == pytest.approx(100 * (out["ppl"] / out["dense_ppl"] - 1), rel=1e-6)
 
 
+def test_bandit_search_dtype_follows_the_evaluation_dtype(capsys):
+    code, out, err = run_here(capsys, *BANDIT, "--units", "heads", "--ratio", "0.25", "--policy", "thompson",
+                              "--search-dtype", "eval", "--dtype", "bfloat16")
+    assert code == 0, err
+    assert json.loads(out)["search_dtype"] == "bfloat16"
+
+
 @pytest.mark.parametrize("bad, message", [
     (["--units", "heads", "--ratio", "1.0", "--policy", "ucb"], "ratio must be in"),
     (["--units", "heads", "--ratio", "0", "--policy", "ucb"], "ratio must be in"),

@@ -45,3 +45,20 @@ def test_training_is_seeded_cached_and_reloads(tmp_path, monkeypatch):
     # another seed trains another model
     other = fashion_vit_folder(4, TINY, progress=False)
     assert other != folder and json.loads((other / "training.json").read_text())["seed"] == 4
+
+
+def test_an_interrupted_folder_save_leaves_the_old_folder(tmp_path):
+    from repro.assets.files import save_folder_atomically
+
+    folder = tmp_path / "model"
+    save_folder_atomically(folder, lambda tmp: (tmp / "w.txt").write_text("old"))
+
+    def broken(tmp):
+        (tmp / "w.txt").write_text("half")
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        save_folder_atomically(folder, broken)
+    assert (folder / "w.txt").read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["model"]
+    save_folder_atomically(folder, lambda tmp: (tmp / "w.txt").write_text("new"))
+    assert (folder / "w.txt").read_text() == "new"

@@ -89,8 +89,9 @@ class ViTLike(Separate):
         return super().mlp(i)
 
     def head_modules(self) -> list[nn.Module]:
-        """Final layernorm, then the pooler (bare models with one) or the classifier (applied to
-        the [CLS] token by :meth:`logits_from`, as ``*ForImageClassification`` does)."""
+        """Final layernorm, then the pooler (bare models with one) or the classifier (applied by
+        :meth:`logits_from` to the [CLS] token, or for DINOv2 to concat([CLS], mean patch token),
+        as each ``*ForImageClassification`` does)."""
         base = self.model.base_model
         return _present(base.layernorm, getattr(base, "pooler", None), getattr(self.model, "classifier", None))
 
@@ -101,6 +102,8 @@ class ViTLike(Separate):
         if classifier is not None:
             if type(self.model).__name__.endswith("WithTeacher"):
                 raise NotImplementedError("DeiT with a distillation head has no head adapter yet")
+            if self.config.model_type == "dinov2":  # Dinov2ForImageClassification: [CLS] and mean patch token
+                return classifier(torch.cat([hidden[:, 0], hidden[:, 1:].mean(dim=1)], dim=1))
             return classifier(hidden[:, 0, :])
         pooler = getattr(base, "pooler", None)
         return pooler(hidden) if pooler is not None else hidden

@@ -4,6 +4,8 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import shutil
+import tempfile
 from functools import lru_cache
 from pathlib import Path
 
@@ -19,6 +21,21 @@ def cache_dir(*parts: str) -> Path:
 
 
 @lru_cache(maxsize=None)
+def save_folder_atomically(folder: Path, write) -> Path:
+    """``write(tmp)`` into a fresh temporary folder beside ``folder``, then rename it into place
+    (an interrupted save leaves the old folder or none, never half of one)."""
+    tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=folder.name + ".tmp"))
+    try:
+        write(tmp)
+        if folder.exists():
+            shutil.rmtree(folder)
+        os.replace(tmp, folder)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return folder
+
+
 def _sha256_cached(path: str, size: int, mtime_ns: int) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:

