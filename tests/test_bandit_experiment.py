@@ -136,9 +136,11 @@ def test_statistics_per_seed_across_seeds_and_family():
     assert (ok.ci_lo > 0).all() and np.allclose(ok[ok.method == "ucb"].change_pct, 100 * (np.exp(0.02) - 1), atol=0.3)
     failed = per[~per.finite].iloc[0]
     assert failed.seed == 123 and np.isinf(failed.change_pct) and np.isnan(failed.p)  # a failure, not averaged away
-    tests = across_seeds(per, "ucb", "greedy")
-    t = tests.iloc[0]
+    t = across_seeds(per, "ucb", "greedy", test="wilcoxon").iloc[0]
     assert t.seeds == 5 and t.a_better_seeds == 5 and t.p == pytest.approx(0.125)  # exact Wilcoxon, 4 finite pairs
+    tests = across_seeds(per, "ucb", "greedy")  # auto: 4 finite pairs are too few for Wilcoxon to reach 0.05
+    assert tests.iloc[0].test == "ttest" and tests.iloc[0].p < 0.01
+    t = tests.iloc[0]
     per_q, tests_q, summary = family_summary(per, tests)
     assert summary.iloc[0]["comparisons"] == 10 and summary.iloc[0]["CI excludes 0"] == 9
     assert summary.iloc[0]["failures (non-finite)"] == 1
@@ -162,6 +164,12 @@ def test_vision_cells_are_paired_per_image(tmp_path):
     ts, gr = (f[f.method == m].iloc[0] for m in ("thompson", "greedy"))
     assert ts.k == gr.k == 2 and ts.budget["paired_evaluations"] == gr.budget["paired_evaluations"] == 8
     assert ts.per_image_ce != dense["per_image_ce"]
+    from repro.experiments.bandit import vision_table
+
+    vt = vision_table(f)
+    assert len(vt) == 2 and (vt.ci_lo <= vt.top1_drop_pp).all() and (vt.top1_drop_pp <= vt.ci_hi).all()
+    assert vt.p.between(0, 1).all() and vt.finite.all()
+    assert np.allclose(vt.top1_drop_pp, 100 * dense["top1"] - vt.top1_pp)  # the drop is paired per image
     with pytest.raises(ReproError, match="not an image classifier"):
         VisionBanditExperiment("tiny-llama", Setup(), Store(None), n_calib=8, calib_batch_size=4)
 
@@ -209,3 +217,18 @@ def test_reward_table_counts_each_setting_once():
     r = t.iloc[0]
     assert r.pulls == 8 and r.seeds == 2 and r.units == "mlp 8%"
     assert (r.harmful, r.neutral, r.beneficial) == (0.25, 0.5, 0.25) and r["mean reward"] == pytest.approx(0.5)
+
+
+def test_layer_profile_pools_seeds():
+    import pandas as pd
+
+    from repro.experiments.bandit import layer_profile
+
+    rows = [{"model": "m", "kinds": "head", "ratio": 0.1, "method": "wanda", "seed": 1,
+             "units": [["head", 0, 1], ["head", 0, 2], ["head", 5, 0]]},
+            {"model": "m", "kinds": "head", "ratio": 0.1, "method": "wanda", "seed": 2,
+             "units": [["head", 1, 1], ["head", 9, 2], ["head", 2, 0]]},
+            {"model": "m", "kinds": "dense", "ratio": 0.0, "method": "dense", "seed": None, "units": None}]
+    t = layer_profile(pd.DataFrame(rows), {"m": 20})
+    assert len(t) == 1 and t.iloc[0]["early layers"] == 2 and t.iloc[0].seeds == 2
+    assert t.iloc[0]["share in early layers"] == pytest.approx(0.5) and t.iloc[0]["mean layer"] == pytest.approx(17 / 6)

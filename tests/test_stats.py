@@ -81,6 +81,10 @@ def test_paired_test_and_bh():
     y = [1.5, 2.6, 3.4, 4.7, 5.2]
     assert paired_test(x, y, "wilcoxon") == pytest.approx(0.0625)  # exact: all 5 differences one sign, 2/32
     assert paired_test(x, y, "ttest") < 0.01
+    # auto: the t-test below 6 pairs (Wilcoxon cannot reach 0.05 there), Wilcoxon from 6 on
+    assert paired_test(x, y, "auto") == paired_test(x, y, "ttest")
+    x6, y6 = np.arange(6.0), np.arange(6.0) + 0.5 + 0.01 * np.arange(6)
+    assert paired_test(x6, y6, "auto") == paired_test(x6, y6, "wilcoxon") == pytest.approx(2 / 64)
     assert math.isnan(paired_test(x, x))
     with pytest.raises(ValueError, match="unknown paired test"):
         paired_test(x, y, "sign")

@@ -218,31 +218,33 @@ def removal_cell(e: BanditExperiment, method: str, parts, seed: int, params: dic
     sels = [e.select(method, kinds, ratio, seed, params) for kinds, ratio in parts]
     cfg = {"protocol": PROTOCOL, "model": e.base_config()["model"], "selections": [s["key"] for s in sels],
            "batches": list(batches),
-           "seqlen": seqlen, "repeats": repeats, "dtype": e.setup.eval_dtype, "threads": torch.get_num_threads()}
+           "seqlen": seqlen, "repeats": repeats, "dtype": e.setup.eval_dtype, "threads": torch.get_num_threads(),
+           "exactness_dtype": "float32"}
 
     def compute():
         dtype = parse_dtype(e.setup.eval_dtype)
         units = list(dict.fromkeys(tuple(u) for s in sels for u in s["result"]["units"]))
         heads, chans = structural_plan(e.adapter, units, e.group_size)
-        variants = {"dense": copy.deepcopy(e.model).to(dtype)}
+        pruned = {}
         for mode, (on_heads, on_chans) in {"zeroed": (zero_heads, zero_channels),
                                            "removed": (remove_heads, remove_channels)}.items():
             model = copy.deepcopy(e.model)
             ad = get_adapter(model)
             on_heads(ad, heads)
             on_chans(ad, chans)
-            variants[mode] = model.to(dtype).eval()
+            pruned[mode] = model.eval()
+        ids = torch.randint(4, e.model.get_input_embeddings().num_embeddings, (2, seqlen),
+                            generator=torch.Generator().manual_seed(0))
+        with torch.inference_mode():  # exactness in float32 (the timing dtype would add its own rounding)
+            z, r = (pruned[m](input_ids=ids, use_cache=False).logits.float() for m in ("zeroed", "removed"))
+        variants = {"dense": copy.deepcopy(e.model).to(dtype), **{m: v.to(dtype) for m, v in pruned.items()}}
         out = {"units": len(units), "heads": len(heads), "mlp_channels": sum(map(len, chans.values()))}
         for name, model in variants.items():
             with tempfile.TemporaryDirectory() as tmp:
                 folder = save_pruned(model, Path(tmp) / name)
                 size = sum(f.stat().st_size for f in Path(folder).rglob("*") if f.is_file())
             out[name] = {"params": count_params(model), "checkpoint_bytes": size}
-        ids = torch.randint(4, e.model.get_input_embeddings().num_embeddings, (2, seqlen),
-                            generator=torch.Generator().manual_seed(0))
-        with torch.inference_mode():
-            z, r = (variants[m](input_ids=ids, use_cache=False).logits.float() for m in ("zeroed", "removed"))
-        out["removed_vs_zeroed_max_abs_logit_diff"] = float((z - r).abs().max())
+        out["removed_vs_zeroed_max_abs_logit_diff"] = float((z - r).abs().max())  # float32
         for b in batches:
             for name, t in prefill_seconds(variants, b, seqlen, repeats).items():
                 out[name][f"prefill_b{b}"] = t
@@ -319,6 +321,21 @@ def reward_table(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def layer_profile(frame: pd.DataFrame, n_layers: dict[str, int]) -> pd.DataFrame:
+    """Where each method's units sit, per (model, units, method), seeds pooled: the mean layer and
+    the share of units in the first tenth of the layers (``early layers``: at least one).
+    ``n_layers``: layers per model."""
+    rows = []
+    sel = frame[frame.units.map(lambda u: bool(u))] if len(frame) and "units" in frame else frame.iloc[:0]
+    for (model, kinds, ratio, method), f in sel.groupby(["model", "kinds", "ratio", "method"]):
+        layers = np.array([u[1] for units in f.units for u in units])
+        early = max(1, int(np.ceil(n_layers[model] / 10)))
+        rows.append({"model": model, "units": f"{kinds} {ratio:.0%}", "method": method, "seeds": f.seed.nunique(),
+                     "mean layer": float(layers.mean()), "early layers": early,
+                     "share in early layers": float((layers < early).mean())})
+    return pd.DataFrame(rows)
+
+
 # ---- statistics: per (method, seed) vs dense, MAB vs greedy across seeds, BH over the family ----
 
 def vs_dense(frame: pd.DataFrame) -> pd.DataFrame:
@@ -347,10 +364,12 @@ def vs_dense(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def across_seeds(table: pd.DataFrame, a: str, b: str, value: str = "change_pct", test: str = "wilcoxon") -> pd.DataFrame:
+def across_seeds(table: pd.DataFrame, a: str, b: str, value: str = "change_pct", test: str = "auto") -> pd.DataFrame:
     """``a`` against ``b`` per (model, kinds, ratio), paired over the seeds both ran: mean of each,
-    mean difference, and the paired test's p-value across seeds (NaN with fewer than 2 seeds)."""
-    from repro.evaluate.stats import paired_test
+    mean difference, and the paired test's p-value across seeds (NaN with fewer than 2 seeds).
+    ``auto``: Wilcoxon signed-rank from 6 seeds on, the paired t-test with fewer
+    (:func:`repro.evaluate.stats.paired_test_name`); the ``test`` column says which ran."""
+    from repro.evaluate.stats import paired_test, paired_test_name
 
     rows = []
     for (model, kinds, ratio), f in table.groupby(["model", "kinds", "ratio"]):
@@ -362,9 +381,9 @@ def across_seeds(table: pd.DataFrame, a: str, b: str, value: str = "change_pct",
         xs, ys = x.loc[seeds].to_numpy(float), y.loc[seeds].to_numpy(float)
         ok = np.isfinite(xs) & np.isfinite(ys)
         p = paired_test(xs[ok], ys[ok], test) if ok.sum() >= 2 else np.nan
-        rows.append({"model": model, "kinds": kinds, "ratio": ratio, "a": a, "b": b, "seeds": len(seeds),
+        rows.append({"model": model, "kinds": kinds, "ratio": ratio, "value": value, "a": a, "b": b, "seeds": len(seeds),
                      "mean_a": xs.mean(), "mean_b": ys.mean(), "mean_diff": float(np.mean(xs - ys)),
-                     "a_better_seeds": int((xs < ys).sum()), "p": p, "test": test})
+                     "a_better_seeds": int((xs < ys).sum()), "p": p, "test": paired_test_name(int(ok.sum()), test)})
     return pd.DataFrame(rows)
 
 
@@ -530,7 +549,8 @@ def bandit_claims(lm: pd.DataFrame, vision: pd.DataFrame | None = None) -> list:
     def diff_claim(claim, setting, what, p, side="below", unit="pp"):
         if p is None:
             return Claim(claim, setting, "not run", "inconclusive")
-        return Claim.check(claim, setting, f"{what} {p.estimate:+.2f} [{p.ci[0]:+.2f}, {p.ci[1]:+.2f}] {unit} over "
+        f = "+.4f" if unit == "nats" else "+.2f"  # cross-entropy differences are small
+        return Claim.check(claim, setting, f"{what} {p.estimate:{f}} [{p.ci[0]:{f}}, {p.ci[1]:{f}}] {unit} over "
                                            f"{p.n} seeds", p.estimate, p.ci, 0.0, side)
 
     for (model, kinds, ratio), t in (lm.groupby(["model", "kinds", "ratio"]) if len(lm) else []):
@@ -560,8 +580,10 @@ def bandit_claims(lm: pd.DataFrame, vision: pd.DataFrame | None = None) -> list:
 
 def vision_table(frame: pd.DataFrame) -> pd.DataFrame:
     """Per-seed vision rows: top-1 (percentage points) and its drop vs dense with a paired bootstrap
-    CI over the test images, cross-entropy and its increase."""
-    from repro.evaluate.stats import paired_difference
+    CI over the test images (also as ``ci_lo`` / ``ci_hi``, so the rows join the per-seed family of
+    :func:`family_summary`), cross-entropy, its increase and the Wilcoxon p-value of the per-image
+    cross-entropy differences."""
+    from repro.evaluate.stats import paired_difference, paired_test
 
     rows = []
     for model, f in frame.groupby("model"):
@@ -575,5 +597,7 @@ def vision_table(frame: pd.DataFrame) -> pd.DataFrame:
             rows.append({"model": model, "kinds": r.kinds, "ratio": r.ratio, "k": r.k, "method": r.method,
                          "seed": r.seed, "top1_pp": 100 * r.top1, "top1_drop_pp": drop.estimate,
                          "drop_ci_lo": drop.ci[0], "drop_ci_hi": drop.ci[1], "ce": r.ce, "ce_increase": r.ce - d.ce,
-                         "paired_evaluations": (r.budget or {}).get("paired_evaluations")})
+                         "paired_evaluations": (r.budget or {}).get("paired_evaluations"),
+                         "ci_lo": drop.ci[0], "ci_hi": drop.ci[1], "finite": bool(np.isfinite(r.ce)),
+                         "p": paired_test(r.per_image_ce, d.per_image_ce)})
     return pd.DataFrame(rows)
