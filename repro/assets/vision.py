@@ -163,20 +163,27 @@ def train_fashion_vit(seed: int = 0, recipe: ViTRecipe = ViTRecipe(), progress: 
     return model.eval(), record
 
 
-def fashion_vit_folder(seed: int = 0, recipe: ViTRecipe = ViTRecipe(), progress: bool = True) -> Path:
-    """The cached folder of the trained ViT (trained and saved atomically on first use)."""
-    tag = "" if recipe == ViTRecipe() else "-" + hashlib.sha256(json.dumps(asdict(recipe), sort_keys=True).encode()
-                                                                ).hexdigest()[:8]
-    folder = cache_dir("models") / f"fashion-vit-s{seed}{tag}"
+def trained_folder(prefix: str, seed: int, recipe, train, progress: bool = True) -> Path:
+    """The cache folder ``<prefix>-s<seed>`` of a model trained here (a non-default ``recipe``
+    gets its hash in the name): trained by ``train(seed, recipe, progress) -> (model, record)`` and
+    saved atomically with ``training.json`` on first use, read afterwards."""
+    tag = "" if recipe == type(recipe)() else "-" + hashlib.sha256(
+        json.dumps(asdict(recipe), sort_keys=True).encode()).hexdigest()[:8]
+    folder = cache_dir("models") / f"{prefix}-s{seed}{tag}"
     if (folder / "training.json").exists():
         return folder
-    model, record = train_fashion_vit(seed, recipe, progress)
+    model, record = train(seed, recipe, progress)
 
     def write(tmp: Path) -> None:
         model.save_pretrained(tmp)
         (tmp / "training.json").write_text(json.dumps(record, indent=1) + "\n")
 
     return save_folder_atomically(folder, write)
+
+
+def fashion_vit_folder(seed: int = 0, recipe: ViTRecipe = ViTRecipe(), progress: bool = True) -> Path:
+    """The cached folder of the trained ViT (trained and saved atomically on first use)."""
+    return trained_folder("fashion-vit", seed, recipe, train_fashion_vit, progress)
 
 
 def load_fashion_vit(seed: int = 0, dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu",
