@@ -76,3 +76,29 @@ def fmt_ratio(p, digits: int = 3) -> str:
     if p.ci is not None and p.ci[0] != p.ci[1]:
         s += f" [{p.ci[0]:.{digits}f}, {p.ci[1]:.{digits}f}]"
     return s
+
+
+def ratio_claim(claim: str, setting: str, what: str, p, threshold: float = 1.0, side: str = "below") -> Claim:
+    """A claim about a paired ratio ``p`` (:class:`repro.evaluate.stats.Paired`, None: a cell not
+    run), e.g. "MP-G / Wanda-Head x0.912 [0.871, 0.950] (windows better 7/8)"."""
+    if p is None:
+        return Claim(claim, setting, "not run", INCONCLUSIVE)
+    return Claim.check(claim, setting, f"{what} {fmt_ratio(p)} (windows better {p.n_better}/{p.n})",
+                       p.estimate, p.ci, threshold, side)
+
+
+def difference_claim(claim: str, setting: str, what: str, p, side: str = "below", unit: str = "pp",
+                     over: str = "seeds", threshold: float = 0.0) -> Claim:
+    """A claim about a paired mean difference ``p`` over ``over`` (None: not run); nats get four
+    decimals, everything else two."""
+    if p is None:
+        return Claim(claim, setting, "not run", INCONCLUSIVE)
+    f = "+.4f" if unit == "nats" else "+.2f"
+    return Claim.check(claim, setting, f"{what} {p.estimate:{f}} [{p.ci[0]:{f}}, {p.ci[1]:{f}}] {unit} over "
+                                       f"{p.n} {over}", p.estimate, p.ci, threshold, side)
+
+
+def count_verdicts(claims, prefix: str) -> str:
+    """'holds: 2, inconclusive: 1' for the rows of a claims frame whose claim starts with ``prefix``."""
+    c = claims[claims.claim.str.startswith(prefix)]
+    return ", ".join(f"{v}: {k}" for v, k in c.verdict.value_counts().items()) or "not run"

@@ -1,4 +1,5 @@
-"""Execute the paper notebooks: jupytext source -> papermill run with a profile -> clean
+"""The paper notebooks: what each one sets up from its parameters (:func:`start`, a
+:class:`Session`), and their execution: jupytext source -> papermill run with a profile -> clean
 executed ``.ipynb`` (the pair people open in JupyterLab).
 
 Each notebook lives as a jupytext percent file ``notebooks/NN_name.py`` (the source: readable,
@@ -18,10 +19,91 @@ from pathlib import Path
 import yaml
 
 from repro.errors import ReproError
-from repro.store import atomic_write_text
+from repro.experiments.base import Setup, check_keys
+from repro.report import replace_block, save_figure, save_table, to_markdown
+from repro.store import Store, atomic_write_text
 
 _PROGRESS = re.compile(r"\r|\d+%\|")  # tqdm text bars: carriage returns, "42%|###"
 WIDGET = "application/vnd.jupyter.widget-view+json"
+
+
+class Session:
+    """What every paper notebook builds from its parameters: the result store, the figures
+    folder, the evaluation :class:`Setup` of each model, its experiments, and :meth:`show` (save a
+    table as Markdown + CSV and display it). ``params``: the notebook's parameters (its globals
+    after papermill injected the profile's values)."""
+
+    def __init__(self, params: dict):
+        import torch
+
+        self.params = dict(params)  # a copy: later notebook variables never change the setup
+        self.profile = params["profile"]
+        self.store = Store(params["results_dir"], recompute=params.get("recompute", False))
+        self.figures = Path(params["figures_dir"])
+        self.figures.mkdir(parents=True, exist_ok=True)
+        self.model_settings = check_keys(dict(params.get("model_settings") or {}), params["models"],
+                                         "model_settings model")
+        torch.manual_seed(0)
+
+    def setting(self, model: str, key: str):
+        """``key`` for ``model``: its ``model_settings`` entry, else the notebook's parameter."""
+        return self.model_settings.get(model, {}).get(key, self.params.get(key))
+
+    def setup(self, model: str | None = None, extra=(), **changes) -> Setup:
+        """The notebook's :class:`Setup` (its parameters named like Setup's fields), with ``changes``
+        and then ``model``'s own settings applied (``extra``: other keys a model may set)."""
+        own = dict(self.model_settings.get(model, {})) if model else {}
+        check_keys(own, Setup.keys() | set(extra), f"{model} setting")
+        setup = Setup(**{k: self.params[k] for k in Setup.keys() if k in self.params}).replace(**changes)
+        return setup.replace(**{k: v for k, v in own.items() if k in Setup.keys()})
+
+    def experiments(self, cls, models, shared: dict | None = None, changes: dict | None = None, **kwargs) -> dict:
+        """``{model: cls(model, setup, store, ...)}``; a model's own settings that ``cls`` takes as
+        arguments (``cls.settings``) override ``kwargs``; ``shared``: experiments whose loaded
+        models to reuse (one copy of the weights under two setups)."""
+        extra = getattr(cls, "settings", ())
+        out = {}
+        for m in models:
+            own = {k: v for k, v in self.model_settings.get(m, {}).items() if k in extra and k in kwargs}
+            loaded = {"loaded": shared[m].loaded} if shared and m in shared else {}
+            out[m] = cls(m, self.setup(m, extra, **(changes or {})), self.store, **{**kwargs, **own, **loaded})
+        return out
+
+    def show(self, table, stem: str, caption: str = "", raw=None, index: bool | None = None):
+        """Save ``table`` as ``figures/<stem>.md`` (with its caption) and ``.csv`` (``raw`` numbers
+        if given), and display it."""
+        from IPython.display import Markdown, display
+
+        import pandas as pd
+
+        if index is None:
+            index = not isinstance(table.index, pd.RangeIndex)
+        save_table(table, self.figures / stem, caption, raw=raw, index=index)
+        display(Markdown(to_markdown(table, caption, index=index)))
+        return table
+
+    def figure(self, fig, name: str):
+        """Save ``fig`` as ``figures/<name>`` and show it inline."""
+        import matplotlib.pyplot as plt
+
+        save_figure(fig, self.figures / name)
+        plt.show()
+
+    def update_readme(self, blocks: dict[str, str]) -> None:
+        """Replace the README's generated blocks (``update_readme`` parameter on, README present)."""
+        readme = self.params.get("readme")
+        if self.params.get("update_readme") and readme and Path(readme).exists():
+            for name, text in blocks.items():
+                replace_block(readme, name, text)
+            print("README tables updated from", self.params["results_dir"])
+
+    def cache(self, keys) -> str:
+        return self.store.cache_summary(keys)
+
+
+def start(params: dict) -> Session:
+    """The :class:`Session` of a notebook from its parameters (pass ``globals()``)."""
+    return Session(params)
 
 
 def read_source(path: str | Path):

@@ -32,7 +32,7 @@ import torch
 import torch.nn.functional as F
 
 from repro.assets.data import fashion_mnist
-from repro.assets.files import cache_dir, package_dir, save_folder_atomically, verify_sha256
+from repro.assets.files import cache_dir, folder_weights_sha256, package_dir, save_folder_atomically, verify_sha256
 from repro.assets.vision import FASHION_LABELS, IMAGENET_MEAN, IMAGENET_STD, resized_pixels, trained_folder
 from repro.errors import ReproError
 
@@ -315,7 +315,6 @@ def load_fashion_dinov2(seed: int = 0, dtype: torch.dtype = torch.float32, devic
     ``identity["pixels"]`` says how to make its inputs (:func:`repro.assets.vision.pixels_for`)."""
     from transformers import Dinov2ForImageClassification
 
-    from repro.assets.models import folder_weights_sha256
 
     folder = fashion_dinov2_folder(seed, recipe)
     record = json.loads((folder / "training.json").read_text())

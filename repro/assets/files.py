@@ -63,3 +63,15 @@ def package_dir(module: str) -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise ReproError(f"package {module!r} is not installed (run `make setup`)")
     return Path(list(spec.submodule_search_locations)[0])
+
+
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
+
+
+def folder_weights_sha256(folder: str | Path) -> str | None:
+    """One sha256 over a local folder's weight files (name and sha256 of each, sorted), so that
+    records of two different checkpoints in the same folder path never share a key."""
+    files = sorted(p for p in Path(folder).iterdir() if p.is_file() and p.name.endswith(WEIGHT_SUFFIXES))
+    if not files:
+        return None
+    return hashlib.sha256("".join(f"{p.name}:{sha256_file(p)}\n" for p in files).encode()).hexdigest()

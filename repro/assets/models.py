@@ -13,7 +13,6 @@ with the model a paper used.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -25,7 +24,7 @@ from typing import Any, Callable
 import torch
 
 from repro.assets.devices import AUTO, describe, resolve_device
-from repro.assets.files import cache_dir, package_dir, sha256_file
+from repro.assets.files import cache_dir, folder_weights_sha256, package_dir, sha256_file
 from repro.assets.tiny import TINY, build_tiny, byte_tokenizer
 from repro.errors import HashMismatchError, ReproError, UnknownNameError
 
@@ -193,18 +192,6 @@ def _from_folder(path: str | Path, identity: dict, dtype: torch.dtype, device: t
     if identity.get("source") == "hub":  # the exact hub commit the weights came from
         identity["revision"] = getattr(model.config, "_commit_hash", None) or getattr(config, "_commit_hash", None)
     return Loaded(model.eval(), tokenizer, identity, device=describe(model))
-
-
-WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
-
-
-def folder_weights_sha256(folder: str | Path) -> str | None:
-    """One sha256 over a local folder's weight files (name and sha256 of each, sorted), so that
-    records of two different checkpoints in the same folder path never share a key."""
-    files = sorted(p for p in Path(folder).iterdir() if p.is_file() and p.name.endswith(WEIGHT_SUFFIXES))
-    if not files:
-        return None
-    return hashlib.sha256("".join(f"{p.name}:{sha256_file(p)}\n" for p in files).encode()).hexdigest()
 
 
 def load_model(name: str, dtype: str | torch.dtype = "float32", seed: int = 0,

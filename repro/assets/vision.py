@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from repro.assets.data import fashion_mnist
-from repro.assets.files import cache_dir, save_folder_atomically
+from repro.assets.files import cache_dir, folder_weights_sha256, save_folder_atomically
 from repro.errors import ReproError
 
 FMNIST_MEAN, FMNIST_STD = 0.2860, 0.3530  # Fashion-MNIST train pixel statistics (on [0, 1])
@@ -191,7 +191,6 @@ def load_fashion_vit(seed: int = 0, dtype: torch.dtype = torch.float32, device: 
     """(model, identity) of the trained ViT of ``seed`` (training it first if it is not cached)."""
     from transformers import ViTForImageClassification
 
-    from repro.assets.models import folder_weights_sha256
 
     folder = fashion_vit_folder(seed, recipe)
     record = json.loads((folder / "training.json").read_text())

@@ -21,7 +21,7 @@ for checking and for the speed comparison (``benchmarks/bandit_prefix.py``).
 Masks are updated in place, one unit at a time (``Masks.set_unit``); a candidate is switched off,
 evaluated and switched on again. Without prefix reuse the current mask's losses are cached
 too (recomputed after each change), so the two modes differ only in the candidate forwards. The
-evaluator counts its work in a :class:`repro.methods.bandit.Budget` (layer forwards: one layer on
+evaluator counts its work in a :class:`repro.calib.budget.Budget` (layer forwards: one layer on
 one mini-batch, counted by a pre-hook on every layer).
 
 Usage::
@@ -40,10 +40,10 @@ import torch.nn.functional as F
 from repro.arch import adapter as get_adapter
 from repro.arch.base import LayerCall
 from repro.assets.devices import input_device
+from repro.calib.budget import Budget
 from repro.errors import ReproError
 from repro.evaluate.ppl import shifted_nll
-from repro.methods.bandit import GROUP_SIZE, Budget
-from repro.structure.masks import Masks, group_range, n_groups
+from repro.structure.masks import GROUP_SIZE, Masks, group_range, n_groups
 
 
 def token_nll(logits: torch.Tensor, input_ids: torch.Tensor) -> torch.Tensor:

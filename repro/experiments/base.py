@@ -136,3 +136,24 @@ class Experiment:
 
     def run(self, experiment: str, config: dict, compute) -> dict:
         return self.store.run(experiment, config, compute)
+
+    # -- which records are this experiment's ---------------------------------------------------------
+    def owner_fields(self, config: dict) -> dict:
+        """The fields a record's config must share with this experiment to be one of its cells
+        (model identity, data, windows, dtype...); subclasses whose cells carry more say so."""
+        return self.base_config()
+
+    def owns(self, config: dict) -> bool:
+        return all(config.get(k) == v for k, v in self.owner_fields(config).items())
+
+
+def owned(store: Store, experiment: str, experiments, session: bool = True):
+    """``(record, owner)`` for every record of ``experiment`` (a record folder, e.g. "heads-ppl") of
+    the current protocol that one of ``experiments`` owns; ``session``: only cells asked for in this
+    session (:meth:`repro.store.Store.current`), so records of another run never slip into a table.
+    The one place where a paper's reader decides which records it reads."""
+    experiments = list(experiments.values()) if isinstance(experiments, dict) else list(experiments)
+    for r in store.current(experiment, session):
+        e = next((e for e in experiments if e.owns(r["config"])), None)
+        if e is not None:
+            yield r, e

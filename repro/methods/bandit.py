@@ -72,9 +72,10 @@ from scipy.special import expit
 from repro.arch import Adapter, Site
 from repro.errors import ReproError, UnknownNameError
 from repro.methods.heads import ROLES, combine
-from repro.structure.masks import KINDS, n_groups
+from repro.methods.registry import Method, Registry
+from repro.calib.budget import Budget
+from repro.structure.masks import GROUP_SIZE, KINDS, n_groups
 
-GROUP_SIZE = 32         # g0: channels per MLP unit
 POOL_SIZE = 48          # pre-screened candidates the sequential searches work on
 BUDGET = 32             # paired evaluations per step
 TAU = 0.02              # reward temperature
@@ -89,18 +90,6 @@ class Unit(NamedTuple):
 
     def __str__(self) -> str:
         return f"{self.kind}{self.layer}.{self.index}"
-
-
-@dataclass
-class Budget:
-    """What a run cost; counted by the evaluator (see the module docstring)."""
-    calibration_passes: int = 0   # scorer passes over a calibration mini-batch (forward or forward+backward)
-    backward_passes: int = 0      # of which with a backward pass (Taylor, Fisher)
-    paired_evaluations: int = 0   # damage estimates (pulls / trials)
-    candidate_losses: int = 0     # losses of mask + candidate on one mini-batch (batches_per_eval per pull)
-    baseline_losses: int = 0      # losses of the current mask on one mini-batch (after each change)
-    layer_forwards: int = 0       # one layer run on one mini-batch, over everything above
-    seconds: float = 0.0
 
 
 class Evaluator(Protocol):
@@ -573,46 +562,28 @@ def _thompson(ev, units, ranking, k, seed=0, **params) -> Selection:
 select_ucb, select_thompson, select_greedy = _sequential(_ucb), _sequential(_thompson), _sequential(greedy_search)
 
 
-@dataclass(frozen=True)
-class Selector:
-    name: str
-    fn: Callable
-    defaults: dict = field(default_factory=dict)  # its parameters and their default values
-    label: str = ""
-
-    @property
-    def sequential(self) -> bool:
-        return "budget" in self.defaults
-
-
 _SEQ = {"budget": BUDGET, "pool_size": POOL_SIZE, "tau": TAU, "batches_per_eval": BATCHES_PER_EVAL}
-SELECTORS: dict[str, Selector] = {s.name: s for s in [
-    Selector("random", select_random, {}, "Random"),
-    Selector("magnitude", select_magnitude, {}, "Magnitude"),
-    Selector("wanda", select_wanda, {}, "Wanda"),
-    Selector("taylor", select_taylor, {}, "Taylor"),
-    Selector("fisher", select_fisher, {}, "Fisher"),
-    Selector("greedy", select_greedy, _SEQ, "Greedy"),
-    Selector("ucb", select_ucb, _SEQ | {"c": UCB_C}, "MAB-UCB"),
-    Selector("thompson", select_thompson, _SEQ, "Thompson"),
-]}
+SELECTORS = Registry("unit selector", [
+    Method("random", "Random", select_random),
+    Method("magnitude", "Magnitude", select_magnitude),
+    Method("wanda", "Wanda-style", select_wanda, calibration="activations"),
+    Method("taylor", "Taylor", select_taylor, calibration="gradients"),
+    Method("fisher", "Fisher", select_fisher, calibration="gradients"),
+    Method("greedy", "Budgeted greedy", select_greedy, _SEQ, calibration="losses"),
+    Method("ucb", "MAB-UCB", select_ucb, _SEQ | {"c": UCB_C}, calibration="losses"),
+    Method("thompson", "MAB-TS", select_thompson, _SEQ, calibration="losses"),
+])
 
 
-def get_selector(name: str) -> Selector:
-    if name not in SELECTORS:
-        raise UnknownNameError("unit selector", name, SELECTORS)
+def get_selector(name: str) -> Method:
     return SELECTORS[name]
 
 
 def select_units(name: str, ev: Evaluator, k: int, kinds=KINDS, seed: int = 0, **params) -> Selection:
     """Run selector ``name`` for ``k`` units of ``kinds`` on evaluator ``ev`` (which it resets).
     A parameter the selector does not take is an error."""
-    s = get_selector(name)
-    unknown = sorted(set(params) - set(s.defaults))
-    if unknown:
-        raise ReproError(f"unit selector {name!r} takes {', '.join(s.defaults) or 'no parameters'}; "
-                         f"got {', '.join(unknown)}")
-    sel = s.fn(ev, k, kinds=kinds, seed=seed, **params)
+    s = SELECTORS[name]
+    sel = s.impl(ev, k, kinds=kinds, seed=seed, **s.check_params(params, "unit selector"))
     sel.params = {"k": int(k), "kinds": list(check_kinds(kinds)), "seed": seed, "group_size": ev.group_size,
                   **s.defaults, **params}
     return sel

@@ -13,8 +13,6 @@ describes them).
 """
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -23,6 +21,7 @@ import torch
 from repro.arch import Adapter, Attention, adapter as get_adapter
 from repro.calib import Calibration, as_calibration, loss_gradients
 from repro.errors import ReproError, UnknownNameError, check_fraction
+from repro.methods.registry import Method, Registry, minmax, n_lowest
 
 ROLES = ("q", "k", "v", "o")
 
@@ -136,58 +135,37 @@ def gradient_head(model, calib=None, **_) -> np.ndarray:
         model.zero_grad(set_to_none=True)
 
 
-def minmax(x: np.ndarray) -> np.ndarray:
-    lo, hi = x.min(), x.max()
-    return np.zeros_like(x) if hi == lo else (x - lo) / (hi - lo)
-
-
 def hybrid(model, calib=None, z: float = 2.0, **_) -> np.ndarray:
     """min-max(magnitude) + min-max(MP) + min-max(Wanda-Head), weights 1 each."""
     return minmax(magnitude_head(model)) + minmax(mp(model, z=z)) + minmax(wanda_head(model, calib))
 
 
-@dataclass(frozen=True)
-class HeadMethod:
-    name: str
-    fn: Callable
-    calibration: str | None  # None, "activations" or "gradients"
-    params: tuple[str, ...] = ()
-    label: str = ""
+HEAD_METHODS = Registry("head method", [
+    Method("mpg", "MP-G", mpg, {"z": 2.0}),
+    Method("mp", "MP", mp, {"z": 2.0}, paper=False),
+    Method("wanda-head", "Wanda-Head", wanda_head, calibration="activations"),
+    Method("sparsegpt-head", "SparseGPT-Head", sparsegpt_head, calibration="activations"),
+    Method("gradient-head", "Gradient-Head", gradient_head, calibration="gradients"),
+    Method("hybrid", "Hybrid", hybrid, {"z": 2.0}, calibration="activations"),
+    Method("magnitude-head", "Magnitude-Head", magnitude_head, paper=False),
+    Method("random", "Random", random_head, {"seed": 0}, paper=False),
+])
 
 
-HEAD_METHODS: dict[str, HeadMethod] = {m.name: m for m in [
-    HeadMethod("mp", mp, None, ("z",), "MP"),
-    HeadMethod("mpg", mpg, None, ("z",), "MP-G"),
-    HeadMethod("magnitude-head", magnitude_head, None, (), "Magnitude-Head"),
-    HeadMethod("random", random_head, None, ("seed",), "Random"),
-    HeadMethod("wanda-head", wanda_head, "activations", (), "Wanda-Head"),
-    HeadMethod("sparsegpt-head", sparsegpt_head, "activations", (), "SparseGPT-Head"),
-    HeadMethod("gradient-head", gradient_head, "gradients", (), "Gradient-Head"),
-    HeadMethod("hybrid", hybrid, "activations", ("z",), "Hybrid"),
-]}
-
-
-def get_method(name: str) -> HeadMethod:
-    if name not in HEAD_METHODS:
-        raise UnknownNameError("head method", name, HEAD_METHODS)
+def get_method(name: str) -> Method:
     return HEAD_METHODS[name]
 
 
 def score_heads(method: str, model, calib: Calibration | torch.Tensor | None = None, **params) -> np.ndarray:
     """Scores [L, H] of ``method`` (see ``HEAD_METHODS``). A parameter the method does not take
     is an error (``Z=3`` must not silently score with the default z)."""
-    m = get_method(method)
-    unknown = sorted(set(params) - set(m.params))
-    if unknown:
-        raise ReproError(f"head method {method!r} takes {', '.join(m.params) or 'no parameters'}; "
-                         f"got {', '.join(unknown)}")
-    return np.asarray(m.fn(model, calib, **params), dtype=float)
+    m = HEAD_METHODS[method]
+    return np.asarray(m.impl(model, calib, **m.check_params(params, "head method")), dtype=float)
 
 
 def n_to_prune(sparsity: float, n_heads_total: int) -> int:
     """floor(s * L * H), robust to float representation (0.29 * 100 -> 29)."""
-    s = check_fraction("sparsity", sparsity)
-    return math.floor(round(s * n_heads_total, 9))
+    return n_lowest(check_fraction("sparsity", sparsity), n_heads_total)
 
 
 def select_heads(scores: np.ndarray, sparsity: float, tie_break: str = "index", seed: int = 0) -> list[tuple[int, int]]:

@@ -56,14 +56,10 @@ from torch import nn
 from repro.assets.devices import input_device
 from repro.calib.blocks import Gram, InputSumSq, OutputStats, Timer, sequential, threads
 from repro.errors import ReproError, UnknownNameError, check_fraction
+from repro.methods.registry import Method, Registry, check_params, minmax, n_lowest
 from repro.structure.sparsity import fraction_zero, out_in, prunable_linears
 
 COUNTS = ("exact", "reference")
-
-
-def n_lowest(fraction: float, size: int) -> int:
-    """floor(fraction * size), robust to float representation (0.29 * 100 -> 29)."""
-    return math.floor(round(fraction * size, 9))
 
 
 # ---- patterns and masks ----------------------------------------------------------------------
@@ -146,6 +142,7 @@ class Pruner:
     name = ""
     label = ""
     calibrated = True
+    nm = True  # supports N:M patterns
     defaults: dict = {}
     # CPU threads of the compress step (None: torch's). One by default: many small operations, whose
     # barriers cost more than they save on a 2-core machine (see repro.calib.blocks.threads), and a
@@ -154,10 +151,7 @@ class Pruner:
     compress_threads: int | None = 1
 
     def __init__(self, sparsity: float, pattern: str | Pattern = "unstructured", **params):
-        unknown = sorted(set(params) - set(self.defaults))
-        if unknown:
-            raise ReproError(f"pruning method {self.name!r} takes {', '.join(self.defaults) or 'no parameters'}; "
-                             f"got {', '.join(unknown)}")
+        check_params("pruning method", self.name, self.defaults, params)
         self.pattern = parse_pattern(pattern)
         if not self.pattern.unstructured:
             nm = self.pattern.n / self.pattern.m
@@ -286,14 +280,9 @@ class SparseGPT(Pruner):
         return {}
 
 
-def _minmax(x: np.ndarray) -> np.ndarray:
-    lo, hi = x.min(), x.max()
-    return np.zeros_like(x) if hi == lo else (x - lo) / (hi - lo)
-
-
 def channel_importance(rms: np.ndarray, peak_ratio: np.ndarray, lam: float) -> np.ndarray:
     """``I_i = (1 - lam) minmax(log1p E_i) + lam minmax(log1p P_i)`` in [0, 1]."""
-    return (1 - lam) * _minmax(np.log1p(rms)) + lam * _minmax(np.log1p(peak_ratio))
+    return (1 - lam) * minmax(np.log1p(rms)) + lam * minmax(np.log1p(peak_ratio))
 
 
 def channel_sparsity(importance: np.ndarray, gamma: float, target: float, s_min: float,
@@ -388,7 +377,7 @@ class OGAS(Pruner):
     (``lam=0``) and PAPR-only ``"ogas-papr"`` (``lam=1``).
     """
 
-    name, label = "ogas", "OGAS"
+    name, label, nm = "ogas", "OGAS", False
     defaults = {"lam": 0.4, "gamma": "search", "s_min": 0.01, "s_max": "auto", "s_max_headroom": 0.1,
                 "rounding": "paper", "subset": 36, "gamma_bounds": (0.05, 1.1), "gamma_tol": 0.05}
 
@@ -471,19 +460,22 @@ def _setting(name: str, label: str, **over) -> type:
 
 OGAS_SETTINGS = {"llama": {"lam": 0.4, "gamma": "search"}, "mistral": {"lam": 0.2, "gamma": 0.2}}
 
-PRUNERS: dict[str, type[Pruner]] = {c.name: c for c in [
-    Magnitude, Wanda, RIA, SparseGPT, OGAS,
-    _setting("ogas-llama", "OGAS (LLaMA setting)", **OGAS_SETTINGS["llama"]),
-    _setting("ogas-mistral", "OGAS (Mistral setting)", **OGAS_SETTINGS["mistral"]),
-    _setting("ogas-energy", "OGAS energy-only", lam=0.0),
-    _setting("ogas-papr", "OGAS PAPR-only", lam=1.0),
-]}
+def _entry(cls: type[Pruner], paper: bool = True) -> Method:
+    return Method(cls.name, cls.label, cls, dict(cls.defaults), "activations" if cls.calibrated else None,
+                  nm=cls.nm, paper=paper)
+
+
+PRUNERS = Registry("pruning method", [_entry(c) for c in (Magnitude, Wanda, RIA, SparseGPT, OGAS)] + [
+    _entry(_setting("ogas-llama", "OGAS (LLaMA setting)", **OGAS_SETTINGS["llama"])),
+    _entry(_setting("ogas-mistral", "OGAS (Mistral setting)", **OGAS_SETTINGS["mistral"])),
+    _entry(_setting("ogas-energy", "OGAS energy-only (lambda 0)", lam=0.0)),
+    _entry(_setting("ogas-papr", "OGAS PAPR-only (lambda 1)", lam=1.0)),
+])
 
 
 def get_pruner(name: str) -> type[Pruner]:
-    if name not in PRUNERS:
-        raise UnknownNameError("pruning method", name, PRUNERS)
-    return PRUNERS[name]
+    """The pruner class of ``name`` (see ``PRUNERS``)."""
+    return PRUNERS[name].impl
 
 
 def ogas_setting(name: str) -> dict:

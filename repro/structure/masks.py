@@ -26,6 +26,7 @@ from repro.arch import Adapter
 from repro.errors import ReproError
 
 KINDS = ("head", "mlp")  # unit kinds of set_unit: an attention head, or a group of MLP channels
+GROUP_SIZE = 32  # g0: channels per MLP unit (Paper 3's default)
 
 
 class MaskError(ReproError, ValueError):
