@@ -12,7 +12,7 @@ import argparse
 import json
 import time
 
-from repro.experiments.bandit import BanditExperiment
+from repro.experiments.units import BanditExperiment
 from repro.experiments.base import Setup
 from repro.methods.bandit import get_selector
 from repro.store import Store

@@ -187,7 +187,7 @@ def cmd_prune(args) -> dict:
     from repro.assets import parse_dtype
     from repro.calib import Calibration, load_windows
     from repro.evaluate.ppl import max_positions
-    from repro.experiments.ogas import PruneExperiment
+    from repro.experiments.unstructured import PruneExperiment
     from repro.store import Store
     from repro.structure import save_pruned
     from repro.structure.sparsity import zeros_sha256
@@ -223,7 +223,7 @@ def cmd_bandit(args) -> dict:
     """One Paper 3 selection (the notebook's BanditExperiment), optionally evaluated against the
     dense model on the same windows (paired)."""
     from repro.evaluate.stats import paired_ratio
-    from repro.experiments.bandit import BanditExperiment
+    from repro.experiments.units import BanditExperiment
     from repro.methods.bandit import check_kinds
     from repro.store import Store
 

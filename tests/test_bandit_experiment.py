@@ -4,7 +4,8 @@ import pytest
 import torch
 
 from repro.errors import ReproError
-from repro.experiments.bandit import BanditExperiment, bandit_frame, units_for
+from repro.experiments.bandit import bandit_frame
+from repro.experiments.units import BanditExperiment, units_for
 from repro.experiments.base import Setup
 from repro.store import Store
 
@@ -53,7 +54,7 @@ def test_one_search_serves_every_ratio_of_a_setting(exp, tmp_path):
     """select(..., ratios=[...]) runs one search to the largest k and records each smaller
     selection as its prefix; a store that searches k = 3 directly gets the same record."""
     calls = []
-    import repro.experiments.bandit as B
+    import repro.experiments.units as B
 
     real = B.select_units
 
@@ -151,7 +152,8 @@ def test_statistics_per_seed_across_seeds_and_family():
 @pytest.mark.skipif(not (__import__("repro.assets.data", fromlist=["x"]).FASHION_MNIST_DIR
                          / "train-images-idx3-ubyte.gz").exists(), reason="dataset-fashion-mnist not installed")
 def test_vision_cells_are_paired_per_image(tmp_path):
-    from repro.experiments.bandit import VisionBanditExperiment, vision_frame
+    from repro.experiments.bandit import vision_frame
+    from repro.experiments.units import VisionBanditExperiment
 
     e = VisionBanditExperiment("tiny-vit", Setup(), Store(tmp_path), n_calib=8, calib_batch_size=4, n_eval=50,
                                group_size=16, progress=False)
@@ -175,7 +177,7 @@ def test_vision_cells_are_paired_per_image(tmp_path):
 
 
 def test_removal_cell_is_exact_and_smaller(exp):
-    from repro.experiments.bandit import removal_cell
+    from repro.experiments.units import removal_cell
 
     out = removal_cell(exp, "magnitude", [(["head"], 0.25), (["mlp"], 0.25)], seed=1, batches=(1,), seqlen=16,
                        repeats=1)["result"]

@@ -1,256 +1,17 @@
-"""Paper 3 (damage-aware bandit pruning) cells on a language model.
-
-A cell selects ``k`` units (attention heads and/or 32-channel MLP groups) with one selector of
-:mod:`repro.methods.bandit` and one seed, then evaluates the model with those units masked:
-perplexity on the setup's windows (paired with the dense model's, window by window) and, when
-asked, LAMBADA through lm-eval (perplexity of the last word and last-word accuracy, paired per
-document). The seed draws the calibration windows and drives the selector's randomness, as the
-paper's seeds do. Selections and evaluations are separate records, so a selection is searched
-once and can be evaluated on more data later.
+"""Paper 3 (damage-aware bandit pruning) from records: frames of the selection and evaluation
+cells (``repro.experiments.units``), the per-seed and across-seed statistics, Table B1/B2 and the
+claims. Everything here reads records only (no model is run), so it is tested on constructed frames.
 """
 from __future__ import annotations
-
-from contextlib import contextmanager
 
 import numpy as np
 import pandas as pd
 
-from repro.arch import adapter as get_adapter
-from repro.calib import sample_windows
-from repro.errors import ReproError
-from repro.evaluate.ppl import tokenize
-from repro.evaluate.prefix import UnitEvaluator, lm_batches
-from repro.experiments.base import Experiment, Setup
-from repro.methods.bandit import Unit, candidates, get_selector, select_units
-from repro.store import PROTOCOL, Store
-from repro.structure.masks import KINDS, Masks
-
-LAMBADA = "lambada_openai"
-CALIBRATION_FREE = {"random", "magnitude"}  # selectors that never read the calibration batches
-
-
-GRADIENT_SELECTORS = {"taylor", "fisher"}  # need float32 weights with gradients
-
-
-def _search_dtype(search_dtype: str, setup: Setup) -> str:
-    """The dtype the searches' losses are computed in: "float32" (default), or "eval" for the
-    setup's evaluation dtype (bfloat16 where it is fast: about 3x quicker searches on an
-    AVX512-BF16 CPU, with damages that differ from float32's by about 0.005 nats on average;
-    ``benchmarks/results/bandit_search_dtype_smollm2-135m.json``). Taylor and Fisher always
-    take their gradients in float32."""
-    if search_dtype == "eval":
-        return setup.eval_dtype
-    if search_dtype not in ("float32", "bfloat16", "float16"):
-        raise ReproError(f"search_dtype must be float32, bfloat16, float16 or eval, got {search_dtype!r}")
-    return search_dtype
-
-
-def units_for(adapter, kinds, ratio: float, group_size: int) -> tuple[int, int]:
-    """(k, number of candidates): ``k = round(ratio * candidates)``, at least 1; the effective
-    ratio is ``k / candidates`` (integer unit counts)."""
-    if not 0 < ratio < 1:
-        raise ReproError(f"ratio must be in (0, 1), got {ratio!r}")
-    n = len(candidates(adapter, kinds, group_size))
-    return max(1, int(round(ratio * n))), n
-
-
-class BanditExperiment(Experiment):
-    """Unit selection cells of one language model under one :class:`Setup`.
-
-    ``calib_batch_size``: calibration windows per mini-batch (a paired evaluation averages the
-    damage over ``batches_per_eval`` of them); ``setup.calib_nsamples`` windows of
-    ``setup.calib_seqlen`` tokens are drawn per seed."""
-
-    def __init__(self, model: str, setup: Setup, store: Store, calib_batch_size: int = 8, group_size: int = 32,
-                 progress: bool = True, loaded=None, search_dtype: str = "float32"):
-        super().__init__(model, setup, store, progress, loaded)
-        if calib_batch_size < 1 or calib_batch_size > setup.calib_nsamples:
-            raise ReproError(f"calib_batch_size must be in [1, calib_nsamples={setup.calib_nsamples}], "
-                             f"got {calib_batch_size}")
-        self.calib_batch_size, self.group_size = calib_batch_size, group_size
-        self.search_dtype = _search_dtype(search_dtype, setup)
-        self._batches: dict[int, tuple[list[dict], dict]] = {}
-
-    def calibration_batches(self, seed: int) -> tuple[list[dict], dict]:
-        """The seed's calibration mini-batches and their source (for keys), drawn once per seed."""
-        if seed not in self._batches:
-            self._batches[seed] = self._draw(seed)
-        return self._batches[seed]
-
-    def _draw(self, seed: int) -> tuple[list[dict], dict]:
-        from repro.assets import load_text
-
-        s = self.setup
-        text = load_text(s.calib_data)
-        wins = sample_windows(tokenize(self.loaded.tokenizer, text), s.calib_nsamples, s.calib_seqlen, seed)
-        source = {"data": text.label, "sha256": text.sha256, "nsamples": s.calib_nsamples, "seqlen": s.calib_seqlen,
-                  "seed": seed, "batch_size": self.calib_batch_size}
-        return lm_batches(wins, self.calib_batch_size), source
-
-    def k(self, kinds, ratio: float) -> int:
-        return units_for(self.adapter, kinds, ratio, self.group_size)[0]
-
-    def select_config(self, method: str, kinds, ratio: float, seed: int, params: dict | None = None) -> dict:
-        sel = get_selector(method)
-        unknown = sorted(set(params or {}) - set(sel.defaults))
-        if unknown:
-            raise ReproError(f"unit selector {method!r} takes {', '.join(sel.defaults) or 'no parameters'}; "
-                             f"got {', '.join(unknown)}")
-        kinds = sorted(kinds)
-        k, n = units_for(self.adapter, kinds, ratio, self.group_size)
-        full = {**sel.defaults, **(params or {})}
-        if sel.sequential and k * full["budget"] < min(full["pool_size"], n):
-            raise ReproError(f"{method}: the whole budget, k x budget = {k} x {full['budget']}, is smaller than the "
-                             f"pool ({min(full['pool_size'], n)} candidates): some would never be evaluated")
-        source = None if method in CALIBRATION_FREE else self.calibration_batches(seed)[1]
-        return {"protocol": PROTOCOL, "model": self.base_config()["model"], "method": method, "kinds": kinds,
-                "ratio": ratio, "k": k, "candidates": n, "group_size": self.group_size, "seed": seed,
-                "params": {**sel.defaults, **(params or {})}, "calibration": source,
-                "search_dtype": self._dtype_for(method)}
-
-    def _dtype_for(self, method: str) -> str | None:
-        if method in CALIBRATION_FREE:
-            return None  # no loss is computed
-        return "float32" if method in GRADIENT_SELECTORS else self.search_dtype
-
-    def search_model(self, method: str):
-        """The model a selector computes its losses on (the evaluation copy when the search
-        runs in the evaluation dtype)."""
-        import torch
-
-        from repro.assets import parse_dtype
-
-        dtype = self._dtype_for(method)
-        if dtype is None or parse_dtype(dtype) == torch.float32:
-            return self.model
-        if dtype == self.setup.eval_dtype:
-            return self.eval_model()
-        raise ReproError(f"search dtype {dtype} needs eval_dtype {dtype} (the evaluation copy), got "
-                         f"{self.setup.eval_dtype}")
-
-    def select(self, method: str, kinds=KINDS, ratio: float = 0.1, seed: int = 1, params: dict | None = None,
-               ratios=()) -> dict:
-        """The record of one selection (searched once, then read). ``ratios``: the other ratios
-        of the same (method, kinds, seed, params) that will be asked for: one run to the largest
-        k missing a record serves them all, each smaller selection being that run's prefix
-        (:meth:`repro.methods.bandit.Selection.prefix`, identical to a run of its own)."""
-        cfgs = {r: self.select_config(method, kinds, r, seed, params) for r in {ratio, *ratios}}
-        missing = [c for c in cfgs.values() if self.store.recompute or self.store.get("bandit-select", c) is None]
-        longest: list = []
-
-        def prefix(cfg):
-            def compute():
-                if not longest:
-                    k = max(c["k"] for c in missing)
-                    batches, _ = self.calibration_batches(seed)
-                    with UnitEvaluator(self.search_model(method), batches, self.group_size) as ev:
-                        longest.append(select_units(method, ev, k, kinds=cfg["kinds"], seed=seed, **(params or {})))
-                return longest[0].prefix(cfg["k"]).as_dict()
-            return compute
-        for c in sorted(missing, key=lambda c: -c["k"]):
-            self.run("bandit-select", c, prefix(c))
-        return self.run("bandit-select", cfgs[ratio], prefix(cfgs[ratio]))
-
-    @contextmanager
-    def masked(self, units):
-        """The evaluation copy with ``units`` switched off (restored on exit)."""
-        model = self.eval_model()
-        with Masks(get_adapter(model)) as m:
-            for kind, layer, index in units:
-                m.set_unit(kind, layer, index, False, group_size=self.group_size)
-            yield model
-
-    def _evaluate(self, units, lambada_limit: int | None) -> dict:
-        with self.masked(units) as model:
-            out = self.ppl(model)
-            if lambada_limit is not None:
-                out["lambada"] = self.zeroshot(model, [LAMBADA], lambada_limit)
-        return out
-
-    def eval_config(self, lambada_limit: int | None) -> dict:
-        return {**self.base_config(), "lambada_limit": lambada_limit, "group_size": self.group_size}
-
-    def dense(self, lambada_limit: int | None = None) -> dict:
-        return self.run("bandit-ppl", {**self.eval_config(lambada_limit), "method": "dense"},
-                        lambda: self._evaluate([], lambada_limit))
-
-    def cell(self, method: str, kinds=KINDS, ratio: float = 0.1, seed: int = 1, params: dict | None = None,
-             lambada_limit: int | None = None, ratios=()) -> dict:
-        """Select (or read the selection; ``ratios`` as in :meth:`select`), then evaluate the
-        masked model."""
-        sel = self.select(method, kinds, ratio, seed, params, ratios)
-        cfg = {**self.eval_config(lambada_limit), "method": method, "selection": sel["key"]}
-        return self.run("bandit-ppl", cfg, lambda: {**self._evaluate([Unit(*u) for u in sel["result"]["units"]],
-                                                                     lambada_limit),
-                                                    "selection": sel["config"]})
-
-
-def structural_plan(adapter, units, group_size: int) -> tuple[list[tuple[int, int]], dict[int, list[int]]]:
-    """Selected units as (layer, head) pairs and {layer: MLP channels} for repro.structure."""
-    from repro.structure.masks import group_range
-
-    heads = [(u[1], u[2]) for u in units if u[0] == "head"]
-    chans: dict[int, list[int]] = {}
-    for kind, layer, index in units:
-        if kind == "mlp":
-            chans.setdefault(layer, []).extend(group_range(adapter.mlp(layer).n_channels, group_size, index))
-    return heads, chans
-
-
-def removal_cell(e: BanditExperiment, method: str, parts, seed: int, params: dict | None = None,
-                 batches=(1, 4), seqlen: int = 128, repeats: int = 5) -> dict:
-    """Beyond the paper (its future work): the units of one or more selections of ``method`` and
-    ``seed`` (``parts``: ``(kinds, ratio)`` pairs, e.g. heads at 10% and MLP groups at 8%, each
-    the notebook's own selection) zeroed vs physically removed (``repro.structure``) vs dense:
-    parameters, checkpoint bytes, the largest logit difference between the removed and the zeroed
-    model on one batch (0 up to float rounding: removal is exact), and prefill seconds timed
-    round-robin."""
-    import copy
-    import tempfile
-    from pathlib import Path
-
-    import torch
-
-    from repro.assets import parse_dtype
-    from repro.evaluate.speed import count_params, prefill_seconds
-    from repro.structure import remove_channels, remove_heads, save_pruned, zero_channels, zero_heads
-
-    sels = [e.select(method, kinds, ratio, seed, params) for kinds, ratio in parts]
-    cfg = {"protocol": PROTOCOL, "model": e.base_config()["model"], "selections": [s["key"] for s in sels],
-           "batches": list(batches),
-           "seqlen": seqlen, "repeats": repeats, "dtype": e.setup.eval_dtype, "threads": torch.get_num_threads(),
-           "exactness_dtype": "float32"}
-
-    def compute():
-        dtype = parse_dtype(e.setup.eval_dtype)
-        units = list(dict.fromkeys(tuple(u) for s in sels for u in s["result"]["units"]))
-        heads, chans = structural_plan(e.adapter, units, e.group_size)
-        pruned = {}
-        for mode, (on_heads, on_chans) in {"zeroed": (zero_heads, zero_channels),
-                                           "removed": (remove_heads, remove_channels)}.items():
-            model = copy.deepcopy(e.model)
-            ad = get_adapter(model)
-            on_heads(ad, heads)
-            on_chans(ad, chans)
-            pruned[mode] = model.eval()
-        ids = torch.randint(4, e.model.get_input_embeddings().num_embeddings, (2, seqlen),
-                            generator=torch.Generator().manual_seed(0))
-        with torch.inference_mode():  # exactness in float32 (the timing dtype would add its own rounding)
-            z, r = (pruned[m](input_ids=ids, use_cache=False).logits.float() for m in ("zeroed", "removed"))
-        variants = {"dense": copy.deepcopy(e.model).to(dtype), **{m: v.to(dtype) for m, v in pruned.items()}}
-        out = {"units": len(units), "heads": len(heads), "mlp_channels": sum(map(len, chans.values()))}
-        for name, model in variants.items():
-            with tempfile.TemporaryDirectory() as tmp:
-                folder = save_pruned(model, Path(tmp) / name)
-                size = sum(f.stat().st_size for f in Path(folder).rglob("*") if f.is_file())
-            out[name] = {"params": count_params(model), "checkpoint_bytes": size}
-        out["removed_vs_zeroed_max_abs_logit_diff"] = float((z - r).abs().max())  # float32
-        for b in batches:
-            for name, t in prefill_seconds(variants, b, seqlen, repeats).items():
-                out[name][f"prefill_b{b}"] = t
-        return out
-    return e.run("bandit-removal", cfg, compute)
-
+from repro.experiments.base import owned
+from repro.experiments.units import LAMBADA, BanditExperiment, VisionBanditExperiment, removal_cell  # noqa: F401
+from repro.methods.bandit import get_selector  # noqa: F401
+from repro.methods.bandit import SELECTORS
+from repro.store import Store
 
 def removal_table(result: dict, batches) -> pd.DataFrame:
     """Rows dense / zeroed / removed of a :func:`removal_cell` result: parameters, checkpoint MB,
@@ -277,12 +38,8 @@ def bandit_frame(store: Store, experiments: list[BanditExperiment], session: boo
     asked for in this session."""
     selections = {r["key"]: r for r in store.records("bandit-select")}
     rows = []
-    for r in store.current("bandit-ppl", session):
+    for r, e in owned(store, "bandit-ppl", experiments, session):
         c, res = r["config"], r["result"]
-        e = next((e for e in experiments if c["model"]["name"] == e.name
-                  and all(c.get(k) == v for k, v in e.eval_config(c.get("lambada_limit")).items())), None)
-        if e is None:
-            continue
         lam = (res.get("lambada") or {}).get("tasks", {}).get(LAMBADA)
         rows.append({"key": ("bandit-ppl", r["key"]), "model": e.name, "method": c["method"],
                      **_selection_fields(selections.get(c.get("selection"), {})),
@@ -410,92 +167,12 @@ def family_summary(per_seed: pd.DataFrame, tests: pd.DataFrame, alpha: float = 0
     return per_seed, tests, summary
 
 
-# ---- vision: the same search on an image classifier ------------------------------------------
-
-class VisionBanditExperiment(BanditExperiment):
-    """Unit selection cells of an image classifier (Fashion-MNIST). The seed draws ``n_calib``
-    training images (mini-batches of ``calib_batch_size``); every cell is evaluated on the first
-    ``n_eval`` test images: top-1 accuracy and cross-entropy, kept per image so that methods
-    compare paired on the same images."""
-
-    def __init__(self, model: str, setup: Setup, store: Store, n_calib: int = 256, calib_batch_size: int = 32,
-                 n_eval: int = 2000, group_size: int = 32, progress: bool = True, loaded=None,
-                 search_dtype: str = "float32"):
-        if n_calib < calib_batch_size or calib_batch_size < 1 or n_eval < 1:
-            raise ReproError(f"need 1 <= calib_batch_size <= n_calib and n_eval >= 1, got {calib_batch_size}, "
-                             f"{n_calib}, {n_eval}")
-        Experiment.__init__(self, model, setup, store, progress, loaded)
-        if self.loaded.task != "image-classification":
-            raise ReproError(f"{model} is not an image classifier ({self.loaded.task})")
-        self.n_calib, self.calib_batch_size, self.n_eval, self.group_size = n_calib, calib_batch_size, n_eval, group_size
-        self.search_dtype = _search_dtype(search_dtype, setup)
-        self._batches = {}
-
-    def pixels(self, images):
-        """uint8 Fashion-MNIST images -> this model's pixel values (its resolution, channels, normalisation)."""
-        from repro.assets.vision import pixels_for
-
-        return pixels_for(self.loaded.identity, images)
-
-    def _draw(self, seed: int) -> tuple[list[dict], dict]:
-        import torch
-
-        from repro.assets.data import fashion_mnist
-        from repro.evaluate.prefix import image_batches
-
-        images, labels = fashion_mnist("train")
-        idx = torch.randperm(len(labels), generator=torch.Generator().manual_seed(seed))[:self.n_calib]
-        source = {"data": "fashion-mnist:train", "n": self.n_calib, "seed": seed, "batch_size": self.calib_batch_size}
-        return image_batches(self.pixels(images[idx]), labels[idx], self.calib_batch_size), source
-
-    def base_config(self) -> dict:
-        from repro.experiments.base import model_key
-
-        return {"protocol": PROTOCOL, "model": model_key(self.loaded.identity), "data": "fashion-mnist:test",
-                "n_eval": self.n_eval, "dtype": self.setup.eval_dtype}
-
-    def eval_config(self, lambada_limit: int | None = None) -> dict:
-        return {**self.base_config(), "group_size": self.group_size}
-
-    def _evaluate(self, units, lambada_limit: int | None = None) -> dict:
-        import torch
-        import torch.nn.functional as F
-
-        from repro.assets.data import fashion_mnist
-
-        images, labels = fashion_mnist("test")
-        x, y = self.pixels(images[:self.n_eval]), labels[:self.n_eval]
-        ce, right = [], []
-        with self.masked(units) as model, torch.no_grad():
-            for s in range(0, len(y), 500):
-                logits = model(pixel_values=x[s:s + 500].to(model.dtype)).logits.float()
-                ce.append(F.cross_entropy(logits, y[s:s + 500], reduction="none"))
-                right.append(logits.argmax(-1) == y[s:s + 500])
-        ce, right = torch.cat(ce), torch.cat(right)
-        return {"top1": float(right.float().mean()), "ce": float(ce.mean()), "per_image_ce": ce.tolist(),
-                "per_image_correct": right.int().tolist(), "n_eval": len(y)}
-
-    def dense(self, lambada_limit: int | None = None) -> dict:
-        return self.run("bandit-vision", {**self.eval_config(), "method": "dense"}, lambda: self._evaluate([]))
-
-    def cell(self, method: str, kinds=("head",), ratio: float = 0.1, seed: int = 1, params: dict | None = None,
-             lambada_limit: int | None = None, ratios=()) -> dict:
-        sel = self.select(method, kinds, ratio, seed, params, ratios)
-        cfg = {**self.eval_config(), "method": method, "selection": sel["key"]}
-        return self.run("bandit-vision", cfg, lambda: {**self._evaluate([Unit(*u) for u in sel["result"]["units"]]),
-                                                        "selection": sel["config"]})
-
-
 def vision_frame(store: Store, experiments: list[VisionBanditExperiment], session: bool = True) -> pd.DataFrame:
     """One row per evaluated vision cell (dense included)."""
     selections = {r["key"]: r for r in store.records("bandit-select")}
     rows = []
-    for r in store.current("bandit-vision", session):
+    for r, e in owned(store, "bandit-vision", experiments, session):
         c, res = r["config"], r["result"]
-        e = next((e for e in experiments if c["model"] == e.base_config()["model"]
-                  and all(c.get(k) == v for k, v in e.eval_config().items())), None)
-        if e is None:
-            continue
         rows.append({"key": ("bandit-vision", r["key"]), "model": e.name, "method": c["method"],
                      **_selection_fields(selections.get(c.get("selection"), {})),
                      "top1": res["top1"], "ce": res["ce"], "per_image_ce": res["per_image_ce"],
@@ -506,8 +183,7 @@ def vision_frame(store: Store, experiments: list[VisionBanditExperiment], sessio
 # ---- claims ---------------------------------------------------------------------------------
 
 MAB = ("ucb", "thompson")
-LABELS = {"random": "Random", "magnitude": "Magnitude", "wanda": "Wanda-style", "taylor": "Taylor",
-          "fisher": "Fisher", "greedy": "Budgeted greedy", "ucb": "MAB-UCB", "thompson": "MAB-TS", "dense": "Dense"}
+LABELS = SELECTORS.labels(dense="Dense")
 
 
 def _per_seed(table: pd.DataFrame, method: str, value: str) -> pd.Series:
@@ -601,3 +277,4 @@ def vision_table(frame: pd.DataFrame) -> pd.DataFrame:
                          "ci_lo": drop.ci[0], "ci_hi": drop.ci[1], "finite": bool(np.isfinite(r.ce)),
                          "p": paired_test(r.per_image_ce, d.per_image_ce)})
     return pd.DataFrame(rows)
+

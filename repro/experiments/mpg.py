@@ -13,7 +13,8 @@ from repro.claims import Claim, fmt_ratio
 from repro.evaluate.stats import Paired, paired_ratio, speed_ratio
 from repro.methods.heads import HEAD_METHODS
 from repro.report import rank_marks
-from repro.store import PROTOCOL, Store
+from repro.experiments.base import owned
+from repro.store import Store
 
 PAPER_METHODS = ["mpg", "wanda-head", "sparsegpt-head", "gradient-head", "hybrid"]  # the paper's Table IV set
 EXTRA_METHODS = ["mp", "magnitude-head", "random"]                                # ours: sanity baselines
@@ -27,19 +28,12 @@ def pct(sparsity: float) -> str:
 
 # ---- records -> frame ------------------------------------------------------------------------
 
-def ppl_frame(store: Store, experiments: dict | None = None) -> pd.DataFrame:
-    """One row per perplexity cell of the current :data:`PROTOCOL`; with ``experiments``
-    ({model name: HeadExperiment}) only cells of those models under their current setup (data,
-    seqlen, windows, batch size, dtype), so records of other runs never mix in."""
+def ppl_frame(store: Store, experiments, session: bool = True) -> pd.DataFrame:
+    """One row per perplexity cell of ``experiments`` (HeadExperiments) under their current setup
+    (data, seqlen, windows, batch size, dtype); ``session``: only cells asked for in this session."""
     rows = []
-    for r in store.records("heads-ppl"):
+    for r, _ in owned(store, "heads-ppl", experiments, session):
         c, res = r["config"], r["result"]
-        if c.get("protocol") != PROTOCOL:
-            continue
-        if experiments is not None:
-            e = experiments.get(c["model"]["name"])
-            if e is None or any(c.get(k) != v for k, v in e.base_config().items()):
-                continue
         rows.append({"key": ("heads-ppl", r["key"]), "model": c["model"]["name"], "method": c["method"],
                      "z": c.get("z"), "sparsity": c.get("sparsity", 0.0), "tie_break": c.get("tie_break", "index"),
                      "tie_seed": c.get("tie_seed"), "data": f'{c["data"]["name"]}:{c["data"]["split"]}',

@@ -1,72 +1,15 @@
-"""Paper 2 (OGAS) cells: prune a copy of the model block by block on calibration windows, then
-evaluate it (perplexity on the setup's data; optionally lm-eval zero-shot), one record per cell.
-
-WikiText-2 rows are calibrated on WikiText-2 train and evaluated on WikiText-2 test; C4 rows are
-calibrated on the calibration half of the C4 sample and evaluated on its held-out half: two
-:class:`PruneExperiment` objects sharing one loaded model, each with its own :class:`Setup`.
+"""Paper 2 (OGAS) from records: the frame of the pruning cells (``repro.experiments.unstructured``),
+the paired comparisons, tables and claims the notebook shows. Everything here reads records only
+(no model is run), so it is tested on constructed records.
 """
 from __future__ import annotations
-
-import copy
 
 import numpy as np
 import pandas as pd
 
-from repro.assets import parse_dtype
-from repro.experiments.base import Experiment
-from repro.methods.unstructured import get_pruner, parse_pattern, prune_model
-from repro.structure.sparsity import zeros_sha256
-
-QUANTILES = np.linspace(0, 1, 21)  # per-layer summary of OGAS's channel sparsities
-
-
-class PruneExperiment(Experiment):
-    """Unstructured / N:M pruning cells of one model under one setup (calibration + evaluation)."""
-
-    def prune_config(self, method: str, sparsity: float | None, pattern: str = "unstructured",
-                     params: dict | None = None) -> dict:
-        pruner = get_pruner(method)(sparsity, pattern, **(params or {}))  # validates everything up front
-        cfg = {"method": method, "sparsity": pruner.sparsity, "pattern": str(pruner.pattern),
-               "params": {k: (list(v) if isinstance(v, tuple) else v) for k, v in pruner.params.items()}}
-        if pruner.calibrated:
-            cfg["calibration"] = self.calibration().source
-        return cfg
-
-    def prune(self, method: str, sparsity: float | None, pattern: str = "unstructured", params: dict | None = None):
-        """A pruned float32 copy of the model and its :class:`PruneReport`."""
-        model = copy.deepcopy(self.model)
-        calib = self.calibration().windows if get_pruner(method).calibrated else None
-        report = prune_model(model, method, sparsity, calib, pattern=parse_pattern(pattern), progress=self.progress,
-                             **(params or {}))
-        return model, report
-
-    def dense(self) -> dict:
-        return self.run("prune-ppl", {**self.base_config(), "method": "dense"}, lambda: self.ppl(self.eval_model()))
-
-    def cell(self, method: str, sparsity: float | None, pattern: str = "unstructured", params: dict | None = None,
-             zeroshot_tasks: list[str] | None = None, zeroshot_limit: int | None = None,
-             keep_layers: tuple[str, ...] = ()) -> dict:
-        """Prune, evaluate perplexity (and zero-shot tasks if given). ``keep_layers``: layer names
-        whose per-channel OGAS arrays (energy, peak ratio, sparsity) the record keeps for figures."""
-        cfg = {**self.base_config(), **self.prune_config(method, sparsity, pattern, params)}
-        if zeroshot_tasks:
-            cfg["zeroshot"] = {"tasks": list(zeroshot_tasks), "limit": zeroshot_limit}
-        if keep_layers:
-            cfg["keep_layers"] = list(keep_layers)
-
-        def compute():
-            model, report = self.prune(method, sparsity, pattern, params)
-            out = {"report": report.to_dict(), "zeros_sha256": zeros_sha256(model)}
-            out["channels"] = {n: {k: np.asarray(e[k]).tolist() for k in ("energy", "peak_ratio", "channel_sparsity")
-                                   if k in e} for n, e in report.extras.items() if n in keep_layers}
-            out["channel_quantiles"] = {n: np.quantile(e["channel_sparsity"], QUANTILES).tolist()
-                                        for n, e in report.extras.items() if "channel_sparsity" in e}
-            model = model.to(parse_dtype(self.setup.eval_dtype))
-            out.update(self.ppl(model))
-            if zeroshot_tasks:
-                out["zeroshot"] = self.zeroshot(model, zeroshot_tasks, zeroshot_limit)
-            return out
-        return self.run("prune-ppl", cfg, compute)
+from repro.experiments.base import owned
+from repro.experiments.unstructured import QUANTILES, PruneExperiment  # noqa: F401 (the notebook's)
+from repro.methods.unstructured import PRUNERS
 
 
 def prune_frame(store, experiments: list[PruneExperiment], session: bool = True) -> pd.DataFrame:
@@ -74,12 +17,8 @@ def prune_frame(store, experiments: list[PruneExperiment], session: bool = True)
     ``session``: only the cells asked for in this session (``store.status``), so records of an
     earlier run with other settings never slip into a table."""
     rows = []
-    for r in store.current("prune-ppl", session):
+    for r, e in owned(store, "prune-ppl", experiments, session):
         c, res = r["config"], r["result"]
-        e = next((e for e in experiments if c["model"]["name"] == e.name
-                  and all(c.get(k) == v for k, v in e.base_config().items())), None)
-        if e is None:
-            continue
         rep = res.get("report", {})
         rows.append({"key": ("prune-ppl", r["key"]), "model": e.name, "data": e.data.name, "method": c["method"],
                      "sparsity": c.get("sparsity", 0.0) or 0.0, "pattern": c.get("pattern", "dense"),
@@ -93,10 +32,8 @@ def prune_frame(store, experiments: list[PruneExperiment], session: bool = True)
 
 # ---- tables and claims from the frame ---------------------------------------------------------
 
-LABELS = {"dense": "Dense", "magnitude": "Magnitude", "wanda": "Wanda", "ria": "RIA", "sparsegpt": "SparseGPT",
-          "ogas": "OGAS", "ogas-exact": "OGAS (exact target)", "ogas-energy": "OGAS energy-only (lambda 0)",
-          "ogas-papr": "OGAS PAPR-only (lambda 1)", "ogas-h0.05": "OGAS, S_max headroom 0.05",
-          "ogas-h0.2": "OGAS, S_max headroom 0.2"}
+LABELS = PRUNERS.labels(dense="Dense", **{"ogas-exact": "OGAS (exact target)", "ogas-h0.05": "OGAS, S_max headroom 0.05",
+                                          "ogas-h0.2": "OGAS, S_max headroom 0.2"})
 
 
 def row_name(method: str, params: dict | None) -> str:
