@@ -229,8 +229,8 @@ def _device(module: nn.Module) -> torch.device:
 def threads(n: int | None):
     """Run the body with ``n`` intra-op CPU threads (None: unchanged). The compress step issues
     many small tensor operations; on a shared CPU each one that uses several OpenMP threads
-    waits at a barrier for a descheduled thread (measured on this project's loaded 2-core
-    machine: SparseGPT's compress of a 1536 x 576 layer 0.2 s with one thread, 0.6-3.7 s with two)."""
+    waits at a barrier for a descheduled thread, so one thread is often faster there
+    (``benchmarks/prune_speed.py`` measures it on a given machine)."""
     old = torch.get_num_threads()
     if n is not None:
         torch.set_num_threads(n)

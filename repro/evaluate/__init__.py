@@ -1,4 +1,6 @@
-"""Layer 5: evaluation (perplexity, speed, statistics; zero-shot and vision as they land)."""
+"""Layer 5: evaluation: perplexity (``ppl``), prefix-reusing unit damage (``prefix``), speed and
+parameter counts (``speed``), paired statistics (``stats``), lm-eval zero-shot (``zeroshot``),
+image classification (``vision``) and masked-LM pseudo-perplexity (``mlm``)."""
 from repro.evaluate.ppl import PPLResult, perplexity
 from repro.evaluate.stats import bootstrap_ci, ppl_ci
 

@@ -368,17 +368,25 @@ def _check_budget(budget: int) -> None:
         raise ReproError(f"the per-step budget must be a positive integer, got {budget!r}")
 
 
-def bandit_search(ev: Evaluator, units: Sequence[Unit], ranking: np.ndarray, k: int, policy, seed: int = 0,
-                  budget: int = BUDGET, pool_size: int = POOL_SIZE, tau: float = TAU,
-                  batches_per_eval: int = BATCHES_PER_EVAL) -> Selection:
-    """The sequential bandit over ``units`` pre-screened by ``ranking`` (lowest first)."""
+def _start(ev: Evaluator, units: Sequence[Unit], ranking: np.ndarray, k: int, seed: int, budget: int,
+           pool_size: int, batches_per_eval: int):
+    """What every sequential search starts from: checked arguments, an empty mask, the seeded
+    mini-batch stream, the pool of the ``pool_size`` lowest-ranked units, and the search's own rng."""
     _check_k(k, len(units))
     _check_budget(budget)
     t0 = time.perf_counter()
     ev.reset()
-    batch_rng, policy_rng = _rngs(seed)
+    batch_rng, search_rng = _rngs(seed)
     stream = BatchStream(ev.n_batches, batches_per_eval, batch_rng)
     pool = Pool([units[i] for i in np.argsort(ranking, kind="stable")], pool_size)
+    return t0, stream, pool, search_rng
+
+
+def bandit_search(ev: Evaluator, units: Sequence[Unit], ranking: np.ndarray, k: int, policy, seed: int = 0,
+                  budget: int = BUDGET, pool_size: int = POOL_SIZE, tau: float = TAU,
+                  batches_per_eval: int = BATCHES_PER_EVAL) -> Selection:
+    """The sequential bandit over ``units`` pre-screened by ``ranking`` (lowest first)."""
+    t0, stream, pool, policy_rng = _start(ev, units, ranking, k, seed, budget, pool_size, batches_per_eval)
     arms = {u: Arm() for u in pool.members}
     sel = Selection(policy.name, [], ev.budget)
     t = 0
@@ -410,13 +418,7 @@ def greedy_search(ev: Evaluator, units: Sequence[Unit], ranking: np.ndarray, k: 
                   batches_per_eval: int = BATCHES_PER_EVAL) -> Selection:
     """Budgeted greedy: each step exactly ``budget`` trials on pool units (seeded permutations of
     the pool, repeated when the budget exceeds it); the lowest mean damage of the step joins."""
-    _check_k(k, len(units))
-    _check_budget(budget)
-    t0 = time.perf_counter()
-    ev.reset()
-    batch_rng, trial_rng = _rngs(seed)
-    stream = BatchStream(ev.n_batches, batches_per_eval, batch_rng)
-    pool = Pool([units[i] for i in np.argsort(ranking, kind="stable")], pool_size)
+    t0, stream, pool, trial_rng = _start(ev, units, ranking, k, seed, budget, pool_size, batches_per_eval)
     sel = Selection("greedy", [], ev.budget)
     for _ in range(k):
         order: list[Unit] = []

@@ -145,9 +145,9 @@ class Pruner:
     nm = True  # supports N:M patterns
     defaults: dict = {}
     # CPU threads of the compress step (None: torch's). One by default: many small operations, whose
-    # barriers cost more than they save on a 2-core machine (see repro.calib.blocks.threads), and a
-    # mask that does not depend on the thread count (OGAS's gamma search with two threads runs
-    # 20.5 -> 11.0 s on SmolLM2 but can settle on another gamma within its tolerance)
+    # barriers can cost more than they save on a small shared CPU (see repro.calib.blocks.threads), and
+    # a mask that does not depend on the thread count (OGAS's gamma search with more threads is faster
+    # but can settle on another gamma within its tolerance)
     compress_threads: int | None = 1
 
     def __init__(self, sparsity: float, pattern: str | Pattern = "unstructured", **params):

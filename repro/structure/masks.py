@@ -123,13 +123,8 @@ class Masks:
 
     @heads.setter
     def heads(self, mask) -> None:
-        if mask is not None:
-            self._check_layers(mask, "heads")
-            units = [_binary(mask[i], a.n_heads, f"heads of layer {i}") for i, a in enumerate(self._attn)]
+        self._set_whole("h", mask, self._attn, "n_heads", "heads", "o")
         self._heads = mask
-        self._inplace.discard("h")
-        for i, a in enumerate(self._attn):
-            self._feat[("h", i)] = None if mask is None else self._expand(a.out_site, "o", units[i])
 
     @property
     def channels(self):
@@ -137,13 +132,18 @@ class Masks:
 
     @channels.setter
     def channels(self, masks) -> None:
-        if masks is not None:
-            self._check_layers(masks, "channels")
-            units = [_binary(masks[i], m.n_channels, f"channels of layer {i}") for i, m in enumerate(self._mlp)]
+        self._set_whole("c", masks, self._mlp, "n_channels", "channels", "c")
         self._channels = masks
-        self._inplace.discard("c")
-        for i, m in enumerate(self._mlp):
-            self._feat[("c", i)] = None if masks is None else self._expand(m.out_site, "c", units[i])
+
+    def _set_whole(self, key: str, masks, modules, size: str, what: str, role: str) -> None:
+        """Replace every layer's feature mask of ``key`` ("h" heads, "c" channels) from ``masks``
+        (one 0/1 vector of ``module.<size>`` units per layer; None: no mask)."""
+        if masks is not None:
+            self._check_layers(masks, what)
+            units = [_binary(masks[i], getattr(mod, size), f"{what} of layer {i}") for i, mod in enumerate(modules)]
+        self._inplace.discard(key)
+        for i, mod in enumerate(modules):
+            self._feat[(key, i)] = None if masks is None else self._expand(mod.out_site, role, units[i])
 
     # ---- in-place, per unit ------------------------------------------------------------------
 
