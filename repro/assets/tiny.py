@@ -65,11 +65,12 @@ def build_tiny(name: str, seed: int = 0) -> torch.nn.Module:
 SPECIALS = ["<pad>", "<s>", "</s>", "<mask>"]  # ids 0-3; byte b is id b + 4
 
 
-def byte_tokenizer():
+def byte_tokenizer(add_bos: bool = False):
     """UTF-8 bytes as token ids (byte ``b`` -> ``b + 4``, after 4 specials), as a Hugging Face fast
     tokenizer, so tiny models also run through code that needs one (lm-eval's HFLM). Built in
-    code: no file, no download; no BOS is added, like SmolLM2's tokenizer."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    code: no file, no download. No BOS is added, like SmolLM2's tokenizer; ``add_bos``: ``<s>``
+    (id 1) starts every encoding, like Gemma's."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
     from transformers import PreTrainedTokenizerFast
 
     alphabet = pre_tokenizers.ByteLevel.alphabet()  # the 256 printable stand-ins for bytes
@@ -79,6 +80,8 @@ def byte_tokenizer():
     bpe = Tokenizer(models.BPE(vocab=vocab, merges=[]))
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
     bpe.decoder = decoders.ByteLevel()
+    if add_bos:
+        bpe.post_processor = processors.TemplateProcessing(single="<s> $A", pair="<s> $A $B", special_tokens=[("<s>", 1)])
     tok = PreTrainedTokenizerFast(tokenizer_object=bpe, pad_token="<pad>", bos_token="<s>", eos_token="</s>",
                                   mask_token="<mask>", model_max_length=512)
     tok.name_or_path = "bytes"

@@ -18,18 +18,21 @@ from torch import nn
 from repro.progress import tqdm
 
 from repro.assets.devices import input_device
+from repro.assets.feeding import prepend, text_tokens
 from repro.errors import ReproError
 
 
-def sample_windows(ids: torch.Tensor, nsamples: int, seqlen: int, seed: int = 0) -> torch.Tensor:
-    """``nsamples`` windows of ``seqlen`` tokens starting at seeded random offsets."""
+def sample_windows(ids: torch.Tensor, nsamples: int, seqlen: int, seed: int = 0, bos: int | None = None) -> torch.Tensor:
+    """``nsamples`` windows of ``seqlen`` tokens starting at seeded random offsets; with ``bos`` (the
+    family's rule, :mod:`repro.assets.feeding`) of ``seqlen`` text tokens with BOS prepended."""
+    ids = text_tokens(ids, bos)
     if nsamples < 1:
         raise ReproError(f"the calibration set is empty (nsamples={nsamples})")
     if ids.numel() <= seqlen:
         raise ReproError(f"calibration text has {ids.numel()} tokens, not more than seqlen={seqlen}")
     rng = np.random.default_rng(seed)
     starts = rng.integers(0, ids.numel() - seqlen, size=nsamples)
-    return torch.stack([ids[s:s + seqlen] for s in starts.tolist()])
+    return prepend(torch.stack([ids[s:s + seqlen] for s in starts.tolist()]), bos)
 
 
 def load_windows(path, vocab_size: int | None = None, max_positions: int | None = None) -> torch.Tensor:

@@ -17,6 +17,7 @@ from repro.progress import tqdm
 
 from repro.assets.data import TextData
 from repro.assets.devices import input_device
+from repro.assets.feeding import prepend, text_tokens
 from repro.errors import ReproError
 from repro.evaluate.stats import ppl_ci
 
@@ -48,8 +49,10 @@ def max_positions(model: torch.nn.Module) -> int | None:
     return None
 
 
-def windows(ids: torch.Tensor, seqlen: int, max_windows: int | None = None) -> torch.Tensor:
-    """Non-overlapping [n, seqlen] windows from the start; tail dropped."""
+def windows(ids: torch.Tensor, seqlen: int, max_windows: int | None = None, bos: int | None = None) -> torch.Tensor:
+    """Non-overlapping [n, seqlen] windows from the start; tail dropped. With ``bos`` (the family's
+    rule, :mod:`repro.assets.feeding`): windows of ``seqlen`` text tokens with BOS prepended, [n, seqlen + 1]."""
+    ids = text_tokens(ids, bos)
     if seqlen < 2:
         raise ReproError(f"seqlen must be at least 2, got {seqlen}")
     n = ids.numel() // seqlen
@@ -59,7 +62,7 @@ def windows(ids: torch.Tensor, seqlen: int, max_windows: int | None = None) -> t
         n = min(n, max_windows)
     if n == 0:
         raise ReproError(f"the data has {ids.numel()} tokens, fewer than one window of {seqlen}")
-    return ids[: n * seqlen].view(n, seqlen)
+    return prepend(ids[: n * seqlen].view(n, seqlen), bos)
 
 
 # Families whose logits are exactly ``lm_head(final hidden state)`` (no scaling or soft-capping after it).
@@ -158,10 +161,11 @@ class PPLResult:
 
 
 def perplexity(model, tokenizer, data: TextData, seqlen: int = 1024, max_windows: int | None = None,
-               batch_size: int = 1, progress: bool = True) -> PPLResult:
-    """Perplexity of ``model`` on ``data`` (in the model's current dtype)."""
-    wins = windows(tokenize(tokenizer, data), seqlen, max_windows)
+               batch_size: int = 1, progress: bool = True, bos: int | None = None) -> PPLResult:
+    """Perplexity of ``model`` on ``data`` (in the model's current dtype); ``bos``: the family's
+    window rule (:func:`repro.assets.feeding.bos_token`). ``n_tokens`` counts text tokens."""
+    wins = windows(tokenize(tokenizer, data), seqlen, max_windows, bos)
     nll = window_nll(model, wins, batch_size, progress)
     dtype = str(next(model.parameters()).dtype).replace("torch.", "")
-    return PPLResult(float(math.exp(nll.mean())), ppl_ci(nll), nll.tolist(), seqlen, len(wins), int(wins.numel()),
+    return PPLResult(float(math.exp(nll.mean())), ppl_ci(nll), nll.tolist(), seqlen, len(wins), len(wins) * seqlen,
                      dtype)

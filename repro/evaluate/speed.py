@@ -12,17 +12,20 @@ from repro.assets.devices import input_device, model_devices, sync
 
 @torch.inference_mode()
 def prefill_seconds(models: dict[str, torch.nn.Module], batch: int, seqlen: int, repeats: int = 5,
-                    warmup: int = 1, seed: int = 0) -> dict[str, dict]:
+                    warmup: int = 1, seed: int = 0, bos: int | None = None) -> dict[str, dict]:
     """Wall-clock seconds of one forward pass over ``batch x seqlen`` tokens for each model.
 
     The models are timed round-robin (dense, variant 1, variant 2, ..., then again), so slow
     drift in machine load or clock speed hits every model alike; the median is reported.
     Every device of a model is synchronised before the clock is read at both ends of a pass.
+    ``bos``: the family's first token (:mod:`repro.assets.feeding`), else random ids throughout.
     """
     first = next(iter(models.values()))
     g = torch.Generator().manual_seed(seed)
     vocab = first.get_input_embeddings().num_embeddings
     ids = torch.randint(4, vocab, (batch, seqlen), generator=g)
+    if bos is not None:
+        ids[:, 0] = bos
     inputs = {name: ids.to(input_device(model)) for name, model in models.items()}
     devices = {name: model_devices(model) for name, model in models.items()}
     times: dict[str, list[float]] = {name: [] for name in models}

@@ -42,6 +42,7 @@ from typing import Callable
 import numpy as np
 import torch
 
+from repro.assets.feeding import bos_token
 from repro.assets.files import package_dir, sha256_file
 from repro.errors import ReproError, UnknownNameError
 
@@ -251,9 +252,11 @@ def _wrap(model, tokenizer, batch_size: int):
 
     if tokenizer.pad_token_id is None:
         tokenizer = copy.deepcopy(tokenizer)
+    # a family that requires <bos> gets it on every request, whatever its tokenizer's default
+    bos = {"add_bos_token": True} if bos_token(model.config, tokenizer) is not None else {}
     model.tie_weights = lambda *a, **k: None  # an instance attribute shadows the method ...
     try:
-        return HFLM(pretrained=model, tokenizer=tokenizer, backend="causal", batch_size=batch_size)
+        return HFLM(pretrained=model, tokenizer=tokenizer, backend="causal", batch_size=batch_size, **bos)
     finally:
         del model.tie_weights  # ... until deleted
 
