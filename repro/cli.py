@@ -1,24 +1,77 @@
-"""Headless entry point: ``python -m repro {ppl,heads,zeroshot} ...`` prints one JSON object.
+"""Headless entry point: ``python -m repro {ppl,heads,prune,bandit,zeroshot,notebook} ...``
+prints one JSON object on stdout.
 
-Bad input (unknown names, sparsity outside [0, 1), missing data, a failed sha256, seqlen past
-the model's limit...) exits with status 2 and a one-line message on stderr.
+  ppl       perplexity of a model (SparseGPT/Wanda protocol)
+  heads     score attention heads (Paper 1), zero or remove them, optionally evaluate
+  prune     unstructured / N:M pruning (Paper 2's engine), optionally evaluate and save
+  bandit    select heads / MLP groups one at a time (Paper 3), optionally evaluate (paired)
+  zeroshot  zero-shot accuracy with lm-eval's task YAMLs (offline data)
+  notebook  execute a paper notebook (jupytext .py) with a profile via papermill
+
+Options mean one thing everywhere: --method (the head scorer, pruning method or unit selector:
+``python -m repro CMD --help`` lists the names), --calib-data, --calib-nsamples, --calib-seqlen,
+--calib-seed, --eval (--data for ppl). The older --calib, --nsamples and --policy still work.
+
+Bad input (unknown names, sparsity outside [0, 1), a negative seed, a number that is not finite,
+a method parameter of the wrong type, a model folder without config.json, a missing or malformed
+file, an output that exists or whose folder does not, missing data, a failed sha256, seqlen past
+the model's limit...) exits with status 2 and one line ``error: ...`` on stderr naming the
+argument. Whatever can be checked without the model is checked before it is loaded, and nothing
+is written before every check has passed.
 """
 from __future__ import annotations
 
 import argparse
+import copy
+import importlib
 import json
 import logging
+import math
 import sys
 import warnings
+from contextlib import contextmanager
+from pathlib import Path
 
-from repro.errors import ReproError
+from repro.errors import ReproError, UnknownNameError
+
+# older spellings, still accepted, never shown in --help: old -> the one name now used everywhere
+OLD_SPELLINGS = {"--calib": "--calib-data", "--nsamples": "--calib-nsamples", "--policy": "--method"}
+# where each command's --method names come from (read when --help is shown: the registries import torch)
+METHOD_REGISTRIES = {"heads": ("repro.methods.heads", "HEAD_METHODS"),
+                     "prune": ("repro.methods.unstructured", "PRUNERS"),
+                     "bandit": ("repro.methods.bandit", "SELECTORS")}
+MAX_SEED = 2**63 - 1  # torch and numpy generators take any seed in [0, 2**63)
 
 
 class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line ``error: ...`` on stderr and exit status 2."""
 
     def error(self, message: str):
-        self.exit(2, f"error: {self.prog}: {message}\n")
+        self.exit(2, f"error: {self.prog}: {' '.join(message.split())}\n")
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """Help that shows only the current spelling of each option, and lists each ``--method``'s
+    valid names from its registry (unbroken)."""
+
+    def _format_action_invocation(self, action):
+        shown = [s for s in action.option_strings if s not in OLD_SPELLINGS]
+        if shown != list(action.option_strings):
+            action = copy.copy(action)
+            action.option_strings = shown
+        return super()._format_action_invocation(action)
+
+    def _split_lines(self, text, width):  # never split a name such as "wanda-head" at its hyphen
+        import textwrap
+
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
+    def _get_help_string(self, action):
+        text = super()._get_help_string(action) or ""
+        if getattr(action, "registry", None):
+            module, name = action.registry
+            text += ": " + ", ".join(getattr(importlib.import_module(module), name))
+        return text
 
 
 def _positive(text: str) -> int:
@@ -31,9 +84,61 @@ def _positive(text: str) -> int:
     return v
 
 
+def _nonneg(text: str) -> int:
+    """A seed: an integer in [0, 2**63)."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {v}")
+    if v > MAX_SEED:
+        raise argparse.ArgumentTypeError(f"expected an integer below 2**63, got {v}")
+    return v
+
+
+def _finite(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(v):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return v
+
+
+def _fraction(text: str) -> float:
+    """A sparsity: a number in [0, 1)."""
+    v = _finite(text)
+    if not 0.0 <= v < 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1), got {text!r}")
+    return v
+
+
+def _open_fraction(text: str) -> float:
+    """A share of units to select: a number in (0, 1)."""
+    v = _finite(text)
+    if not 0.0 < v < 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}")
+    return v
+
+
 def _model_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True, help="short name, hub id or local folder")
+    p.add_argument("--model", required=True, help="short name, hub id or local folder (holding config.json)")
     p.add_argument("--device", default=None, help="cpu (default), cuda, cuda:N, or auto (accelerate device_map)")
+
+
+def _method_arg(p: argparse.ArgumentParser, command: str, what: str, *old: str, **kw) -> None:
+    p.add_argument("--method", *old, help=what, **kw).registry = METHOD_REGISTRIES[command]
+
+
+def _calib_args(p: argparse.ArgumentParser, nsamples: int, seqlen: int, seed: bool = True) -> None:
+    p.add_argument("--calib-data", "--calib", default="wikitext2-train",
+                   help="calibration text spec, e.g. wikitext2-train or c4-sample:calib")
+    p.add_argument("--calib-nsamples", "--nsamples", type=_positive, default=nsamples, help="calibration windows")
+    p.add_argument("--calib-seqlen", type=_positive, default=seqlen, help="tokens per calibration window")
+    if seed:
+        p.add_argument("--calib-seed", type=_nonneg, default=0, help="seed of the calibration windows' draw")
 
 
 def _ppl_args(p: argparse.ArgumentParser, data_default: str | None) -> None:
@@ -47,57 +152,52 @@ def _ppl_args(p: argparse.ArgumentParser, data_default: str | None) -> None:
 
 
 def parser() -> argparse.ArgumentParser:
-    ap = _Parser(prog="python -m repro", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = _Parser(prog="python -m repro", description=__doc__, formatter_class=_Formatter)
     sub = ap.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("ppl", help="perplexity of a model (SparseGPT/Wanda protocol)")
+    def command(name: str, text: str) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=text, description=text, formatter_class=_Formatter)
+
+    p = command("ppl", "perplexity of a model (SparseGPT/Wanda protocol)")
     _model_args(p)
     _ppl_args(p, "wikitext2:validation")
 
-    h = sub.add_parser("heads", help="score attention heads, prune, optionally evaluate")
+    h = command("heads", "score attention heads, prune, optionally evaluate")
     _model_args(h)
-    h.add_argument("--method", default="mpg", help="mpg, mp, wanda-head, sparsegpt-head, gradient-head, hybrid, "
-                   "magnitude-head, random")
-    h.add_argument("--z", type=float, default=2.0)
-    h.add_argument("--sparsity", type=float, default=0.25)
+    _method_arg(h, "heads", "head scorer (default mpg)", default="mpg")
+    h.add_argument("--z", type=_finite, default=2.0, help="MP-G's z (a finite number)")
+    h.add_argument("--sparsity", type=_fraction, default=0.25, help="share of the heads to prune, in [0, 1)")
     h.add_argument("--tie-break", default="index", choices=["index", "random"])
-    h.add_argument("--seed", type=int, default=0, help="seed of Random scores and random tie-breaks")
+    h.add_argument("--seed", type=_nonneg, default=0, help="seed of Random scores and random tie-breaks")
     h.add_argument("--remove", action="store_true", help="remove heads physically instead of zeroing")
-    h.add_argument("--calib-data", default="wikitext2-train")
-    h.add_argument("--calib-nsamples", type=_positive, default=64)
+    _calib_args(h, nsamples=64, seqlen=512)
     h.add_argument("--grad-nsamples", type=_positive, default=32, help="calibration windows for gradient-head")
-    h.add_argument("--calib-seqlen", type=_positive, default=512)
-    h.add_argument("--calib-seed", type=int, default=0)
     _ppl_args(h, None)
 
-    u = sub.add_parser("prune", help="unstructured / N:M pruning of every linear in the blocks (Paper 2's engine)")
+    u = command("prune", "unstructured / N:M pruning of every linear in the blocks (Paper 2's engine)")
     _model_args(u)
-    u.add_argument("--method", required=True, help="magnitude, wanda, ria, sparsegpt, ogas (and ogas-* variants)")
-    u.add_argument("--sparsity", type=float, default=None, help="target fraction of zeros (N/M by default for N:M)")
+    _method_arg(u, "prune", "pruning method", required=True)
+    u.add_argument("--sparsity", type=_fraction, default=None,
+                   help="target fraction of zeros, in [0, 1) (N/M by default for N:M)")
     u.add_argument("--pattern", default="unstructured", help="unstructured, 2:4, 4:8, ...")
-    u.add_argument("--calib", default="wikitext2-train", help="calibration text, e.g. c4-sample:calib")
-    u.add_argument("--nsamples", type=_positive, default=32)
-    u.add_argument("--calib-seqlen", type=_positive, default=512)
-    u.add_argument("--calib-seed", type=int, default=0)
-    u.add_argument("--calib-file", default=None, help=".npy token ids [nsamples, seqlen] (replaces --calib)")
+    _calib_args(u, nsamples=32, seqlen=512)
+    u.add_argument("--calib-file", default=None, help=".npy token ids [nsamples, seqlen] (replaces --calib-data)")
     u.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
-                   help="method parameter, e.g. lam=0.2, gamma=0.2, rounding=exact (repeatable)")
-    u.add_argument("--save", default=None, help="save the pruned model (safetensors folder)")
+                   help="method parameter, e.g. lam=0.2, gamma=0.2, rounding=exact (repeatable; JSON values, "
+                        "of the type of the method's default)")
+    u.add_argument("--save", default=None, help="save the pruned model into this new folder (safetensors)")
     _ppl_args(u, None)
 
-    b = sub.add_parser("bandit", help="Paper 3: select heads / MLP groups one at a time (UCB, Thompson, greedy, ...)")
+    b = command("bandit", "Paper 3: select heads / MLP groups one at a time (UCB, Thompson, greedy, ...)")
     _model_args(b)
     b.add_argument("--units", default="heads", help="heads, mlp, or heads,mlp")
-    b.add_argument("--ratio", type=float, required=True, help="share of the candidate units to select, in (0, 1)")
-    b.add_argument("--policy", required=True, help="ucb, thompson, greedy, random, magnitude, wanda, taylor, fisher")
-    b.add_argument("--seed", type=int, default=1, help="draws the calibration windows and the policy's randomness")
+    b.add_argument("--ratio", type=_open_fraction, required=True, help="share of the candidate units to select, in (0, 1)")
+    _method_arg(b, "bandit", "unit selector", "--policy", required=True)
+    b.add_argument("--seed", type=_nonneg, default=1, help="draws the calibration windows and the selector's randomness")
     b.add_argument("--group-size", type=_positive, default=32, help="channels per MLP unit (g0)")
     b.add_argument("--budget", type=_positive, default=None, help="paired evaluations per step (default 32)")
     b.add_argument("--pool-size", type=_positive, default=None, help="pre-screened candidates (default 48)")
-    b.add_argument("--calib", default="wikitext2-train")
-    b.add_argument("--nsamples", type=_positive, default=64, help="calibration windows")
-    b.add_argument("--calib-seqlen", type=_positive, default=128)
+    _calib_args(b, nsamples=64, seqlen=128, seed=False)  # --seed draws the windows (the paper's seeds)
     b.add_argument("--calib-batch-size", type=_positive, default=8, help="windows per calibration mini-batch")
     b.add_argument("--lambada-limit", type=_positive, default=None, help="also LAMBADA (lm-eval), first N documents")
     b.add_argument("--search-dtype", default="float32", choices=["float32", "eval"],
@@ -105,19 +205,69 @@ def parser() -> argparse.ArgumentParser:
     _ppl_args(b, None)
     b.set_defaults(seqlen=128)
 
-    z = sub.add_parser("zeroshot", help="zero-shot accuracy with lm-eval's standard task YAMLs (offline data)")
+    z = command("zeroshot", "zero-shot accuracy with lm-eval's standard task YAMLs (offline data)")
     _model_args(z)
     z.add_argument("--tasks", required=True, help="comma-separated lm-eval task names, e.g. arc_easy,sst2")
     z.add_argument("--limit", type=_positive, default=None, help="first N documents of each task")
     z.add_argument("--batch-size", type=_positive, default=8)
     z.add_argument("--dtype", default="auto")
 
-    n = sub.add_parser("notebook", help="execute a paper notebook (jupytext .py) with a profile via papermill")
+    n = command("notebook", "execute a paper notebook (jupytext .py) with a profile via papermill")
     n.add_argument("source", help="notebooks/NN_name.py")
     n.add_argument("--profile", default=None, help="notebooks/profiles/<name>.yaml")
-    n.add_argument("--out", default=None, help="executed .ipynb (default: the .py's pair beside it)")
+    n.add_argument("--out", default=None, help="executed .ipynb, in an existing folder (default: the .py's pair "
+                   "beside it)")
     n.add_argument("--recompute", action="store_true", help="compute every cell again instead of reading records")
     return ap
+
+
+# ---- checks made before anything is loaded --------------------------------------------------
+
+@contextmanager
+def _about(option: str):
+    """Re-raise a ReproError with the option it is about in front."""
+    try:
+        yield
+    except ReproError as e:
+        raise ReproError(f"{option}: {e}") from None
+
+
+def _check_model(name: str) -> None:
+    from repro.assets.models import check_model_name
+
+    with _about("--model"):
+        check_model_name(name)
+
+
+def _check_text(option: str, spec: str) -> None:
+    """A text dataset spec: a known name and, after ':', a non-empty split (the split's own
+    name is checked by the loader)."""
+    from repro.assets.data import TEXT, parse_spec
+
+    with _about(option):
+        name, _ = parse_spec(spec)
+        if name not in TEXT:
+            raise UnknownNameError("text dataset", name, TEXT)
+
+
+def _check_inputs(args) -> None:
+    """What every model command can check before loading the model: the model name and the
+    dataset specs."""
+    _check_model(args.model)
+    if getattr(args, "data", None) is not None:
+        _check_text("--data" if args.command == "ppl" else "--eval", args.data)
+    if getattr(args, "calib_data", None) is not None:
+        _check_text("--calib-data", args.calib_data)
+
+
+def _new_path(option: str, path: str) -> Path:
+    """A path to be created: it must not exist (nothing is overwritten) and its folder must."""
+    p = Path(path)
+    if p.exists() or p.is_symlink():
+        raise ReproError(f"{option}: {path} exists; name a new path (nothing is overwritten)")
+    if not p.parent.is_dir():
+        raise ReproError(f"{option}: folder {p.parent} does not exist")
+    return p
 
 
 def _setup(args, **calib):
@@ -142,16 +292,17 @@ def cmd_ppl(args) -> dict:
 def cmd_heads(args) -> dict:
     """The notebook's pipeline (HeadExperiment: same calibration windows, same scoring), then the
     heads are zeroed (Algorithm 1) or removed and the model evaluated."""
+    from repro.methods.heads import get_method, select_heads
+
+    with _about("--method"):
+        get_method(args.method)
     from repro.arch import adapter
     from repro.assets import parse_dtype
-    from repro.errors import check_fraction
     from repro.evaluate.speed import count_params
     from repro.experiments.heads import HeadExperiment
-    from repro.methods.heads import select_heads
     from repro.store import Store
     from repro.structure import remove_heads, zero_heads
 
-    check_fraction("sparsity", args.sparsity)
     setup = _setup(args, calib_data=args.calib_data, calib_nsamples=args.calib_nsamples,
                    calib_seqlen=args.calib_seqlen, calib_seed=args.calib_seed)
     e = HeadExperiment(args.model, setup, Store(None), grad_nsamples=args.grad_nsamples)
@@ -179,11 +330,62 @@ def _param(text: str):
         return key, value
 
 
+def _like(value, default) -> str | None:
+    """None if ``value`` has the type of the method's ``default``, else what was expected.
+    Booleans only for a boolean, integers for an integer, any finite number for a float, a list
+    of as many matching items for a tuple or list; a string default (``"search"``, ``"auto"``,
+    a rule's name) also takes a number, the method checking the value itself."""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if isinstance(default, bool):
+        return None if isinstance(value, bool) else "true or false"
+    if isinstance(default, int):
+        return None if number and isinstance(value, int) else "an integer"
+    if isinstance(default, float):
+        return None if number and math.isfinite(value) else "a finite number"
+    if isinstance(default, str):
+        return None if isinstance(value, str) or (number and math.isfinite(value)) else "a string"
+    if isinstance(default, (tuple, list)):
+        if not isinstance(value, list) or len(value) != len(default) or any(_like(v, d) for v, d in zip(value, default)):
+            return f"a list like {json.dumps(list(default))}"
+        return None
+    return None
+
+
+def _prune_params(args) -> dict:
+    """The method, pattern and ``--param`` values, checked against the method's parameters (names
+    and types of its defaults), then by the method itself, all before the model is loaded."""
+    from repro.methods.unstructured import get_pruner, parse_pattern
+
+    with _about("--method"):
+        pruner = get_pruner(args.method)
+    with _about("--pattern"):
+        parse_pattern(args.pattern)
+    params = {}
+    for text in args.param:
+        key, value = _param(text)
+        if key not in pruner.defaults:
+            raise ReproError(f"--param {key}: pruning method {args.method!r} takes "
+                             f"{', '.join(pruner.defaults) or 'no parameters'}")
+        expected = _like(value, pruner.defaults[key])
+        if expected:
+            raise ReproError(f"--param {key}: expected {expected} (the default is {pruner.defaults[key]!r}), "
+                             f"got {json.dumps(value)}")
+        params[key] = value
+    try:
+        pruner(args.sparsity, args.pattern, **params)  # the method's own checks (ranges, sparsity vs pattern)
+    except (TypeError, ValueError) as e:
+        raise ReproError(f"--param: pruning method {args.method!r} refuses {json.dumps(params)}: {e}") from None
+    return params
+
+
 def cmd_prune(args) -> dict:
     """Prune a copy of the model block by block on calibration windows (the notebook's
     PruneExperiment), report achieved sparsity and ``zeros_sha256``, optionally evaluate and save."""
-    from pathlib import Path
-
+    if args.calib_file and not Path(args.calib_file).is_file():
+        raise ReproError(f"--calib-file: calibration file {args.calib_file} not found")
+    if args.save is not None:
+        _new_path("--save", args.save)
+    params = _prune_params(args)
     from repro.assets import parse_dtype
     from repro.calib import Calibration, load_windows
     from repro.evaluate.ppl import max_positions
@@ -192,13 +394,8 @@ def cmd_prune(args) -> dict:
     from repro.structure import save_pruned
     from repro.structure.sparsity import zeros_sha256
 
-    if args.sparsity is not None:
-        from repro.errors import check_fraction
-
-        check_fraction("sparsity", args.sparsity)
-    params = dict(_param(p) for p in args.param)
-    setup = _setup(args, calib_data=args.calib, calib_nsamples=args.nsamples, calib_seqlen=args.calib_seqlen,
-                   calib_seed=args.calib_seed)
+    setup = _setup(args, calib_data=args.calib_data, calib_nsamples=args.calib_nsamples,
+                   calib_seqlen=args.calib_seqlen, calib_seed=args.calib_seed)
     e = PruneExperiment(args.model, setup, Store(None))
     cfg = e.prune_config(args.method, args.sparsity, args.pattern, params) if not args.calib_file else None
     if args.calib_file:  # identical inputs to another implementation's
@@ -222,26 +419,36 @@ def cmd_prune(args) -> dict:
 def cmd_bandit(args) -> dict:
     """One Paper 3 selection (the notebook's BanditExperiment), optionally evaluated against the
     dense model on the same windows (paired)."""
-    from repro.evaluate.stats import paired_ratio
-    from repro.experiments.units import BanditExperiment
-    from repro.methods.bandit import check_kinds
-    from repro.store import Store
+    from repro.methods.bandit import check_kinds, get_selector
 
     kinds = sorted({{"heads": "head", "head": "head", "mlp": "mlp"}.get(u.strip(), u.strip())
                     for u in args.units.split(",") if u.strip()})
-    check_kinds(kinds)
+    with _about("--units"):
+        check_kinds(kinds)
+    with _about("--method"):
+        selector = get_selector(args.method)
     params = {k: v for k, v in (("budget", args.budget), ("pool_size", args.pool_size)) if v is not None}
-    setup = _setup(args, calib_data=args.calib, calib_nsamples=args.nsamples, calib_seqlen=args.calib_seqlen)
-    e = BanditExperiment(args.model, setup, Store(None), calib_batch_size=min(args.calib_batch_size, args.nsamples),
+    for key in params:
+        if key not in selector.defaults:
+            raise ReproError(f"--{key.replace('_', '-')}: unit selector {args.method!r} takes "
+                             f"{', '.join(selector.defaults) or 'no parameters'}")
+    from repro.evaluate.stats import paired_ratio
+    from repro.experiments.units import BanditExperiment
+    from repro.store import Store
+
+    setup = _setup(args, calib_data=args.calib_data, calib_nsamples=args.calib_nsamples,
+                   calib_seqlen=args.calib_seqlen)
+    e = BanditExperiment(args.model, setup, Store(None),
+                         calib_batch_size=min(args.calib_batch_size, args.calib_nsamples),
                          group_size=args.group_size, search_dtype=args.search_dtype)
-    sel = e.select(args.policy, kinds, args.ratio, args.seed, params)
+    sel = e.select(args.method, kinds, args.ratio, args.seed, params)
     r = sel["result"]
     out = {"model": e.name, "model_identity": e.loaded.identity, **sel["config"], "units": r["units"],
            "pulls": r["pulls"], "paired_evaluations": r["budget"]["paired_evaluations"], "budget": r["budget"],
            "damages": r["damages"]}
     if args.data:
         dense = e.dense(args.lambada_limit)["result"]
-        cell = e.cell(args.policy, kinds, args.ratio, args.seed, params, args.lambada_limit)["result"]
+        cell = e.cell(args.method, kinds, args.ratio, args.seed, params, args.lambada_limit)["result"]
         p = paired_ratio(cell["window_nll"], dense["window_nll"])
         out.update(data=e.data.label, data_sha256=e.data.sha256, dense_ppl=dense["ppl"], ppl=cell["ppl"],
                    ppl_ci95=cell["ci95"], ppl_change_pct=100 * (p.estimate - 1),
@@ -254,10 +461,18 @@ def cmd_bandit(args) -> dict:
 
 
 def cmd_zeroshot(args) -> dict:
+    from repro.evaluate.zeroshot import KNOWN_TASKS
+
+    tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
+    with _about("--tasks"):
+        if not tasks:
+            raise ReproError(f"no task names; known: {', '.join(KNOWN_TASKS)}")
+        for t in tasks:
+            if t not in KNOWN_TASKS:
+                raise UnknownNameError("zero-shot task", t, KNOWN_TASKS)
     from repro.assets import load_model, resolve_dtype
     from repro.evaluate.zeroshot import evaluate_zeroshot
 
-    tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
     dtype = resolve_dtype(args.dtype, args.device)
     loaded = load_model(args.model, dtype, device=args.device)
     out = evaluate_zeroshot(loaded.model, loaded.tokenizer, tasks, limit=args.limit, batch_size=args.batch_size)
@@ -265,11 +480,20 @@ def cmd_zeroshot(args) -> dict:
 
 
 def cmd_notebook(args) -> dict:
-    from pathlib import Path
+    """Every input is checked (source, profile, output folder) before the notebook runs."""
+    from repro.notebooks import check_output, execute, load_profile
 
-    from repro.notebooks import execute
-
-    out = Path(args.out) if args.out else Path(args.source).with_suffix(".ipynb")
+    source = Path(args.source)
+    if not source.is_file():
+        raise ReproError(f"notebook source {args.source}: no such file")
+    if args.profile is not None:
+        if not Path(args.profile).is_file():
+            raise ReproError(f"--profile: no such file {args.profile}")
+        with _about("--profile"):
+            load_profile(args.profile)  # parses; execute checks its keys against the notebook's parameters
+    out = Path(args.out) if args.out else source.with_suffix(".ipynb")
+    with _about("--out"):
+        check_output(source, out)
     seconds = execute(args.source, out, args.profile, overrides={"recompute": True} if args.recompute else None)
     return {"notebook": str(args.source), "profile": args.profile, "output": str(out), "seconds": round(seconds, 1),
             "bytes": out.stat().st_size}
@@ -280,10 +504,12 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     warnings.simplefilter("default")
     try:
+        if args.command != "notebook":
+            _check_inputs(args)
         out = {"ppl": cmd_ppl, "heads": cmd_heads, "zeroshot": cmd_zeroshot, "prune": cmd_prune,
                "bandit": cmd_bandit, "notebook": cmd_notebook}[args.command](args)
     except ReproError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {' '.join(str(e).splitlines())}", file=sys.stderr)  # one line
         return 2
     json.dump(out, sys.stdout)
     sys.stdout.write("\n")

@@ -110,6 +110,8 @@ def read_source(path: str | Path):
     """The notebook of a jupytext ``.py`` (or an ``.ipynb``) as an nbformat node."""
     import jupytext
 
+    if not Path(path).is_file():
+        raise ReproError(f"notebook source {path}: no such file")
     return jupytext.read(str(path))
 
 
@@ -126,13 +128,29 @@ def declared_parameters(nb) -> set[str]:
     raise ReproError("the notebook has no cell tagged 'parameters'")
 
 
+def _read_yaml(path: str | Path):
+    """A profile file's YAML; a missing file or a parser error is one line naming the file and,
+    for YAML, the line and column the parser stopped at."""
+    if not Path(path).is_file():
+        raise ReproError(f"profile {path}: no such file")
+    try:
+        return yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except UnicodeDecodeError as e:
+        raise ReproError(f"profile {path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = " ".join(str(getattr(e, "problem", None) or e).split())
+        raise ReproError(f"profile {path}: not valid YAML{where}: {problem}") from None
+
+
 def load_profile(path: str | Path, nb=None, name: str | None = None) -> dict:
     """A profile's parameters for the notebook ``name`` (its file stem, e.g. ``02_ogas_unstructured``).
 
     A profile holds the keys every notebook shares at the top level and one section per notebook
     under ``notebooks:``; the notebook gets the shared keys updated with its own section. With
     ``nb``, every key it gets must be one of its declared parameters (a typo is an error)."""
-    raw = yaml.safe_load(Path(path).read_text()) or {}
+    raw = _read_yaml(path) or {}
     if not isinstance(raw, dict):
         raise ReproError(f"{path}: a profile is a mapping of parameter names to values")
     sections = raw.pop("notebooks", None) or {}
@@ -173,20 +191,33 @@ def clean(nb):
     return nb
 
 
+def check_output(source: str | Path, output: str | Path) -> None:
+    """Refuse, before anything runs, an output the executed notebook could not be written to (a
+    missing folder is not created), or one that would overwrite a jupytext source."""
+    source, output = Path(source), Path(output)
+    if output.is_dir():
+        raise ReproError(f"output {output} is a folder; name the .ipynb file to write")
+    if not output.parent.is_dir():
+        raise ReproError(f"output {output}: folder {output.parent} does not exist")
+    if source.suffix != ".ipynb" and output.exists() and source.exists() and output.samefile(source):
+        raise ReproError(f"output {output} is the notebook's source itself")
+
+
 def execute(source: str | Path, output: str | Path, profile: str | Path | None = None, cwd: str | Path | None = None,
             overrides: dict | None = None, log_output: bool = True) -> float:
     """Run the notebook ``source`` (.py) with ``profile`` (+ ``overrides``), write the cleaned
     executed notebook to ``output``; returns the wall-clock seconds."""
-    import nbformat
-    import papermill as pm
-
     nb = read_source(source)
     params = load_profile(profile, nb, Path(source).stem) if profile else {}
     params.update(overrides or {})
     unknown = sorted(set(params) - declared_parameters(nb))
     if unknown:
         raise ReproError(f"unknown parameter(s) {', '.join(unknown)}")
+    check_output(source, output)  # every check before anything runs
     output = Path(output)
+    import nbformat
+    import papermill as pm
+
     os.environ["REPRO_PROGRESS"] = "text"
     if log_output:  # papermill logs each cell's output at INFO: show it while the notebook runs
         import logging

@@ -25,6 +25,50 @@ def run_here(capsys, *args):
     return code, out.out, out.err
 
 
+def refused(capsys, *args) -> str:
+    """Run in this process; assert exit status 2, nothing on stdout and exactly one stderr line
+    ``error: ...``; return that line."""
+    code, out, err = run_here(capsys, *args)
+    lines = err.strip().splitlines()
+    assert code == 2 and out == "", (code, out, err)
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    return lines[0]
+
+
+class Work(Exception):
+    """Raised by a tripwire: the command went on to load a model, prune or execute a notebook."""
+
+
+@pytest.fixture
+def tripwires(monkeypatch):
+    """Loading a model, pruning and papermill's execution raise :class:`Work`, so a test that
+    bad input is "refused before any work" fails if the command gets that far
+    (test_tripwires_catch_good_input checks that each command does reach one)."""
+    import types
+
+    import repro.assets
+    import repro.assets.models
+    import repro.experiments.base
+    import repro.experiments.unstructured
+    import repro.methods.unstructured
+
+    def trip(what):
+        def tripped(*args, **kwargs):
+            raise Work(what)
+        return tripped
+
+    for module, name in [(repro.assets, "load_model"), (repro.assets.models, "load_model"),
+                         (repro.experiments.base, "load_model"), (repro.methods.unstructured, "prune_model"),
+                         (repro.experiments.unstructured, "prune_model")]:
+        monkeypatch.setattr(module, name, trip(f"{module.__name__}.{name}"))
+    papermill = types.ModuleType("papermill")
+    papermill.execute_notebook = trip("papermill.execute_notebook")
+    monkeypatch.setitem(sys.modules, "papermill", papermill)
+
+
+NOTEBOOK = '# %% tags=["parameters"]\nx = 1\n\n# %%\nprint(x)\n'
+
+
 def test_ppl_json(capsys):
     assert main(["ppl", "--model", "tiny-llama", "--data", "wiki-sample", "--seqlen", "64", "--max-windows", "3"]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -62,9 +106,8 @@ def test_zeroed_and_removed_agree(capsys):
     (["ppl", "--model", "no-such-model"], "unknown model 'no-such-model'"),
     (["ppl", "--model", "tiny-llama", "--data", "nope:test"], "unknown text dataset 'nope'"),
     (["ppl", "--model", "tiny-gpt2", "--data", "wiki-sample", "--seqlen", "4096"], "exceeds the model's limit"),
-    (["heads", "--model", "tiny-llama", "--sparsity", "1.5"], "sparsity must be in [0, 1)"),
-    (["heads", "--model", "tiny-llama", "--sparsity", "nan"], "sparsity must be in [0, 1)"),
-    (["heads", "--model", "tiny-llama", "--method", "magic"], "unknown head method 'magic'"),
+    (["heads", "--model", "tiny-llama", "--sparsity", "1.5"], "argument --sparsity: expected a number in [0, 1)"),
+    (["heads", "--model", "tiny-llama", "--method", "magic"], "--method: unknown head method 'magic'"),
     (["heads", "--model", "tiny-llama", "--method", "wanda-head", "--calib-data", "wiki-sample",
       "--calib-nsamples", "0"], "expected a positive integer, got 0"),
     (["ppl", "--model", "tiny-llama", "--batch-size", "0"], "--batch-size: expected a positive integer, got 0"),
@@ -143,8 +186,8 @@ def test_zeroshot_json(capsys):
 def test_prune_json_and_calibration_file(capsys, tmp_path):
     import numpy as np
 
-    args = ["prune", "--model", "tiny-llama", "--method", "wanda", "--sparsity", "0.5", "--calib", "wiki-sample",
-            "--nsamples", "2", "--calib-seqlen", "32"]
+    args = ["prune", "--model", "tiny-llama", "--method", "wanda", "--sparsity", "0.5", "--calib-data", "wiki-sample",
+            "--calib-nsamples", "2", "--calib-seqlen", "32"]
     assert main(args + ["--eval", "wiki-sample", "--seqlen", "32", "--max-windows", "2"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["achieved_sparsity"] == pytest.approx(0.5) and len(out["zeros_sha256"]) == 64 and out["n_windows"] == 2
@@ -157,30 +200,28 @@ def test_prune_json_and_calibration_file(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("extra, message", [
-    (["--sparsity", "1.0"], "sparsity must be in [0, 1)"),
+    (["--sparsity", "1.0"], "argument --sparsity: expected a number in [0, 1)"),
     (["--sparsity", "0.5", "--pattern", "5:4"], "5:4"),
     (["--sparsity", "0.5", "--pattern", "2:3.5"], "2:3.5"),
-    (["--sparsity", "0.5", "--method", "nope"], "unknown pruning method 'nope'"),
-    (["--sparsity", "0.5", "--calib-file", "missing.npy"], "calibration file"),
+    (["--sparsity", "0.5", "--method", "nope"], "--method: unknown pruning method 'nope'"),  # the later --method wins
+    (["--sparsity", "0.5", "--calib-file", "missing.npy"], "--calib-file: calibration file missing.npy not found"),
+    (["--sparsity", "0.5", "--method", "ogas", "--param", "lam=2"], "OGAS lam must be in [0, 1]"),
 ])
-def test_prune_bad_input_exits_2(capsys, tmp_path, extra, message):
-    base = ["prune", "--model", "tiny-llama", "--method", "wanda", "--calib", "wiki-sample", "--nsamples", "2",
-            "--calib-seqlen", "32", "--save", str(tmp_path / "out")]
-    args = base + extra
-    if "--method" in extra:  # the later --method wins
-        pass
-    code, out, err = run_here(capsys, *args)
-    assert code == 2 and out == "" and message in err.strip().splitlines()[-1]
+def test_prune_bad_input_exits_2(capsys, tmp_path, tripwires, extra, message):
+    base = ["prune", "--model", "tiny-llama", "--method", "wanda", "--calib-data", "wiki-sample", "--calib-nsamples",
+            "2", "--calib-seqlen", "32", "--save", str(tmp_path / "out")]
+    line = refused(capsys, *base, *extra)
+    assert message in line
     assert not (tmp_path / "out").exists(), "bad input writes nothing"
 
 
-BANDIT_BASE = ["bandit", "--model", "tiny-llama", "--calib", "wiki-sample", "--nsamples", "4", "--calib-seqlen", "16",
-               "--calib-batch-size", "2"]
+BANDIT_BASE = ["bandit", "--model", "tiny-llama", "--calib-data", "wiki-sample", "--calib-nsamples", "4",
+               "--calib-seqlen", "16", "--calib-batch-size", "2"]
 BANDIT = BANDIT_BASE + ["--budget", "4", "--pool-size", "6"]
 
 
 def test_bandit_json_with_paired_ppl_change(capsys):
-    code, out, err = run_here(capsys, *BANDIT, "--units", "heads", "--ratio", "0.25", "--policy", "ucb", "--seed",
+    code, out, err = run_here(capsys, *BANDIT, "--units", "heads", "--ratio", "0.25", "--method", "ucb", "--seed",
                               "1", "--eval", "wiki-sample", "--seqlen", "32", "--max-windows", "3")
     assert code == 0, err
     out = json.loads(out)
@@ -192,19 +233,15 @@ def test_bandit_json_with_paired_ppl_change(capsys):
 
 
 def test_bandit_search_dtype_follows_the_evaluation_dtype(capsys):
-    code, out, err = run_here(capsys, *BANDIT, "--units", "heads", "--ratio", "0.25", "--policy", "thompson",
+    code, out, err = run_here(capsys, *BANDIT, "--units", "heads", "--ratio", "0.25", "--method", "thompson",
                               "--search-dtype", "eval", "--dtype", "bfloat16")
     assert code == 0, err
     assert json.loads(out)["search_dtype"] == "bfloat16"
 
 
-@pytest.mark.parametrize("bad, message", [
-    (["--units", "heads", "--ratio", "1.0", "--policy", "ucb"], "ratio must be in"),
-    (["--units", "heads", "--ratio", "0", "--policy", "ucb"], "ratio must be in"),
-    (["--units", "heads", "--ratio", "0.25", "--policy", "bogus"], "unit selector"),
-    (["--units", "neurons", "--ratio", "0.25", "--policy", "ucb"], "unit kind"),
-    (["--units", "mlp", "--ratio", "0.25", "--policy", "ucb", "--group-size", "500"], "group"),
-    (["--units", "heads", "--ratio", "0.1", "--policy", "ucb", "--budget", "2", "--pool-size", "8"],
+@pytest.mark.parametrize("bad, message", [  # what only the loaded model can tell
+    (["--units", "mlp", "--ratio", "0.25", "--method", "ucb", "--group-size", "500"], "group"),
+    (["--units", "heads", "--ratio", "0.1", "--method", "ucb", "--budget", "2", "--pool-size", "8"],
      "smaller than the pool"),
 ])
 def test_bandit_bad_input_exits_2_with_one_line(capsys, bad, message):
@@ -230,3 +267,297 @@ def test_prune_every_method_and_pattern_from_a_calibration_file(capsys, tmp_path
     assert out["pattern"] == pattern and out["n_windows"] == 2
     assert out["calibration"]["nsamples"] == 3 if method != "magnitude" else "calibration" not in out  # uses none
     assert out["achieved_sparsity"] == pytest.approx(0.5, abs=0.01) and np.isfinite(out["ppl"])
+
+
+# ---- bad input is refused before any work: exit 2, one line naming the argument, nothing written
+
+PRUNE = ["prune", "--model", "tiny-llama", "--method", "wanda", "--sparsity", "0.5", "--calib-data", "wiki-sample",
+         "--calib-nsamples", "2", "--calib-seqlen", "32"]
+GOOD = {
+    "ppl": ["ppl", "--model", "tiny-llama", "--data", "wiki-sample", "--seqlen", "32"],
+    "heads": ["heads", "--model", "tiny-llama", "--calib-seed", "0", "--seed", "3", "--z", "1.5", "--eval", "wiki-sample"],
+    "prune": PRUNE,
+    "prune-ogas-params": ["prune", "--model", "tiny-llama", "--method", "ogas", "--sparsity", "0.5", "--param",
+                          "gamma=0.2", "--param", "lam=1", "--param", "gamma_bounds=[0.1, 1]", "--param", "s_max=0.9",
+                          "--param", "rounding=exact", "--param", "subset=4"],
+    "prune-ria-params": ["prune", "--model", "tiny-llama", "--method", "ria", "--sparsity", "0.5", "--param",
+                         "per_row=true", "--param", "a=1"],
+    "bandit": BANDIT + ["--units", "heads,mlp", "--ratio", "0.25", "--method", "ucb", "--seed", "0"],
+    "bandit-old-spellings": ["bandit", "--model", "tiny-llama", "--calib", "wiki-sample", "--nsamples", "4",
+                             "--units", "heads", "--ratio", "0.25", "--policy", "random"],
+    "zeroshot": ["zeroshot", "--model", "tiny-llama", "--tasks", "sst2,rte"],
+}
+
+
+@pytest.mark.parametrize("name", [*GOOD, "prune-save", "notebook"])
+def test_tripwires_catch_good_input(capsys, tmp_path, tripwires, name):
+    """Good input goes on to real work, so the tripwires below can catch a check that comes too late."""
+    args = GOOD.get(name)
+    if name == "prune-save":
+        args = PRUNE + ["--save", str(tmp_path / "new")]
+    if name == "notebook":
+        (tmp_path / "nb.py").write_text(NOTEBOOK)
+        (tmp_path / "p.yaml").write_text("x: 2\n")
+        args = ["notebook", str(tmp_path / "nb.py"), "--profile", str(tmp_path / "p.yaml"), "--out",
+                str(tmp_path / "nb.ipynb")]
+    with pytest.raises(Work):
+        main(args)
+    assert not (tmp_path / "new").exists() and not (tmp_path / "nb.ipynb").exists()
+
+
+@pytest.mark.parametrize("args, names", [
+    (["ppl", "--data", ""], ["--data", "empty dataset spec"]),
+    (["ppl", "--data", "wikitext2:"], ["--data", "empty split"]),
+    (["ppl", "--data", "nope:test"], ["--data", "unknown text dataset 'nope'"]),
+    (["heads", "--eval", ""], ["--eval", "empty dataset spec"]),
+    (["heads", "--calib-data", "wiki-sample:"], ["--calib-data", "empty split"]),
+    (["prune", "--method", "wanda", "--calib-data", ""], ["--calib-data", "empty dataset spec"]),
+    (["bandit", "--ratio", "0.1", "--method", "ucb", "--calib", ":test"], ["--calib-data", "no name"]),
+])
+def test_bad_data_spec_refused_before_loading(capsys, tripwires, args, names):
+    line = refused(capsys, args[0], "--model", "tiny-llama", *args[1:])
+    assert all(n in line for n in names), line
+
+
+def test_parse_spec_refuses_empty_parts():
+    from repro.assets.data import load_text, parse_spec
+    from repro.errors import ReproError
+
+    assert parse_spec("wikitext2") == ("wikitext2", None) and parse_spec("c4-sample:calib") == ("c4-sample", "calib")
+    for spec in ("", "wikitext2:", ":test", "  "):
+        with pytest.raises(ReproError, match="dataset spec"):
+            load_text(spec)
+
+
+@pytest.mark.parametrize("args, option", [
+    (["bandit", "--ratio", "0.1", "--method", "ucb", "--seed", "-1"], "--seed"),
+    (["heads", "--calib-seed", "-1"], "--calib-seed"),
+    (["prune", "--method", "wanda", "--calib-seed", "-1"], "--calib-seed"),
+    (["heads", "--method", "random", "--seed", "-1"], "--seed"),
+    (["heads", "--seed", "1.5"], "--seed"),
+    (["heads", "--seed", str(2**64)], "--seed"),
+])
+def test_bad_seed_refused_before_loading(capsys, tripwires, args, option):
+    line = refused(capsys, args[0], "--model", "tiny-llama", *args[1:])
+    assert f"argument {option}: expected " in line and ("non-negative integer" in line or "below 2**63" in line)
+
+
+@pytest.mark.parametrize("method, param, expected", [
+    ("ogas", "lam=abc", "--param lam: expected a finite number (the default is 0.4), got \"abc\""),
+    ("ogas", "lam=NaN", "--param lam: expected a finite number"),
+    ("ogas", "subset=1.5", "--param subset: expected an integer"),
+    ("ogas", "gamma_bounds=0.5", "--param gamma_bounds: expected a list like [0.05, 1.1]"),
+    ("ogas", "gamma_bounds=[0.1, \"x\"]", "--param gamma_bounds: expected a list"),
+    ("ogas", "rounding=[1]", "--param rounding: expected a string"),
+    ("ria", "per_row=1", "--param per_row: expected true or false"),
+    ("ria", "per_row=True", "--param per_row: expected true or false"),
+    ("sparsegpt", "blocksize=true", "--param blocksize: expected an integer"),
+    ("wanda", "lam=0.2", "--param lam: pruning method 'wanda' takes"),
+    ("ogas", "s_max=abc", "--param: pruning method 'ogas' refuses"),
+    ("ogas", "novalue", "--param takes KEY=VALUE"),
+])
+def test_prune_param_of_wrong_type_refused_before_loading(capsys, tripwires, method, param, expected):
+    line = refused(capsys, *PRUNE, "--method", method, "--param", param)
+    assert expected in line, line
+
+
+@pytest.mark.parametrize("args, option", [
+    (["heads", "--z", "nan"], "--z"),
+    (["heads", "--z", "inf"], "--z"),
+    (["heads", "--sparsity", "nan"], "--sparsity"),
+    (["prune", "--method", "wanda", "--sparsity", "inf"], "--sparsity"),
+    (["prune", "--method", "wanda", "--sparsity=-inf"], "--sparsity"),
+    (["bandit", "--method", "ucb", "--ratio", "nan"], "--ratio"),
+])
+def test_non_finite_number_refused_before_loading(capsys, tripwires, args, option):
+    line = refused(capsys, args[0], "--model", "tiny-llama", *args[1:])
+    assert f"argument {option}: expected a finite number" in line, line
+
+
+def _bad_model(tmp_path, case: str) -> tuple[str, str]:
+    """(a --model value that is not a model, what the one-line error must say)."""
+    if case == "folder-without-config":
+        (tmp_path / "empty").mkdir()
+        (tmp_path / "empty" / "model.safetensors").write_bytes(b"")
+        return str(tmp_path / "empty"), "has no config.json"
+    if case == "file":
+        (tmp_path / "weights.bin").write_bytes(b"")
+        return str(tmp_path / "weights.bin"), "is a file, not a model folder"
+    if case == "missing-folder":
+        return str(tmp_path / "no" / "such" / "folder"), "no model folder"
+    if case == "empty":
+        return "", "empty model name"
+    if case == "too-long":
+        return "m" * 5000, "model name too long"
+    if case == "too-long-path":
+        return "./" + "m" * 300 + "/x", "model name too long"
+    raise AssertionError(case)
+
+
+MODEL_CASES = ["folder-without-config", "file", "missing-folder", "empty", "too-long", "too-long-path"]
+
+
+@pytest.mark.parametrize("case", MODEL_CASES)
+@pytest.mark.parametrize("command", [["ppl"], ["prune", "--method", "wanda", "--sparsity", "0.5"],
+                                     ["zeroshot", "--tasks", "sst2"]], ids=lambda c: c[0])
+def test_bad_model_refused_before_loading(capsys, tmp_path, tripwires, case, command):
+    name, message = _bad_model(tmp_path, case)
+    line = refused(capsys, *command, "--model", name)
+    assert line.startswith("error: --model: ") and message in line and len(line) < 400, line
+
+
+@pytest.mark.parametrize("case", MODEL_CASES)
+def test_load_model_refuses_bad_names_itself(tmp_path, case):
+    """The loader says the same to callers other than the CLI (no OSError from a path probe or transformers)."""
+    from repro.assets.models import load_model
+    from repro.errors import ReproError
+
+    name, message = _bad_model(tmp_path, case)
+    with pytest.raises(ReproError, match=message):
+        load_model(name)
+
+
+def _notebook_case(tmp_path, case: str) -> tuple[list[str], list[str]]:
+    """(arguments of ``notebook``, what the one-line error must say) for one bad input; the
+    other inputs are good, so without the check the notebook would run."""
+    src, profile, out = tmp_path / "nb.py", tmp_path / "p.yaml", tmp_path / "nb.ipynb"
+    src.write_text(NOTEBOOK)
+    profile.write_text("x: 2\n")
+    if case == "missing-source":
+        return [str(tmp_path / "missing.py"), "--out", str(out)], ["notebook source", "missing.py: no such file"]
+    if case == "missing-profile":
+        return [str(src), "--profile", str(tmp_path / "nope.yaml"), "--out", str(out)], ["--profile", "nope.yaml"]
+    if case == "profile-not-yaml":
+        profile.write_text("x: 2\ny: [1, 2\nz: 3\n")
+        return [str(src), "--profile", str(profile), "--out", str(out)], \
+            ["--profile", "p.yaml", "not valid YAML at line 3, column 2"]
+    if case == "out-folder-missing":
+        return [str(src), "--profile", str(profile), "--out", str(tmp_path / "missing" / "nb.ipynb")], \
+            ["--out", "missing does not exist"]
+    if case == "out-is-a-folder":
+        (tmp_path / "folder").mkdir()
+        return [str(src), "--profile", str(profile), "--out", str(tmp_path / "folder")], ["--out", "is a folder"]
+    if case == "out-is-the-source":
+        return [str(src), "--out", str(src)], ["--out", "source itself"]
+    raise AssertionError(case)
+
+
+@pytest.mark.parametrize("case", ["missing-source", "missing-profile", "profile-not-yaml", "out-folder-missing",
+                                  "out-is-a-folder", "out-is-the-source"])
+def test_notebook_bad_input_refused_before_executing(capsys, tmp_path, tripwires, case):
+    args, names = _notebook_case(tmp_path, case)
+    before = {p: p.read_bytes() if p.is_file() else None for p in tmp_path.rglob("*")}
+    line = refused(capsys, "notebook", *args)
+    assert all(n in line for n in names), line
+    assert {p: p.read_bytes() if p.is_file() else None for p in tmp_path.rglob("*")} == before, "nothing written"
+
+
+def test_notebook_bad_profile_is_one_line_from_a_real_process(tmp_path):
+    """The real entry point (``python -m repro``): one line, not the YAML parser's traceback."""
+    args, names = _notebook_case(tmp_path, "profile-not-yaml")
+    code, out, err = run("notebook", *args)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert err.startswith("error: --profile: ") and all(n in err for n in names), err
+
+
+def test_load_profile_reports_yaml_errors_in_one_line(tmp_path):
+    from repro.errors import ReproError
+    from repro.notebooks import load_profile, read_source
+
+    (tmp_path / "p.yaml").write_text("a: b: c\n")
+    with pytest.raises(ReproError, match=r"p\.yaml: not valid YAML at line 1, column 5: mapping values") as e:
+        load_profile(tmp_path / "p.yaml")
+    assert "\n" not in str(e.value)
+    with pytest.raises(ReproError, match="no such file"):
+        load_profile(tmp_path / "missing.yaml")
+    with pytest.raises(ReproError, match="no such file"):
+        read_source(tmp_path / "missing.py")
+
+
+@pytest.mark.parametrize("case", ["existing-folder", "existing-file", "missing-parent"])
+def test_prune_save_refused_before_pruning(capsys, tmp_path, tripwires, case):
+    target = {"existing-folder": tmp_path / "out", "existing-file": tmp_path / "out",
+              "missing-parent": tmp_path / "missing" / "out"}[case]
+    if case == "existing-folder":
+        target.mkdir()
+        (target / "keep.txt").write_text("mine")
+    if case == "existing-file":
+        target.write_text("mine")
+    line = refused(capsys, *PRUNE, "--save", str(target))
+    assert line.startswith("error: --save: ")
+    assert ("exists" in line) if case != "missing-parent" else ("does not exist" in line)
+    if case == "existing-folder":
+        assert [p.name for p in target.iterdir()] == ["keep.txt"] and (target / "keep.txt").read_text() == "mine"
+    elif case == "existing-file":
+        assert target.read_text() == "mine"
+    else:
+        assert not target.parent.exists()
+
+
+@pytest.mark.parametrize("bad, names", [
+    (["--units", "neurons", "--ratio", "0.25", "--method", "ucb"], ["--units", "unknown unit kind 'neurons'"]),
+    (["--units", ",", "--ratio", "0.25", "--method", "ucb"], ["--units", "unit kind"]),
+    (["--units", "heads", "--ratio", "1.0", "--method", "ucb"], ["argument --ratio", "(0, 1)"]),
+    (["--units", "heads", "--ratio", "0", "--method", "ucb"], ["argument --ratio", "(0, 1)"]),
+    (["--units", "heads", "--ratio", "0.25", "--method", "bogus"], ["--method", "unknown unit selector 'bogus'"]),
+    (["--units", "heads", "--ratio", "0.25", "--policy", "bogus"], ["--method", "unknown unit selector 'bogus'"]),
+    (["--units", "heads", "--ratio", "0.25", "--method", "random"], ["--budget", "'random' takes no parameters"]),
+])
+def test_bandit_bad_input_refused_before_loading(capsys, tripwires, bad, names):
+    line = refused(capsys, *BANDIT, *bad)  # BANDIT sets --budget and --pool-size
+    assert all(n in line for n in names), line
+
+
+@pytest.mark.parametrize("tasks, names", [("sst2,nope", ["--tasks", "unknown zero-shot task 'nope'"]),
+                                          (",", ["--tasks", "no task names"])])
+def test_zeroshot_unknown_task_refused_before_loading(capsys, tripwires, tasks, names):
+    line = refused(capsys, "zeroshot", "--model", "tiny-llama", "--tasks", tasks)
+    assert all(n in line for n in names), line
+
+
+def test_heads_unknown_method_refused_before_loading(capsys, tripwires):
+    assert "--method: unknown head method 'magic'" in refused(capsys, "heads", "--model", "tiny-llama", "--method",
+                                                              "magic")
+
+
+# ---- one name for one thing in every command
+
+
+def test_old_option_spellings_still_work():
+    from repro.cli import parser
+
+    common = ["--model", "tiny-llama"]
+    for cmd, old, new in [
+        (["prune", "--method", "wanda"], ["--calib", "c4-sample:calib", "--nsamples", "3"],
+         ["--calib-data", "c4-sample:calib", "--calib-nsamples", "3"]),
+        (["heads"], ["--calib", "c4-sample:calib", "--nsamples", "3"],
+         ["--calib-data", "c4-sample:calib", "--calib-nsamples", "3"]),
+        (["bandit", "--ratio", "0.1"], ["--policy", "ucb", "--calib", "c4-sample", "--nsamples", "3"],
+         ["--method", "ucb", "--calib-data", "c4-sample", "--calib-nsamples", "3"]),
+    ]:
+        a, b = parser().parse_args(cmd + common + old), parser().parse_args(cmd + common + new)
+        assert a == b and b.calib_data.startswith("c4-sample") and b.calib_nsamples == 3
+
+
+@pytest.mark.parametrize("command, registry", [("heads", "repro.methods.heads:HEAD_METHODS"),
+                                               ("prune", "repro.methods.unstructured:PRUNERS"),
+                                               ("bandit", "repro.methods.bandit:SELECTORS")])
+def test_help_names_every_method_and_only_current_spellings(capsys, command, registry):
+    import importlib
+    import re
+
+    from repro.cli import parser
+
+    module, name = registry.split(":")
+    with pytest.raises(SystemExit) as e:
+        parser().parse_args([command, "--help"])
+    assert e.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    options = text[text.index("options:"):]
+    method_help = options[options.index("--method METHOD"):]
+    method_help = method_help[:method_help.index(" --", 2)]  # up to the next option
+    names = list(getattr(importlib.import_module(module), name))
+    assert all(re.search(rf"[:,] {re.escape(n)}\b", method_help) for n in names), method_help[:300]
+    for option in ("--method", "--calib-data", "--calib-nsamples", "--calib-seqlen"):
+        assert option in text
+    assert not re.search(r"--calib\b(?!-)|--nsamples|--policy", text)

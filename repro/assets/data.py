@@ -184,7 +184,16 @@ TASK_SETS = {
 
 
 def parse_spec(spec: str) -> tuple[str, str | None]:
-    name, _, split = spec.partition(":")
+    """``"name[:split]"`` -> (name, split or None for the set's default split). An empty spec,
+    name or split (``"wikitext2:"``) is an error, never silently the default."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise ReproError(f"empty dataset spec {spec!r}; expected name[:split], e.g. wikitext2:validation")
+    name, sep, split = spec.partition(":")
+    if not name.strip():
+        raise ReproError(f"dataset spec {spec!r} has no name before ':'")
+    if sep and not split.strip():
+        raise ReproError(f"dataset spec {spec!r} has an empty split after ':'; name one (e.g. {name}:test) "
+                         f"or write {name!r} for its default split")
     return name, (split or None)
 
 

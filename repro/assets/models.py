@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -195,10 +196,54 @@ def _from_folder(path: str | Path, identity: dict, dtype: torch.dtype, device: t
     return Loaded(model.eval(), tokenizer, identity, device=describe(model))
 
 
+NAME_MAX, PATH_MAX = 255, 4096  # bytes in a file name / a path on common filesystems (hub ids: 96 characters)
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
+
+
+def _shown(name: str) -> str:
+    return repr(name) if len(name) <= 80 else f"{name[:40]!r}... ({len(name)} characters)"
+
+
+def check_model_name(name: str) -> None:
+    """Refuse, before anything is loaded or downloaded, a model name that cannot be one: empty,
+    too long for a path, a local path that is not a model folder (a folder with ``config.json``),
+    or none of a short name, an existing folder and (when online) a hub id ``org/name``."""
+    if isinstance(name, os.PathLike):
+        name = os.fspath(name)
+    if not isinstance(name, str) or not name.strip():
+        raise ReproError(f"empty model name {name!r}; expected a short name ({', '.join(known_models())}), "
+                         "a hub id or a local folder")
+    if name in known_models():
+        return
+    if len(name.encode()) >= PATH_MAX or any(len(part.encode()) > NAME_MAX for part in Path(name).parts):
+        raise ReproError(f"model name too long: {_shown(name)} is neither a short name, a hub id nor a folder")
+    path = Path(name)
+    try:
+        exists, is_dir = path.exists(), path.is_dir()
+        has_config = is_dir and (path / "config.json").is_file()
+    except OSError as e:  # e.g. ENAMETOOLONG, EACCES
+        raise ReproError(f"model {_shown(name)}: cannot look it up as a folder ({e.strerror or e})") from None
+    if exists:
+        if not is_dir:
+            raise ReproError(f"model {_shown(name)} is a file, not a model folder (a folder holding config.json)")
+        if not has_config:
+            raise ReproError(f"model folder {_shown(name)} has no config.json: not a Hugging Face model folder")
+        return
+    hub_like = _HUB_ID.fullmatch(name) is not None and len(name) <= 2 * 96 + 1
+    if hub_like and not os.environ.get("HF_HUB_OFFLINE"):
+        return  # the hub says whether it exists
+    if "/" in name or name.startswith((".", "~")) or os.sep in name:
+        raise ReproError(f"no model folder {_shown(name)}" + ("" if not hub_like else
+                                                               " (and HF_HUB_OFFLINE is set: no hub lookup)"))
+    raise UnknownNameError("model", name, known_models())
+
+
 def load_model(name: str, dtype: str | torch.dtype = "float32", seed: int = 0,
                device: str | torch.device | None = None) -> Loaded:
     """Load a model by short name (see ``known_models()``), hub id or local folder, onto
     ``device`` (None: CPU; see :func:`repro.assets.devices.resolve_device`)."""
+    check_model_name(name)  # before anything is read, converted or downloaded
+    name = os.fspath(name)
     dtype = parse_dtype(dtype)
     if name in TINY:
         dev = resolve_device(device, allow_split=False)
