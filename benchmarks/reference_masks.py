@@ -165,7 +165,7 @@ def main() -> None:
     torch.cuda.synchronize = lambda *args, **kwargs: None  # the references call it unconditionally
     sys.path[:0] = [a.wanda, a.sparsegpt]
     import lib.prune as wanda_prune  # locuslab/wanda
-    import llama as sg_llama          # IST-DASLab/sparsegpt (its SparseGPT class via `from sparsegpt import *`)
+    import llama as sg_llama  # IST-DASLab/sparsegpt (its SparseGPT class via `from sparsegpt import *`)
 
     loaded = load_model(a.model)
     dense = loaded.model

@@ -35,6 +35,11 @@
 # %% tags=["parameters"]
 # Parameters (papermill overrides these from notebooks/profiles/<profile>.yaml)
 profile = "cpu"
+recompute = False
+results_dir = "../results"
+figures_dir = "../figures/01_mpg"
+readme = "../README.md"
+update_readme = True
 models = ["smollm2-135m", "gemma3-270m"]
 model_settings = {}  # per model: any Setup field (max_windows, calib_nsamples, ...) and grad_nsamples, tie_seeds
 data = "wikitext2:validation"
@@ -61,52 +66,23 @@ efficiency_sparsities = [0.25, 0.5]
 efficiency_batches = [1, 8]
 efficiency_seqlen = 512
 efficiency_repeats = 5
-recompute = False
-results_dir = "../results"
-figures_dir = "../figures/01_mpg"
-readme = "../README.md"
-update_readme = True
 
 # %%
 import json
-from pathlib import Path
 
 import matplotlib.pyplot as plt
-import numpy as np
-import pandas as pd
 import seaborn as sns
-import torch
 from IPython.display import Markdown, display
 
-from repro.claims import claims_frame
-from repro.experiments.base import Setup, check_keys
-from repro.experiments.heads import HeadExperiment
 from repro.experiments import mpg as R
+from repro.experiments.heads import HeadExperiment
 from repro.methods.heads import excess, norms, select_heads
-from repro.report import marked_table, replace_block, save_figure, save_table, to_markdown
-from repro.store import Store
+from repro.notebooks import start
 
-torch.manual_seed(0)
-store = Store(results_dir, recompute=recompute)
-figs = Path(figures_dir)
-figs.mkdir(parents=True, exist_ok=True)
-LABEL = R.LABEL
-
-
-def experiment(name):
-    s = check_keys(dict(model_settings.get(name, {})), Setup.keys() | set(HeadExperiment.settings), f"{name} setting")
-    setup = Setup(data=data, seqlen=seqlen, max_windows=max_windows, batch_size=batch_size, eval_dtype=eval_dtype,
-                  device=device, calib_data=calib_data, calib_nsamples=calib_nsamples, calib_seqlen=calib_seqlen)
-    setup = setup.replace(**{k: v for k, v in s.items() if k in Setup.keys()})
-    return HeadExperiment(name, setup, store, grad_nsamples=s.get("grad_nsamples", grad_nsamples))
-
-
-check_keys(model_settings, models, "model_settings model")
-exps = {name: experiment(name) for name in models}
-for name, e in exps.items():
-    print(f"{name}: {e.loaded.identity.get('upstream', e.loaded.identity['source'])}; "
-          f"L x H = {e.shape[0]} x {e.shape[1]}, KV heads {e.adapter.attention(0).n_kv_heads}; "
-          f"eval {e.data.label}, first {e.setup.max_windows} windows of {seqlen}")
+nb = start(globals())
+exps = nb.experiments(HeadExperiment, models, grad_nsamples=grad_nsamples, tie_seeds=tie_seeds)
+T = R.Tables(nb, exps)  # the tables of this session's records, with their captions
+print(R.describe(exps))
 
 # %% [markdown]
 # ## 1. The scores
@@ -164,8 +140,7 @@ for ax, role in zip(axes, "qkvo"):
     ax.set_title(f"W_{role.upper()} {'columns' if role == 'o' else 'rows'}: {n_above} above mu+2sigma")
     ax.set_xlabel("L2 norm")
 fig.suptitle(f"{name}, layer {layer}: feature-norm profile and the z = 2 threshold", y=1.05)
-save_figure(fig, figs / "norm_profile.png")
-plt.show()
+nb.figure(fig, "norm_profile.png")
 
 # %% [markdown]
 # ## 2. Scoring every head
@@ -174,18 +149,11 @@ plt.show()
 # machine, including the calibration forward/backward passes of the data-driven methods.
 
 # %%
-cost = []
-for name, e in exps.items():
-    for m in methods:
-        s, sec = e.scores(m)
-        calib = e.method_config(m).get("calibration")
-        cost.append({"model": name, "method": m, "label": LABEL[m], "seconds": sec,
-                     "calibration": f"{calib['nsamples']} x {calib['seqlen']} tokens" if calib else "none",
-                     "zero-score heads": int((s == 0).sum())})
-cost = pd.DataFrame(cost)
-save_table(cost.drop(columns="method").round(3), figs / "scoring_cost",
-           f"Scoring cost on this machine ({torch.get_num_threads()} threads), profile `{profile}`.")
-display(cost.pivot(index="label", columns="model", values="seconds").round(3))
+for e in exps.values():
+    e.grid(methods)  # no sparsity: every method's head scores only
+scores = T.scores()
+cost_table, cap, cost = T.scoring_cost(scores, methods)
+nb.show(cost_table, "scoring_cost", cap)
 
 # %%
 name = models[0]
@@ -199,8 +167,7 @@ for (l, h) in pruned:
 ax.set_xlabel("head")
 ax.set_ylabel("layer")
 ax.set_title(f"{name}: MP-G scores (z = 2); red = pruned at 25% ({len(pruned)} heads)")
-save_figure(fig, figs / "mpg_scores_heatmap.png")
-plt.show()
+nb.figure(fig, "mpg_scores_heatmap.png")
 print(f"{int((s == 0).sum())} of {s.size} heads score exactly 0: at low sparsity the cut falls inside this tie.")
 
 # %% [markdown]
@@ -213,32 +180,11 @@ print(f"{int((s == 0).sum())} of {s.size} heads score exactly 0: at low sparsity
 # made **paired** (section 3b), which is far sharper than comparing these intervals.
 
 # %%
-for name, e in exps.items():
-    e.dense()
-    for m in methods:
-        for sp in sparsities:
-            e.cell(m, sp)
-frame = R.ppl_frame(store, exps)
-
-
-def caption(title, keys=None):
-    parts = [f"{n} ({e.loaded.identity.get('quantisation')}, first {e.setup.max_windows} x {seqlen} tokens of "
-             f"{e.data.label}, {e.setup.eval_dtype})" for n, e in exps.items()]
-    cache = f" {store.cache_summary(keys)}." if keys is not None else ""
-    return (f"**{title}** Profile `{profile}`. Models: " + "; ".join(parts) +
-            f". Calibration: {calib_data} ({calib_seqlen}-token windows; counts in scoring_cost).{cache}")
-
-
-main = frame[frame.tie_break.eq("index") & (frame.z.isna() | frame.z.eq(2.0))]
-vals = R.grid(main, "ppl", methods, models, sparsities)
-cis = R.grid(main, "ci95", methods, models, sparsities)
-table1 = marked_table(vals, cis, skip_rows=["Dense"])
-table1.columns = [f"{m} @ {s}" for m, s in table1.columns]
-cap1 = caption("Table I. WikiText-2 validation perplexity (lower is better) at 12.5/25/50% head sparsity.",
-               main.key) + (" The paper's models need the hub and a GPU: `paper` profile, not run here."
-                            if profile != "paper" else "")
-save_table(table1, figs / "table1_ppl", cap1, raw=vals)
-display(Markdown(to_markdown(table1, cap1)))
+for e in exps.values():
+    e.grid(methods, sparsities, dense=True)
+main = T.main()  # index tie-break, z = 2
+table1, cap1, vals = T.table1(main, methods, sparsities)
+nb.show(table1, "table1_ppl", cap1, raw=vals)
 
 # %% [markdown]
 # ### 3b. Paired comparisons
@@ -249,10 +195,8 @@ display(Markdown(to_markdown(table1, cap1)))
 # many windows MP-G had the lower loss.
 
 # %%
-paired = R.paired_table(main, models, sparsities)
-cap_p = caption("Paired comparisons: MP-G / other method perplexity ratio, 95% paired bootstrap CI over windows.")
-save_table(paired, figs / "paired_vs_mpg", cap_p)
-display(Markdown(to_markdown(paired.round(3), cap_p, index=False)))
+paired, cap = T.paired(main, sparsities)
+nb.show(paired, "paired_vs_mpg", cap)
 
 # %% [markdown]
 # ### Where the pruned heads are
@@ -263,35 +207,22 @@ display(Markdown(to_markdown(paired.round(3), cap_p, index=False)))
 # method empties completely and the most heads it takes from one layer.
 
 # %%
-rows = []
-for name, e in exps.items():
-    L, H = e.shape
-    for m in methods:
-        pruned = select_heads(e.scores(m)[0], sparsities[0])
-        per_layer = np.bincount([l for l, _ in pruned], minlength=L)
-        rows.append({"model": name, "method": LABEL[m], "sparsity": R.pct(sparsities[0]), "pruned": len(pruned),
-                     "layers emptied": int((per_layer == H).sum()), "most from one layer": int(per_layer.max()),
-                     "emptied layers": ", ".join(map(str, np.flatnonzero(per_layer == H))) or "-"})
-spread = pd.DataFrame(rows)
-save_table(spread, figs / "pruned_per_layer", caption("Pruned heads per layer at the lowest sparsity."))
-display(spread)
+spread, cap = T.spread(scores, methods, sparsities[0])
+nb.show(spread, "pruned_per_layer", cap)
 
 # %%
 fig, axes = plt.subplots(1, len(models), figsize=(6 * len(models), 4), squeeze=False)
 for ax, name in zip(axes[0], models):
-    dense_ppl = R.cell(main, name, "dense").ppl
     for m in methods:
-        ys = [R.cell(main, name, m, sp) for sp in sparsities]
-        ax.plot([0] + sparsities, [dense_ppl] + [c.ppl if c is not None else np.nan for c in ys], marker="o",
-                label=LABEL[m], lw=2.5 if m in ("mpg", "mp") else 1.2)
+        ax.plot([0] + sparsities, R.curve(main, name, m, sparsities), marker="o", label=R.LABEL[m],
+                lw=2.5 if m in ("mpg", "mp") else 1.2)
     ax.set_yscale("log")
     ax.set_xlabel("head sparsity")
     ax.set_ylabel("perplexity (log)")
     ax.set_title(f"{name}: {exps[name].data.label}, first {exps[name].setup.max_windows} x {seqlen} tokens "
                  f"({profile})", fontsize=9)
 axes[0][-1].legend(fontsize=8, bbox_to_anchor=(1.02, 1), loc="upper left")
-save_figure(fig, figs / "ppl_vs_sparsity.png")
-plt.show()
+nb.figure(fig, "ppl_vs_sparsity.png")
 
 # %% [markdown]
 # ## 4. Table II: the threshold z
@@ -301,23 +232,10 @@ plt.show()
 # rescues LLaMA-3-8B at 50% (perplexity 7227 at $z = 2$ -> 282.8).
 
 # %%
-for name, e in exps.items():
-    for z in z_values:
-        for sp in z_sparsities:
-            for m in ("mpg", "mp"):
-                e.cell(m, sp, z=z)
-frame = R.ppl_frame(store, exps)
-dz = frame[frame.method.isin(["mp", "mpg"]) & frame.sparsity.isin(z_sparsities) & frame.z.isin(z_values)
-           & frame.tie_break.eq("index")]
-dz = dz.assign(row=[f"{LABEL[m]}, z = {z}" for m, z in zip(dz.method, dz.z)],
-               col=[f"{m} @ {s:.0%}" for m, s in zip(dz.model, dz.sparsity)])
-cols2 = [f"{m} @ {s:.0%}" for m in models for s in z_sparsities]
-t2v = dz.pivot(index="row", columns="col", values="ppl")[cols2]
-t2c = dz.pivot(index="row", columns="col", values="ci95")[cols2]
-table2 = marked_table(t2v, t2c)
-cap2 = caption("Table II. Perplexity of MP and MP-G for z in {" + ", ".join(map(str, z_values)) + "}.", dz.key)
-save_table(table2, figs / "table2_z_sweep", cap2, raw=t2v)
-display(Markdown(to_markdown(table2, cap2)))
+for e in exps.values():
+    e.grid(R.Z_METHODS, z_sparsities, z_values)  # MP-G and MP
+table2, cap2, t2v = T.table2(T.frame(), z_values, z_sparsities)
+nb.show(table2, "table2_z_sweep", cap2, raw=t2v)
 
 # %% [markdown]
 # ## 5. Table IV: how often each method wins
@@ -328,17 +246,10 @@ display(Markdown(to_markdown(table2, cap2)))
 # have been best or second had it been added to the paper's set.
 
 # %%
-paper_rows = [LABEL[m] for m in R.PAPER_METHODS if m in methods]
-table4 = R.rank_counts(vals.drop(index="Dense"), paper_rows)
-cap4 = caption(f"Table IV. Best / second-best counts among the paper's methods over {vals.shape[1]} columns "
-               "of Table I.")
-save_table(table4, figs / "table4_rank_counts", cap4)
-display(Markdown(to_markdown(table4, cap4)))
-extra = pd.concat([R.rank_counts(vals.drop(index="Dense"), paper_rows + [LABEL[m]]).loc[[LABEL[m]]]
-                   for m in R.EXTRA_METHODS if m in methods])
-cap4b = caption("Table IVb (ours). Counts for MP, Magnitude-Head and Random, each added alone to the paper's set.")
-save_table(extra, figs / "table4b_extra_methods", cap4b)
-display(Markdown(to_markdown(extra, cap4b)))
+table4, cap4 = T.table4(vals, methods)
+nb.show(table4, "table4_rank_counts", cap4)
+extra, cap4b = T.table4b(vals, methods)
+nb.show(extra, "table4b_extra_methods", cap4b)
 
 # %% [markdown]
 # ## 6. Table III analogue: zero-shot classification after pruning
@@ -351,33 +262,11 @@ display(Markdown(to_markdown(extra, cap4b)))
 # are small; the intervals are $\pm 1.96$ lm-eval standard errors.
 
 # %%
-zs_rows = []
-for name in zeroshot_models:
-    if name not in exps or not zeroshot_tasks:
-        continue
-    e = exps[name]
-    cells = [("dense", 0.0)]
-    for sp in zeroshot_sparsities:
-        best = min(R.CALIBRATED, key=lambda m: c.ppl if (c := R.cell(main, name, m, sp)) is not None else np.inf)
-        cells += [("mpg", sp), ("mp", sp), (best, sp)]
-    for m, sp in cells:
-        rec = e.zeroshot_cell(m, sp, zeroshot_tasks, zeroshot_limit)
-        for task, r in rec["result"]["tasks"].items():
-            metric = "acc" if "acc" in r["metrics"] else next(iter(r["metrics"]))
-            v = r["metrics"][metric]
-            zs_rows.append({"model": name, "method": LABEL[m], "sparsity": R.pct(sp), "task": task, "metric": metric,
-                            "value": v["value"], "stderr": v["stderr"], "n": r["n"], "key": ("heads-zeroshot",
-                                                                                               rec["key"])})
-zs = pd.DataFrame(zs_rows)
-if len(zs):
-    zs["shown"] = [f"{v:.3f} ± {1.96 * s:.3f}" if s is not None else f"{v:.3f}" for v, s in zip(zs.value, zs.stderr)]
-    table3 = zs.pivot_table(index=["model", "method", "sparsity"], columns="task", values="shown", aggfunc="first")
-    cap3 = (f"**Table III analogue (not the paper's setting).** Zero-shot accuracy (lm-eval task YAMLs, validation "
-            f"splits, first {zeroshot_limit} documents each; n per task: "
-            + ", ".join(f"{t} {n}" for t, n in zs.groupby("task").n.first().items())
-            + f"), {exps[zeroshot_models[0]].setup.eval_dtype}, profile `{profile}`; ± 1.96 standard errors. {store.cache_summary(zs.key.unique())}.")
-    save_table(table3, figs / "table3_zeroshot_analogue", cap3)
-    display(Markdown(to_markdown(table3, cap3)))
+cells = T.zeroshot_cells(main, zeroshot_models, zeroshot_sparsities) if zeroshot_tasks else {}
+records = [r for n, c in cells.items() for r in exps[n].zeroshot_grid(c, zeroshot_tasks, zeroshot_limit)]
+table3, cap3 = T.table3(records)
+if table3 is not None:
+    nb.show(table3, "table3_zeroshot_analogue", cap3)
 
 # %% [markdown]
 # ## 7. Ties and the tie-break
@@ -388,19 +277,10 @@ if len(zs):
 # the tie-break rather than the score.
 
 # %%
-rows = []
-for name, e in exps.items():
-    seeds = model_settings.get(name, {}).get("tie_seeds", tie_seeds)
-    for sp in sparsities:
-        base = e.cell("mpg", sp)["result"]["ppl"]
-        rnd = [e.cell("mpg", sp, tie_break="random", seed=s)["result"]["ppl"] for s in seeds]
-        rows.append({"model": name, "sparsity": R.pct(sp), "pruned": len(select_heads(e.scores("mpg")[0], sp)),
-                     "zero-score heads": int((e.scores("mpg")[0] == 0).sum()), "index tie-break": round(base, 2),
-                     "random seeds": len(seeds), "random tie-break mean": round(float(np.mean(rnd)), 2) if rnd else None,
-                     "min": round(min(rnd), 2) if rnd else None, "max": round(max(rnd), 2) if rnd else None})
-ties = pd.DataFrame(rows)
-save_table(ties, figs / "tie_break", caption("MP-G tie-break sensitivity."))
-display(ties)
+for e in exps.values():
+    e.grid(["mpg"], sparsities, tie_break="random")  # one cell per seed of the model's tie_seeds
+ties, cap = T.ties(T.frame(), scores, sparsities)
+nb.show(ties, "tie_break", cap)
 
 # %% [markdown]
 # ## 8. Efficiency: zeroing versus removing heads
@@ -416,28 +296,10 @@ display(ties)
 # round-robin, so each round pairs them; speed-up CIs come from that paired spread.
 
 # %%
-rows, eff_record = [], None
-for name in efficiency_models:
-    if name not in exps:
-        continue
-    eff_record = exps[name].efficiency("mpg", efficiency_sparsities, efficiency_batches, efficiency_seqlen,
-                                       efficiency_repeats)["result"]
-    dense = eff_record["dense"]
-    for state, r in eff_record.items():
-        row = {"model": name, "model state": state if state == "dense" else f"{r['mode']} {r['sparsity']:.0%}",
-               "heads": r["heads"], "params (M)": r["params"] / 1e6, "nonzero params (M)": r["nonzero_params"] / 1e6,
-               "attention FLOPs vs dense": r["attention_flops"] / dense["attention_flops"]}
-        for b in efficiency_batches:
-            row[f"prefill b={b} (ms)"] = 1000 * r[f"prefill_b{b}"]["median_s"]
-            row[f"speed-up b={b}"] = dense[f"prefill_b{b}"]["median_s"] / r[f"prefill_b{b}"]["median_s"]
-        rows.append(row)
-eff = pd.DataFrame(rows).round(3)
-cap_eff = (f"**Efficiency.** Profile `{profile}`, MP-G heads, {exps[efficiency_models[0]].setup.eval_dtype}, sequence length {efficiency_seqlen}, median "
-           f"of {efficiency_repeats} prefill passes timed round-robin across the model states on "
-           f"{torch.get_num_threads()} CPU threads. Zeroed = Algorithm 1 (shapes kept); removed = heads physically "
-           "removed. Attention is only part of the compute: MLPs and the output layer are untouched by head pruning.")
-save_table(eff, figs / "efficiency", cap_eff)
-display(Markdown(to_markdown(eff, cap_eff, index=False)))
+eff = {n: exps[n].efficiency("mpg", efficiency_sparsities, efficiency_batches, efficiency_seqlen, efficiency_repeats)
+       for n in efficiency_models if n in exps}
+eff_table, cap_eff = T.efficiency(eff)
+nb.show(eff_table, "efficiency", cap_eff)
 
 # %% [markdown]
 # ## 9. Claims checked
@@ -451,16 +313,9 @@ display(Markdown(to_markdown(eff, cap_eff, index=False)))
 # about the paper's 7-8B models.
 
 # %%
-frame = R.ppl_frame(store, exps)
-claims = R.mpg_claims(frame, models, sparsities, z_values, z_sparsities,
-                      {n: e.adapter.attention(0).group_size for n, e in exps.items()}, cost=cost,
-                      efficiency=eff_record, efficiency_model=efficiency_models[0] if efficiency_models else None)
-claims = claims_frame(claims)
-cap_claims = (f"**Claims checked.** Profile `{profile}`; models {', '.join(models)} on {data}; verdicts by one rule "
-              "from paired 95% intervals (details in the notebook).")
-shown = claims[["claim", "setting", "measured", "verdict"]]
-save_table(shown, figs / "claims", cap_claims, raw=claims)
-display(Markdown(to_markdown(shown, cap_claims, index=False)))
+frame = T.frame()
+shown, cap_claims, claims = T.claims(frame, sparsities, z_values, z_sparsities, cost=cost, efficiency=eff)
+nb.show(shown, "claims", cap_claims, raw=claims)
 
 # %% [markdown]
 # ## 10. What the results say
@@ -468,49 +323,10 @@ display(Markdown(to_markdown(shown, cap_claims, index=False)))
 # The text below is generated from the records above (no number is typed by hand).
 
 # %%
-def n_verdicts(claim):
-    c = claims[claims.claim.str.startswith(claim)]
-    return ", ".join(f"{v}: {k}" for v, k in c.verdict.value_counts().items()) or "not run"
-
-
-mpg_vs_mp = R.paired_vs(main, models[0], "mpg", "mp", 0.25)
-lines = [
-    "- **Dense references.** " + "; ".join(f"{n}: {R.cell(main, n, 'dense').ppl:.2f}" for n in models)
-    + f" on the first windows of {data}.",
-    f"- **MP-G finite everywhere:** {n_verdicts('MP-G never collapses')}.",
-    f"- **MP-G in the top two of the paper's methods:** {n_verdicts('MP-G ranks in the top two')}. Table IV counts: "
-    + ", ".join(f"{i} best {r.best} / second {r.second}" for i, r in table4.iterrows()) + ".",
-    f"- **MP-G vs the best calibration-based score** (paired): {n_verdicts('Calibration-free MP-G')}. Wanda-, "
-    "SparseGPT- and Gradient-Head sum un-normalised activation-weighted magnitudes, whose scale grows or shrinks "
-    "with depth; ranked globally they can empty whole layers (see the per-layer table), which a norm *excess* "
-    "above each projection's own profile cannot do.",
-    f"- **GQA-aware MP-G vs MP:** {n_verdicts('GQA-aware')}. On {models[0]} at 25% the paired ratio is "
-    + (f"x{mpg_vs_mp.estimate:.3f}, MP-G better on {mpg_vs_mp.n_better} of {mpg_vs_mp.n} windows" if mpg_vs_mp
-       else "not available")
-    + ". With g = 3 (SmolLM2) or a single KV head (Gemma: the KV term is then a per-layer constant shared by "
-    "every head of the layer, so dividing it by g only rescales that constant), the share changes which layers "
-    "lose heads more than which heads within a layer.",
-    f"- **z:** model-dependent optimum: {n_verdicts('The optimal z')}; GQA models prefer 2.0-2.5: "
-    f"{n_verdicts('GQA models prefer')}; z = 2.5 rescues at 50%: {n_verdicts('z = 2.5 rescues')}.",
-    f"- **Cost:** {n_verdicts('Calibration-free scoring')} (MP-G needs no forward pass at all).",
-    f"- **Efficiency:** zeroing at most 3.5% faster: {n_verdicts('Zeroing heads')}; 8-16% fewer parameters at 50%: "
-    f"{n_verdicts('50% head sparsity removes')}; halved attention FLOPs: {n_verdicts('50% head sparsity halves')}; "
-    f"removal speeds up prefill: {n_verdicts('(beyond the paper)')}. SmolLM2's 28M-parameter tied embedding and "
-    "its MLPs dominate its size, so removing half the heads saves a smaller share of parameters than in the "
-    "paper's 7-8B models; GQA padding keeps zero heads where the surviving groups are uneven.",
-    "- **Likely reasons for differences from the paper:** models 30-60x smaller than the paper's; 4-bit source "
-    "weights (quantisation flattens the upper tail of the norm profiles that MP-G thresholds); Gemma-3's "
-    "QK-norm rescales queries and keys after the projections, weakening the link between Q/K row norms and a "
-    "head's effect; a few evaluation windows.",
-]
-display(Markdown("\n".join(lines)))
+display(Markdown(T.summary(main, claims, table4)))
 
 # %%
-if update_readme and Path(readme).exists():
-    replace_block(readme, "mpg-table1", to_markdown(table1, cap1))
-    replace_block(readme, "mpg-claims", to_markdown(shown, cap_claims, index=False))
-    print("README tables updated from", results_dir)
+nb.update_readme(R.readme_blocks(table1, cap1, shown, cap_claims))
 # Metrics that tests and CI can assert (recorded in the executed notebook)
-metrics = {"dense_ppl": {n: float(R.cell(main, n, "dense").ppl) for n in models}, "n_cells": int(len(frame)),
-           "n_claims": int(len(claims)), "verdicts": claims.verdict.value_counts().to_dict()}
+metrics = R.metrics(main, frame, claims, models)
 print(json.dumps(metrics))

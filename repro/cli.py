@@ -74,53 +74,27 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
         return text
 
 
-def _positive(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {v}")
-    return v
+def _number(kind: type, lo: float, hi: float, what: str, lo_open: bool = False, hi_open: bool = False):
+    """An argparse type: a finite ``kind`` in the interval from ``lo`` to ``hi``, else one line saying
+    what was ``what`` (argparse names the option)."""
+    def parse(text: str):
+        try:
+            v = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        if not math.isfinite(v):
+            raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+        if v < lo or v > hi or (lo_open and v == lo) or (hi_open and v == hi):
+            raise argparse.ArgumentTypeError(f"expected {what}, got {v}")
+        return v
+    return parse
 
 
-def _nonneg(text: str) -> int:
-    """A seed: an integer in [0, 2**63)."""
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {v}")
-    if v > MAX_SEED:
-        raise argparse.ArgumentTypeError(f"expected an integer below 2**63, got {v}")
-    return v
-
-
-def _finite(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(v):
-        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
-    return v
-
-
-def _fraction(text: str) -> float:
-    """A sparsity: a number in [0, 1)."""
-    v = _finite(text)
-    if not 0.0 <= v < 1.0:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 1), got {text!r}")
-    return v
-
-
-def _open_fraction(text: str) -> float:
-    """A share of units to select: a number in (0, 1)."""
-    v = _finite(text)
-    if not 0.0 < v < 1.0:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}")
-    return v
+_positive = _number(int, 1, math.inf, "a positive integer")
+_nonneg = _number(int, 0, MAX_SEED, "a non-negative integer below 2**63")  # a seed
+_finite = _number(float, -math.inf, math.inf, "a finite number")
+_fraction = _number(float, 0.0, 1.0, "a number in [0, 1)", hi_open=True)  # a sparsity
+_open_fraction = _number(float, 0.0, 1.0, "a number in (0, 1)", lo_open=True, hi_open=True)  # a share of units
 
 
 def _model_args(p: argparse.ArgumentParser) -> None:

@@ -72,9 +72,8 @@ class Session:
     def show(self, table, stem: str, caption: str = "", raw=None, index: bool | None = None):
         """Save ``table`` as ``figures/<stem>.md`` (with its caption) and ``.csv`` (``raw`` numbers
         if given), and display it."""
-        from IPython.display import Markdown, display
-
         import pandas as pd
+        from IPython.display import Markdown, display
 
         if index is None:
             index = not isinstance(table.index, pd.RangeIndex)

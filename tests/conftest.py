@@ -18,3 +18,12 @@ def have_wikitext() -> bool:
     from repro.assets.data import wikitext_dir
 
     return wikitext_dir() is not None
+
+
+def one_thread_context():
+    """One torch thread for a module's tests (searches whose float sums must not depend on threads);
+    a module opts in with ``one_thread = pytest.fixture(autouse=True, scope="module")(one_thread_context)``."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)

@@ -5,10 +5,11 @@ import copy
 import pytest
 import torch
 
-from helpers import TINY, assert_same_pruned, build_tiny, channel_masks, head_mask, inputs, n_params, output
 from repro.arch import adapter
 from repro.errors import UnsupportedArchitectureError
 from repro.structure import Masks, load_pruned, remove_channels, remove_heads, save_pruned, zero_channels, zero_heads
+
+from helpers import TINY, assert_same_pruned, build_tiny, channel_masks, head_mask, inputs, n_params, output
 
 FAMILIES = sorted(TINY)
 

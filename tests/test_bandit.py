@@ -7,24 +7,34 @@ import numpy as np
 import pytest
 import torch
 
-from helpers import build_tiny, channel_masks, head_mask, inputs, output
 from repro.arch import adapter
 from repro.errors import ReproError, UnknownNameError
 from repro.evaluate.prefix import UnitEvaluator, example_loss, image_batches, lm_batches, token_nll
-from repro.methods.bandit import (SELECTORS, UCB, Budget, Pool, Thompson, Unit, bandit_search, candidates,
-                                  greedy_search, magnitudes, reward, reward_summary, select_units)
+from repro.methods.bandit import (
+    SELECTORS,
+    UCB,
+    Budget,
+    Pool,
+    Thompson,
+    Unit,
+    bandit_search,
+    candidates,
+    greedy_search,
+    magnitudes,
+    reward,
+    reward_summary,
+    select_units,
+)
 from repro.structure.masks import MaskError, Masks, group_range, n_groups
+
+from conftest import one_thread_context
+from helpers import build_tiny, channel_masks, head_mask, inputs, output
 
 LMS = ["tiny-llama", "tiny-qwen2", "tiny-mistral", "tiny-gemma3", "tiny-gpt2", "tiny-opt", "tiny-neox"]
 VISION = ["tiny-vit", "tiny-deit"]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+one_thread = pytest.fixture(autouse=True, scope="module")(one_thread_context)
 
 
 def calib(name: str, n_batches: int = 2) -> list[dict]:

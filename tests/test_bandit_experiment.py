@@ -1,12 +1,45 @@
 """Paper 3's experiment cells on a tiny model: select -> record -> evaluate masked -> frame."""
+from types import SimpleNamespace
+
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
+import repro.experiments.units as U
+from repro.claims import claims_frame
 from repro.errors import ReproError
-from repro.experiments.bandit import bandit_frame
-from repro.experiments.units import BanditExperiment, units_for
+from repro.experiments.bandit import (
+    BanditReport,
+    across_seeds,
+    bandit_claims,
+    bandit_frame,
+    budget_table,
+    claims_summary,
+    family_summary,
+    first_run,
+    head_maps,
+    layer_profile,
+    lm_summary,
+    mab_tests,
+    per_seed_table,
+    readme_blocks,
+    removal_table,
+    reward_table,
+    vision_frame,
+    vision_summary,
+    vision_table,
+    vs_dense,
+)
 from repro.experiments.base import Setup
+from repro.experiments.units import (
+    BanditExperiment,
+    VisionBanditExperiment,
+    removal_cell,
+    removal_parts,
+    search_params,
+    units_for,
+)
 from repro.store import Store
 
 SMALL = Setup(data="wiki-sample", seqlen=32, max_windows=3, calib_data="wiki-sample", calib_nsamples=4,
@@ -54,19 +87,18 @@ def test_one_search_serves_every_ratio_of_a_setting(exp, tmp_path):
     """select(..., ratios=[...]) runs one search to the largest k and records each smaller
     selection as its prefix; a store that searches k = 3 directly gets the same record."""
     calls = []
-    import repro.experiments.units as B
 
-    real = B.select_units
+    real = U.select_units
 
     def counting(*a, **kw):
         calls.append(a[2])
         return real(*a, **kw)
-    B.select_units = counting
+    U.select_units = counting
     try:
         small = exp.select("thompson", ["head"], 0.25, seed=5, params=FAST, ratios=[0.5])
         big = exp.select("thompson", ["head"], 0.5, seed=5, params=FAST)  # recorded by the first call
     finally:
-        B.select_units = real
+        U.select_units = real
     assert calls == [6] and exp.store.status[("bandit-select", big["key"])] == "computed"
     assert big["result"]["units"][:3] == small["result"]["units"] and len(big["result"]["units"]) == 6
     other = BanditExperiment("tiny-llama", SMALL, Store(tmp_path), calib_batch_size=2, progress=False,
@@ -112,8 +144,6 @@ def test_lambada_is_evaluated_through_lm_eval(exp):
 def constructed_frame():
     """Dense and two methods over 5 seeds on 6 windows: 'ucb' damages less than 'greedy' on every
     seed; one greedy seed fails (non-finite)."""
-    import pandas as pd
-
     rng = np.random.default_rng(0)
     dense = rng.normal(3.0, 0.3, 6)
     rows = [{"model": "m", "method": "dense", "kinds": "dense", "ratio": 0.0, "k": 0, "seed": None,
@@ -129,8 +159,6 @@ def constructed_frame():
 
 
 def test_statistics_per_seed_across_seeds_and_family():
-    from repro.experiments.bandit import across_seeds, family_summary, vs_dense
-
     per = vs_dense(constructed_frame())
     assert len(per) == 10
     ok = per[per.finite]
@@ -152,9 +180,6 @@ def test_statistics_per_seed_across_seeds_and_family():
 @pytest.mark.skipif(not (__import__("repro.assets.data", fromlist=["x"]).FASHION_MNIST_DIR
                          / "train-images-idx3-ubyte.gz").exists(), reason="dataset-fashion-mnist not installed")
 def test_vision_cells_are_paired_per_image(tmp_path):
-    from repro.experiments.bandit import vision_frame
-    from repro.experiments.units import VisionBanditExperiment
-
     e = VisionBanditExperiment("tiny-vit", Setup(), Store(tmp_path), n_calib=8, calib_batch_size=4, n_eval=50,
                                group_size=16, progress=False)
     dense = e.dense()["result"]
@@ -166,8 +191,6 @@ def test_vision_cells_are_paired_per_image(tmp_path):
     ts, gr = (f[f.method == m].iloc[0] for m in ("thompson", "greedy"))
     assert ts.k == gr.k == 2 and ts.budget["paired_evaluations"] == gr.budget["paired_evaluations"] == 8
     assert ts.per_image_ce != dense["per_image_ce"]
-    from repro.experiments.bandit import vision_table
-
     vt = vision_table(f)
     assert len(vt) == 2 and (vt.ci_lo <= vt.top1_drop_pp).all() and (vt.top1_drop_pp <= vt.ci_hi).all()
     assert vt.p.between(0, 1).all() and vt.finite.all()
@@ -177,8 +200,6 @@ def test_vision_cells_are_paired_per_image(tmp_path):
 
 
 def test_removal_cell_is_exact_and_smaller(exp):
-    from repro.experiments.units import removal_cell
-
     out = removal_cell(exp, "magnitude", [(["head"], 0.25), (["mlp"], 0.25)], seed=1, batches=(1,), seqlen=16,
                        repeats=1)["result"]
     heads = exp.select("magnitude", ["head"], 0.25, seed=1)["result"]["units"]
@@ -191,8 +212,6 @@ def test_removal_cell_is_exact_and_smaller(exp):
 
 
 def test_removal_table_pairs_speed_by_round():
-    from repro.experiments.bandit import removal_table
-
     res = {"dense": {"params": 10, "checkpoint_bytes": 2e6, "prefill_b1": {"median_s": 0.2, "times_s": [0.2, 0.4, 0.2]}},
            "zeroed": {"params": 10, "checkpoint_bytes": 2e6, "prefill_b1": {"median_s": 0.2, "times_s": [0.2, 0.4, 0.2]}},
            "removed": {"params": 8, "checkpoint_bytes": 1.6e6,
@@ -205,10 +224,6 @@ def test_removal_table_pairs_speed_by_round():
 
 def test_reward_table_counts_each_setting_once():
     """Rewards of the largest ratio only (a smaller ratio repeats its first steps), pooled over seeds."""
-    import pandas as pd
-
-    from repro.experiments.bandit import reward_table
-
     rows = [{"model": "m", "kinds": "mlp", "method": "ucb", "ratio": 0.08, "seed": s,
              "rewards": [[0.1, 0.5], [0.9, 0.5]]} for s in (1, 2)]
     rows += [{"model": "m", "kinds": "mlp", "method": "ucb", "ratio": 0.03, "seed": 1, "rewards": [[0.1, 0.5]]},
@@ -222,10 +237,6 @@ def test_reward_table_counts_each_setting_once():
 
 
 def test_layer_profile_pools_seeds():
-    import pandas as pd
-
-    from repro.experiments.bandit import layer_profile
-
     rows = [{"model": "m", "kinds": "head", "ratio": 0.1, "method": "wanda", "seed": 1,
              "units": [["head", 0, 1], ["head", 0, 2], ["head", 5, 0]]},
             {"model": "m", "kinds": "head", "ratio": 0.1, "method": "wanda", "seed": 2,
@@ -234,3 +245,216 @@ def test_layer_profile_pools_seeds():
     t = layer_profile(pd.DataFrame(rows), {"m": 20})
     assert len(t) == 1 and t.iloc[0]["early layers"] == 2 and t.iloc[0].seeds == 2
     assert t.iloc[0]["share in early layers"] == pytest.approx(0.5) and t.iloc[0]["mean layer"] == pytest.approx(17 / 6)
+
+
+# ---- the engine's grid and removal entry points ---------------------------------------------------
+
+def test_search_parameters_go_to_the_sequential_selectors_only():
+    assert search_params("ucb", FAST) is FAST and search_params("greedy", FAST) is FAST
+    assert search_params("magnitude", FAST) is None and search_params("taylor", FAST) is None
+    assert removal_parts({"mlp": [0.03, 0.08, 0.05], "head": [0.1]}) == [(["head"], 0.1), (["mlp"], 0.08)]
+
+
+def test_grid_runs_dense_and_every_cell_with_the_right_parameters(exp):
+    e = BanditExperiment("tiny-llama", SMALL, Store(None), calib_batch_size=2, progress=False, loaded=exp.loaded)
+    recs = e.grid({"head": [0.25]}, ["magnitude", "ucb"], [1, 2], FAST)
+    assert [(r["config"]["method"], r["result"]["selection"]["seed"]) for r in recs] == [
+        ("magnitude", 1), ("magnitude", 2), ("ucb", 1), ("ucb", 2)]
+    sel = {r["config"]["method"]: r["result"]["selection"]["params"] for r in recs}
+    assert sel["magnitude"] == {} and sel["ucb"]["budget"] == FAST["budget"]  # one-shot scorers take no search
+    asked = [k for k in e.store.status if k[0] == "bandit-ppl"]
+    assert len(asked) == 5 and ("bandit-ppl", e.dense()["key"]) in asked  # the dense cell too
+    # the ucb cell is the very record a direct cell() call asks for (same key: nothing recomputed)
+    assert recs[2]["key"] == exp.cell("ucb", ["head"], 0.25, 1, FAST)["key"]
+
+
+def test_removal_takes_each_unit_types_largest_ratio(exp):
+    rec = exp.removal("magnitude", {"head": [0.1, 0.25], "mlp": [0.25]}, 1, FAST, batches=(1,), seqlen=16, repeats=1)
+    direct = removal_cell(exp, "magnitude", [(["head"], 0.25), (["mlp"], 0.25)], seed=1, batches=(1,), seqlen=16,
+                          repeats=1)
+    assert rec["key"] == direct["key"] and rec["result"]["heads"] == 3
+
+
+# ---- reader tables on constructed records ----------------------------------------------------------
+
+def lm_rows() -> pd.DataFrame:
+    """Rows shaped like lm_table's: ucb and greedy on heads 10% over three seeds; greedy's seed 3
+    failed (non-finite, no LAMBADA)."""
+    rows = []
+    for seed, pair in zip((1, 2, 3), ((1.0, 3.0), (2.0, 5.0), (3.0, np.inf))):
+        for method, c in zip(("ucb", "greedy"), pair):
+            ok = bool(np.isfinite(c))
+            rows.append({"model": "m", "kinds": "head", "ratio": 0.1, "k": 3, "method": method, "seed": seed,
+                         "change_pct": c, "ci_lo": c - 0.5 if ok else np.nan, "ci_hi": c + 0.5 if ok else np.nan,
+                         "p": 0.01 if ok else np.nan, "finite": ok, "lambada_change_pct": 2 * c if ok else np.nan,
+                         "lambada_acc_change": -0.01 * seed})
+    return pd.DataFrame(rows)
+
+
+def cells_frame() -> pd.DataFrame:
+    """A bandit_frame-like frame: dense, and the cells of lm_rows with their units and budgets."""
+    rows = [{"model": "m", "method": "dense", "kinds": "dense", "ratio": 0.0, "k": 0, "seed": None, "ppl": 20.0,
+             "units": None, "budget": None}]
+    for r in lm_rows().itertuples():
+        rows.append({"model": "m", "method": r.method, "kinds": "head", "ratio": 0.1, "k": 3, "seed": r.seed,
+                     "ppl": 21.0, "units": [["head", r.seed - 1, 0], ["head", 1, 2]],
+                     "budget": {"paired_evaluations": 8 * r.seed, "seconds": 1.0}})
+    rows.append({"model": "m", "method": "magnitude", "kinds": "head", "ratio": 0.1, "k": 3, "seed": 1, "ppl": 22.0,
+                 "units": [["head", 0, 1]], "budget": None})
+    return pd.DataFrame(rows)
+
+
+def test_table1_averages_finite_seeds_and_counts_failures():
+    t = lm_summary(lm_rows(), cells_frame()).set_index("method")
+    assert list(t.columns[:3]) == ["model", "kinds", "ratio"] and set(t.index) == {"MAB-UCB", "Budgeted greedy"}
+    ucb, greedy = t.loc["MAB-UCB"], t.loc["Budgeted greedy"]
+    assert ucb["WikiText-2 ppl change %"] == 2.0 and ucb.sd == 1.0 and ucb.failures == 0 and ucb.seeds == 3
+    assert greedy["WikiText-2 ppl change %"] == 4.0 and greedy.failures == 1 and greedy.sd == 1.414  # rounded
+    assert greedy["LAMBADA ppl change %"] == 8.0 and ucb["LAMBADA acc change"] == -0.02 and ucb.k == 3
+
+
+def test_table1_per_seed_shows_every_seed_and_failures():
+    t = per_seed_table(lm_rows())
+    assert list(t.columns) == ["model", "units", "method", "seed 1", "seed 2", "seed 3"]
+    row = t.set_index("method").loc["MAB-UCB"]
+    assert row.units == "head 10%" and row["seed 1"] == "+1.0 [+0.5, +1.5] / +2.0"
+    assert t.set_index("method").loc["Budgeted greedy", "seed 3"] == "inf (failure)"
+
+
+def test_budget_table_means_over_seeds_without_dense():
+    t = budget_table(cells_frame()).set_index("method")
+    assert set(t.index) == {"MAB-UCB", "Budgeted greedy", "Magnitude"} and t.loc["MAB-UCB", "units"] == "head 10%"
+    assert t.loc["MAB-UCB", "paired_evaluations"] == 16.0 and np.isnan(t.loc["Magnitude", "paired_evaluations"])
+
+
+def test_first_run_and_head_maps():
+    f = cells_frame()
+    assert first_run(f, "m", "greedy", "head", 0.1).seed == 1 and first_run(f, "m", "thompson", "head", 0.1) is None
+    maps = head_maps(f, {"m": (3, 4)})
+    grid, seeds = maps["m"]
+    assert grid.shape == (3, 4) and seeds == 3
+    assert grid[1, 2] == 6 and grid[0, 0] == grid[1, 0] == grid[2, 0] == 2  # ucb and greedy, 3 seeds each
+    assert grid[0, 1] == 0 and grid.sum() == 12  # magnitude (one-shot) is not counted
+
+
+def vision_rows() -> pd.DataFrame:
+    return pd.DataFrame([{"model": "v", "kinds": "head", "ratio": 0.1, "k": 2, "method": m, "seed": s,
+                          "top1_pp": 90 - d, "top1_drop_pp": d, "ce": 0.3 + d / 100, "ce_increase": d / 100,
+                          "paired_evaluations": 64,
+                          "ci_lo": d - 1, "ci_hi": d + 1, "p": 0.5, "finite": True}
+                         for m, drops in (("thompson", (1.0, 2.0, 3.0)), ("greedy", (2.0, 4.0, 6.0)))
+                         for s, d in zip((1, 2, 3), drops)])
+
+
+def test_table2_vision_summary():
+    t = vision_summary(vision_rows(), {"v": 20}).set_index("method")
+    ts = t.loc["MAB-TS"]
+    assert ts.drop_pp == 2.0 and ts.drop_sd == 1.0 and ts.top1_pp == 88.0 and ts.seeds == 3
+    assert ts["effective ratio"] == 0.1 and t.loc["Budgeted greedy", "drop_pp"] == 4.0
+
+
+def test_declared_tests_are_each_mab_against_greedy():
+    t = mab_tests(lm_rows(), vision_rows())
+    assert list(zip(t.a, t.value)) == [("ucb", "change_pct"), ("thompson", "top1_drop_pp")]  # no lm thompson rows
+    assert (t.b == "greedy").all() and t.iloc[0].seeds == 3 and t.iloc[1].mean_diff == -2.0
+    assert mab_tests(pd.DataFrame(), pd.DataFrame()).empty
+
+
+def test_claims_are_paired_over_seeds_and_summarised():
+    claims = claims_frame(bandit_claims(lm_rows(), vision_rows()))
+    ucb = claims[claims.setting == "m, head 10%, MAB-UCB"].iloc[0]
+    assert ucb.measured.startswith("change MAB-UCB - greedy -2.50 [") and ucb.measured.endswith("pp over 2 seeds")
+    assert ucb.verdict == "holds" and ucb.threshold == 0.0  # seed 3 failed for greedy: two seeds paired
+    ts = claims[claims.setting == "m, head 10%, MAB-TS"].iloc[0]
+    assert ts.measured == "not run" and ts.verdict == "inconclusive"
+    lam = claims[claims.claim == "MAB has the lowest LAMBADA degradation"].iloc[0]
+    assert lam.setting == "m, head 10%, MAB-UCB vs best other (Budgeted greedy)" and lam.effect == -5.0
+    top1 = claims[claims.claim.str.startswith("MAB-TS loses less top-1")].iloc[0]
+    assert top1.setting == "v, head 10% (k=2)" and top1.effect == 2.0 and top1.side == "above"
+    ce = claims[claims.claim.str.startswith("MAB-TS raises cross-entropy")].iloc[0]
+    assert ce.measured.startswith("cross-entropy TS - greedy -0.0200 [") and "nats" in ce.measured
+    text = claims_summary(claims)
+    assert "across the 2 (setting, MAB variant) comparisons" in text
+    assert "holds: 1" in text and "inconclusive: 1" in text and text.endswith(".")
+    blocks = readme_blocks(pd.DataFrame({"a": [1]}), "**T1.**", claims[["claim", "verdict"]], "**Claims.**")
+    assert set(blocks) == {"bandit-tables", "bandit-claims"}
+    assert blocks["bandit-tables"] == "**T1.**\n\n|   a |\n|----:|\n|   1 |\n"  # Markdown, no index column
+    assert "MAB-TS loses less top-1" in blocks["bandit-claims"]
+
+
+# ---- one session's tables with their captions ------------------------------------------------------
+
+def fake_report() -> BanditReport:
+    setup = Setup(data="wikitext2:test", seqlen=128, max_windows=24, eval_dtype="float32", calib_data="wikitext2-train",
+                  calib_nsamples=8, calib_seqlen=128)
+    adapter = SimpleNamespace(n_layers=3, attention=lambda i: SimpleNamespace(n_heads=4))
+    lm = {"m": SimpleNamespace(loaded=SimpleNamespace(identity={"quantisation": "Q4_K_M", "upstream": "org/m"}),
+                               setup=setup, calib_batch_size=1, search_dtype="bfloat16", adapter=adapter,
+                               data=SimpleNamespace(label="WikiText-2 test"))}
+    vision = {"v": SimpleNamespace(loaded=SimpleNamespace(identity={"source": "trained here", "seed": 0,
+                                                                    "test_top1": 0.9}),
+                                   setup=setup, n_calib=512, calib_batch_size=32, n_eval=2000, search_dtype="float32",
+                                   adapter=SimpleNamespace(heads_per_layer=lambda: [4, 6]))}
+    params = {"profile": "cpu", "seeds": [1, 2, 3], "search": {"budget": 8, "pool_size": 16},
+              "vision_search": {"budget": 32, "pool_size": 48}, "lambada_limit": 30,
+              "unit_settings": {"m": {"head": [0.1], "mlp": [0.03, 0.05]}},
+              "removal": {"model": "m", "method": "thompson", "seed": 1}}
+    store = Store(None)
+    store.status[("bandit-ppl", "a")] = "computed"
+    return BanditReport(params, lm, vision, store)
+
+
+def test_captions_name_the_setting_and_the_cache():
+    r = fake_report()
+    frame = pd.DataFrame({"key": [("bandit-ppl", "a"), ("bandit-ppl", "b")]})
+    assert r.caption("T.", frame) == (
+        "**T.** Profile `cpu`. Models: m (Q4_K_M). Calibration 8 x 128 tokens of wikitext2-train per seed "
+        "(mini-batches of 1); perplexity on the first 24 x 128 tokens of wikitext2:test, float32; LAMBADA first 30 "
+        "documents; search budget {'budget': 8, 'pool_size': 16} per step, losses in bfloat16; seeds [1, 2, 3]. "
+        "1 of 2 cells read from cached records.")
+    assert r.caption("V.", vision=True) == (
+        "**V.** Profile `cpu`. Models: v (trained here, test top-1 0.900). Calibration 512 training images per seed "
+        "(mini-batches of 32); evaluation on the first 2000 test images, float32; search budget {'budget': 32, "
+        "'pool_size': 48} per step, losses in float32; seeds [1, 2, 3].")
+    assert r.settings == [("m", "head", 0.1), ("m", "mlp", 0.03), ("m", "mlp", 0.05)] and r.n_heads == {"v": 10}
+    lines = r.describe().splitlines()
+    assert lines[0].startswith("m: org/m; 3 layers; evaluation WikiText-2 test, first 24 x 128 tokens")
+    assert lines[1] == ("v: trained here, seed 0, test top-1 0.900; calibration 512 training images per seed; "
+                        "evaluation on the first 2000 test images")
+
+
+def test_report_tables_come_with_their_captions():
+    r, f, lm = fake_report(), cells_frame(), lm_rows()
+    f["key"] = [("bandit-ppl", str(i)) for i in range(len(f))]
+    f["rewards"] = [None] + [[[0.2, 0.5]]] * (len(f) - 2) + [[]]
+    for (t, cap), title in ((r.table1(lm, f), "**Table 1."), (r.table1_per_seed(lm, f), "**Table 1 per seed"),
+                            (r.budget(f), "**Table B1."), (r.rewards(f), "**Rewards"), (r.layers(f), "**Where"),
+                            (r.table2(vision_rows(), f), "**Table 2.")):
+        assert cap.startswith(title) and len(t), title
+        assert cap.endswith(f"{len(f)} of {len(f)} cells read from cached records."), title
+    rewards, _ = r.rewards(f)
+    assert set(rewards.method) == {"MAB-UCB", "Budgeted greedy"} and rewards.pulls.sum() == 12
+    layers, _ = r.layers(f)
+    assert layers.set_index("method").loc["Magnitude", "early layers"] == 1
+    assert r.head_maps(f)["m"][0].shape == (3, 4)
+    (b2, cap_b2), (tests, cap_t) = r.statistics(lm, vision_rows(), f)
+    assert cap_b2.startswith("**Table B2.") and cap_t.startswith("**MAB against budgeted greedy")
+    assert b2.iloc[0].comparisons == 12 and b2.iloc[1].comparisons == 2 and b2.iloc[0]["failures (non-finite)"] == 1
+    assert list(tests.a) == ["MAB-UCB", "MAB-TS"] and (tests.b == "Budgeted greedy").all() and tests.q.notna().all()
+    shown, cap, raw = r.claims(lm, vision_rows())
+    assert list(shown.columns) == ["claim", "setting", "measured", "verdict"] and len(raw) == len(shown) == 5
+    assert cap == "**Claims checked (Paper 3).** Profile `cpu`; seeds [1, 2, 3]; verdicts from paired 95% intervals."
+    m = r.metrics(f, vision_rows(), raw)
+    assert m["dense_ppl"] == {"m": 20.0} and m["n_cells"] == len(f) + 6 and m["n_claims"] == 5
+
+
+def test_removal_caption_reads_the_record():
+    times = {"median_s": 0.2, "times_s": [0.2, 0.2]}
+    res = {"heads": 3, "mlp_channels": 64, "removed_vs_zeroed_max_abs_logit_diff": 2e-6,
+           **{v: {"params": 10, "checkpoint_bytes": 1e6, "prefill_b1": times} for v in ("dense", "zeroed", "removed")}}
+    t, cap = fake_report().removal({"config": {"seqlen": 128, "repeats": 15, "dtype": "bfloat16", "batches": [1]},
+                                    "result": res})
+    assert list(t.model) == ["dense", "zeroed", "removed"] and "prefill b1 (ms)" in t
+    assert cap == ("**Removal.** m, MAB-TS seed 1: 3 heads and 64 MLP channels (head 10% and mlp 5%: its own "
+                   "selections above); prefill of 128 tokens, median of 15 round-robin repeats, speed-up paired by "
+                   "round, bfloat16; removed vs zeroed logits differ by at most 2.0e-06. Profile `cpu`.")

@@ -5,8 +5,9 @@ import sys
 
 import pytest
 
-from conftest import have_wikitext
 from repro.cli import main
+
+from conftest import have_wikitext
 
 
 def run(*args):

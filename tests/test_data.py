@@ -3,10 +3,11 @@
 import pytest
 import torch
 
-from conftest import have_wikitext
 from repro.assets.data import WIKITEXT2_SHA256, hf_rows, load_text, wikitext_dir
 from repro.calib import sample_windows
 from repro.errors import HashMismatchError, ReproError, UnknownNameError
+
+from conftest import have_wikitext
 
 
 def test_hf_rows(tmp_path):

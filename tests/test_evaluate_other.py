@@ -6,10 +6,11 @@ import struct
 import pytest
 import torch
 
-from helpers import build_tiny
 from repro.errors import ReproError
 from repro.evaluate.mlm import pseudo_perplexity
 from repro.evaluate.vision import to_pixels, top1_accuracy
+
+from helpers import build_tiny
 
 
 @pytest.mark.parametrize("name", ["tiny-vit", "tiny-deit"])

@@ -1,6 +1,7 @@
 """The experiment skeleton: setup validation, record keys that cannot silently mix, recompute,
 cache accounting, and Paper 1's tables and claims from constructed records."""
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -10,10 +11,10 @@ import repro.experiments.base as base
 from repro.claims import FAILS, HOLDS
 from repro.errors import ReproError
 from repro.experiments import mpg as R
-from repro.experiments.base import Experiment, Setup, check_keys
+from repro.experiments.base import Experiment, Setup, check_keys, model_key
 from repro.experiments.heads import HeadExperiment
 from repro.methods.heads import score_heads
-from repro.store import Store, config_key
+from repro.store import PROTOCOL, Store, config_key
 
 SMALL = Setup(data="wiki-sample", seqlen=32, max_windows=2, calib_data="wiki-sample", calib_nsamples=2, calib_seqlen=16)
 
@@ -125,8 +126,8 @@ def test_head_experiment_cells_and_frame(tmp_path):
     e.cell("wanda-head", 0.25)
     frame = R.ppl_frame(store, {"tiny-llama": e})
     assert sorted(frame.method) == ["dense", "mpg", "wanda-head"]
-    assert R.cell(frame, "tiny-llama", "mpg", 0.25).z == 2.0
-    assert R.cell(frame, "tiny-llama", "wanda-head", 0.25).calibration["nsamples"] == 2
+    assert R.find(frame, "tiny-llama", "mpg", 0.25).z == 2.0
+    assert R.find(frame, "tiny-llama", "wanda-head", 0.25).calibration["nsamples"] == 2
     old = {**e.base_config(), "protocol": 1, "method": "dense"}
     store.put("heads-ppl", old, {"ppl": 1.0, "ci95": None, "window_nll": [0.0], "n_windows": 1, "n_tokens": 1,
                                  "dtype": "bfloat16", "seqlen": 32})
@@ -137,7 +138,7 @@ def test_head_experiment_cells_and_frame(tmp_path):
 
 
 def _frame(rows):
-    return pd.DataFrame([{"key": ("heads-ppl", str(i)), "tie_break": "index", "z": r.get("z"),
+    return pd.DataFrame([{"key": ("heads-ppl", str(i)), "tie_break": "index", "tie_seed": None, "z": r.get("z"),
                           "ppl": math.exp(np.mean(r["nll"])), "ci95": None, "window_nll": r["nll"], **r}
                          for i, r in enumerate(rows)])
 
@@ -168,6 +169,208 @@ def test_tables_and_claims_from_constructed_records():
     assert find("MP-G ranks in the top two", "m") == HOLDS  # only Gradient-Head is better
     assert find("Calibration-free MP-G", "m, 25.0%") == FAILS  # Gradient-Head better on every window
     assert find("GQA-aware MP-G", "m (g = 3), 25.0%") == FAILS  # identical selection: not better
+
+
+def test_method_lists_come_from_the_registry():
+    """The paper's set, our baselines and the calibrated methods, in the order the tables show them."""
+    assert R.PAPER_METHODS == ["mpg", "wanda-head", "sparsegpt-head", "gradient-head", "hybrid"]
+    assert R.EXTRA_METHODS == ["mp", "magnitude-head", "random"]
+    assert R.CALIBRATED == ["wanda-head", "sparsegpt-head", "gradient-head", "hybrid"]
+    assert R.Z_METHODS == ["mpg", "mp"]
+    assert R.LABEL["dense"] == "Dense" and R.LABEL["sparsegpt-head"] == "SparseGPT-Head"
+
+
+def test_grid_asks_every_cell_and_the_scores_frame_reads_only_this_models_records():
+    store = Store(None)
+    e = HeadExperiment("tiny-llama", SMALL, store, grad_nsamples=1, progress=False, tie_seeds=[0, 1])
+    assert e.grid(["mpg", "wanda-head"]) == []  # no sparsity: the scores only
+    scores = R.scores_frame(store, {"tiny-llama": e})
+    assert sorted(scores.method) == ["mpg", "wanda-head"] and scores.scores.iloc[0].shape == e.shape
+    # a score record names its calibration windows; telling whose it is draws none
+    fresh = HeadExperiment("tiny-llama", SMALL, Store(None), grad_nsamples=1, progress=False)
+    assert fresh.calibration_source("gradient-head") == e.method_calibration("gradient-head").source
+    assert fresh.calibration_source("wanda-head")["nsamples"] == 2 and fresh.calibration_source("mpg") is None
+    assert not fresh._calib
+    other = {"protocol": PROTOCOL, "model": model_key(e.loaded.identity), "method": "wanda-head",
+             "calibration": {**e.calibration_source("wanda-head"), "nsamples": 3}}
+    store.put("heads-scores", other, {"scores": [[0.0]], "seconds": 1.0})
+    store.status[("heads-scores", config_key(other))] = "cached"
+    assert not e.owns(other) and HeadExperiment("tiny-llama", SMALL.replace(calib_nsamples=3), Store(None)).owns(other)
+    assert len(R.scores_frame(store, {"tiny-llama": e})) == 2
+    recs = e.grid(["mpg", "random"], [0.25, 0.5], dense=True)
+    assert [r["config"]["method"] for r in recs] == ["dense", "mpg", "mpg", "random", "random"]
+    assert len(e.grid(["mpg", "wanda-head"], [0.25], z_values=[1.5, 2.0])) == 3  # wanda-head takes no z
+    assert [r["config"]["tie_seed"] for r in e.grid(["mpg"], [0.25], tie_break="random")] == [0, 1]
+    frame = R.ppl_frame(store, {"tiny-llama": e})
+    assert len(frame) == 9 and len(R.main_cells(frame)) == 6  # no z = 1.5, no random tie-break
+    assert R.find(frame, "tiny-llama", "mpg", 0.25, tie_seed=1).tie_break == "random"
+    assert R.find(frame, "tiny-llama", "mpg", 0.25, z=1.5).z == 1.5
+    assert R.find(frame, "tiny-llama", "mpg", 0.125) is None
+
+
+def _scores(rows):
+    return pd.DataFrame([{"key": ("heads-scores", str(i)), "z": None, "seed": None, "calibration": None,
+                          "seconds": 0.0, **r, "scores": np.asarray(r["scores"], dtype=float)}
+                         for i, r in enumerate(rows)])
+
+
+def _fake_experiment(tie_seeds=(), group_size=3):
+    attn = SimpleNamespace(group_size=group_size, n_kv_heads=1)
+    return SimpleNamespace(loaded=SimpleNamespace(identity={"quantisation": "q4", "source": "hub"}),
+                           setup=SimpleNamespace(max_windows=2, eval_dtype="float32", seqlen=32),
+                           data=SimpleNamespace(label="wiki:val"), shape=(3, 2), tie_seeds=list(tie_seeds),
+                           adapter=SimpleNamespace(attention=lambda layer: attn))
+
+
+def _tables(experiments, store=None):
+    params = {"seqlen": 32, "calib_data": "cal", "calib_seqlen": 16, "data": "wiki:val"}
+    return R.Tables(SimpleNamespace(store=store or Store(None), profile="t", params=params), experiments)
+
+
+MODELS_CAPTION = ("Profile `t`. Models: m (q4, first 2 x 32 tokens of wiki:val, float32). Calibration: cal "
+                  "(16-token windows; counts in scoring_cost).")
+
+
+def test_scoring_cost_spread_and_ties_from_constructed_scores():
+    scores = _scores([dict(model="m", method="mpg", z=2.0, seconds=0.12345, scores=[[0, 0], [5, 6], [0, 7]]),
+                      dict(model="m", method="mpg", z=1.5, seconds=9.0, scores=[[1, 2], [3, 4], [5, 6]]),
+                      dict(model="m", method="wanda-head", seconds=83.4756, calibration={"nsamples": 16, "seqlen": 512},
+                           scores=[[1, 9], [2, 8], [3, 7]]),
+                      dict(model="m", method="random", seed=0, scores=[[1, 2], [3, 4], [5, 6]])])
+    T = _tables({"m": _fake_experiment(tie_seeds=[0, 1, 2]), "g": _fake_experiment()})
+    table, cap, cost = T.scoring_cost(scores, ["mpg", "wanda-head", "random"])
+    assert table.to_dict("list") == {"model": ["m"] * 3, "label": ["MP-G", "Wanda-Head", "Random"],
+                                     "seconds": [0.123, 83.476, 0.0],
+                                     "calibration": ["none", "16 x 512 tokens", "none"],
+                                     "zero-score heads": [3, 0, 0]}  # z = 1.5's record is not the cost of z = 2
+    assert cost.method.tolist() == ["mpg", "wanda-head", "random"] and cost.seconds[0] == 0.12345
+    assert cap.startswith("Scoring cost on this machine (") and cap.endswith("threads), profile `t`.")
+    spread, cap = T.spread(scores, ["mpg", "wanda-head"], 0.5)  # g has no scores: no row
+    assert spread[["method", "pruned", "layers emptied", "most from one layer", "emptied layers"]].values.tolist() == [
+        ["MP-G", 3, 1, 2, "0"], ["Wanda-Head", 3, 0, 1, "-"]]
+    assert cap == ("**Pruned heads per layer at the lowest sparsity.** " + MODELS_CAPTION).replace(
+        "float32).", "float32); g (q4, first 2 x 32 tokens of wiki:val, float32).")
+    w = np.array([3.0, 3.5])
+    frame = _frame([dict(model="m", method="mpg", sparsity=0.5, z=2.0, nll=w),
+                    dict(model="m", method="mpg", sparsity=0.5, z=2.0, nll=w + 0.1, tie_break="random", tie_seed=0),
+                    dict(model="m", method="mpg", sparsity=0.5, z=2.0, nll=w + 0.3, tie_break="random", tie_seed=1),
+                    dict(model="m", method="mpg", sparsity=0.5, z=2.0, nll=w + 9, tie_break="random", tie_seed=5),
+                    dict(model="g", method="mpg", sparsity=0.5, z=2.0, nll=w)])
+    scores = pd.concat([scores, _scores([dict(model="g", method="mpg", z=2.0, scores=[[1, 2], [3, 4], [5, 6]])])])
+    ties, cap = T.ties(frame, scores, [0.5])
+    rnd = [math.exp(3.35), math.exp(3.55)]  # seed 5 is not one of m's tie_seeds; seed 2 was not run
+    assert ties.iloc[0].to_dict() == {"model": "m", "sparsity": "50.0%", "pruned": 3, "zero-score heads": 3,
+                                      "index tie-break": round(math.exp(3.25), 2), "random seeds": 2,
+                                      "random tie-break mean": round(float(np.mean(rnd)), 2),
+                                      "min": round(rnd[0], 2), "max": round(rnd[1], 2)}
+    assert ties.iloc[1]["random seeds"] == 0 and np.isnan(ties.iloc[1]["random tie-break mean"])
+    assert cap.startswith("**MP-G tie-break sensitivity.** Profile `t`. Models: m (q4, first 2 x 32 tokens")
+
+
+def test_tables_with_captions_from_constructed_cells():
+    w = np.array([3.0, 3.5, 2.5, 4.0])
+    rows = [dict(model="m", method="dense", sparsity=0.0, nll=w)]
+    gaps = {"mpg": 0.1, "mp": 0.1, "wanda-head": 1.1, "gradient-head": -0.09, "sparsegpt-head": 5,
+            "hybrid": 4, "magnitude-head": 2, "random": 3}
+    for sp, extra in ((0.25, 0.0), (0.5, 0.2)):
+        rows += [dict(model="m", method=m, sparsity=sp, z=2.0 if m in ("mpg", "mp", "hybrid") else None,
+                      nll=w + gap + extra) for m, gap in gaps.items()]
+    rows += [dict(model="m", method=m, sparsity=0.5, z=z, nll=w + z / 10 + (m == "mp"))
+             for m in ("mpg", "mp") for z in (1.5, 2.5)]
+    rows += [dict(model="m", method="mpg", sparsity=0.5, z=2.0, nll=w + 7, tie_break="random", tie_seed=0)]
+    frame = _frame(rows)
+    main = R.main_cells(frame)
+    assert len(main) == 17  # dense + 8 methods x 2 sparsities; no z sweep, no random tie-break
+    T = _tables({"m": _fake_experiment()})
+    methods = list(gaps)
+    table1, cap1, vals = T.table1(main, methods, [0.25, 0.5])
+    assert vals.loc["MP-G", ("m", "50.0%")] == pytest.approx(math.exp(3.55))
+    assert table1.loc["Gradient-Head", "m @ 25.0%"].startswith("**")
+    assert table1.loc["MP", "m @ 25.0%"].startswith("<u>") and table1.loc["MP-G", "m @ 25.0%"].startswith("<u>")
+    assert not table1.loc["Dense", "m @ 25.0%"].startswith(("**", "<u>"))  # the reference is not ranked
+    assert cap1 == ("**Table I. WikiText-2 validation perplexity (lower is better) at 25/50% head sparsity.** "
+                    f"{MODELS_CAPTION} 17 of 17 cells read from cached records. The paper's models need the hub "
+                    "and a GPU: `paper` profile, not run here.")
+    assert R.curve(main, "m", "mpg", [0.125, 0.25])[0] == pytest.approx(math.exp(3.25))
+    assert np.isnan(R.curve(main, "m", "mpg", [0.125, 0.25])[1])
+    paired, cap = T.paired(main, [0.25])
+    assert paired.vs.tolist() == ["Wanda-Head", "SparseGPT-Head", "Gradient-Head", "Hybrid", "MP", "Magnitude-Head",
+                                  "Random"]
+    assert paired.loc[0, "ppl ratio"] == pytest.approx(math.exp(-1.0)) and paired.loc[0, "windows better"] == "4/4"
+    assert cap.startswith("**Paired comparisons: MP-G / other method perplexity ratio")
+    table2, cap2, t2v = T.table2(frame, [1.5, 2.0, 2.5], [0.5])
+    assert t2v.index.tolist() == [f"{m}, z = {z}" for m in ("MP", "MP-G") for z in (1.5, 2.0, 2.5)]
+    assert t2v.columns.tolist() == ["m @ 50%"]
+    assert t2v.loc["MP-G, z = 2.0", "m @ 50%"] == pytest.approx(math.exp(3.55))  # not the random tie-break
+    assert t2v.loc["MP, z = 1.5", "m @ 50%"] == pytest.approx(math.exp(4.4))
+    assert table2.loc["MP-G, z = 1.5", "m @ 50%"].startswith("**")
+    assert cap2.startswith("**Table II. Perplexity of MP and MP-G for z in {1.5, 2.0, 2.5}.** Profile `t`.")
+    assert cap2.endswith("6 of 6 cells read from cached records.")
+    table4, cap4 = T.table4(vals, methods)
+    assert table4.index.tolist() == ["MP-G", "Wanda-Head", "SparseGPT-Head", "Gradient-Head", "Hybrid"]
+    assert table4.loc["Gradient-Head", "best"] == 2 and table4.loc["MP-G", "second"] == 2
+    assert cap4.startswith("**Table IV. Best / second-best counts among the paper's methods over 2 columns")
+    table4b, cap4b = T.table4b(vals, methods)
+    assert table4b.to_dict("index") == {"MP": {"best": 0, "second": 2}, "Magnitude-Head": {"best": 0, "second": 0},
+                                        "Random": {"best": 0, "second": 0}}
+    assert "Counts for MP, Magnitude-Head and Random, each added alone" in cap4b
+    assert T.table4b(vals, ["mpg", "random"])[0].index.tolist() == ["Random"]
+    assert T.zeroshot_cells(main, ["m", "absent"], [0.25]) == {
+        "m": [("dense", 0.0), ("mpg", 0.25), ("mp", 0.25), ("gradient-head", 0.25)]}
+    shown, cap, claims = T.claims(frame, [0.25, 0.5], [1.5, 2.0, 2.5], [0.5])
+    assert shown.columns.tolist() == ["claim", "setting", "measured", "verdict"] and len(claims) == len(shown)
+    assert "effect" in claims and cap.startswith("**Claims checked.** Profile `t`; models m on wiki:val")
+    assert "m (g = 3), 25.0%" in shown.setting.tolist()  # the fake's group size reached the claims
+    summary = T.summary(main, claims, table4)
+    assert summary.startswith(f"- **Dense references.** m: {math.exp(3.25):.2f} on the first windows of wiki:val.")
+    assert "Table IV counts: MP-G best 0 / second 2, Wanda-Head best 0 / second 0" in summary
+    assert "On m at 25% the paired ratio is x1.000, MP-G better on 0 of 4 windows" in summary
+    m = R.metrics(main, frame, claims, ["m"])
+    assert m["dense_ppl"] == {"m": pytest.approx(math.exp(3.25))} and m["n_cells"] == len(frame) == 22
+    assert m["n_claims"] == len(claims) and sum(m["verdicts"].values()) == len(claims)
+    blocks = R.readme_blocks(table1, cap1, shown, cap)
+    assert set(blocks) == {"mpg-table1", "mpg-claims"} and blocks["mpg-table1"].startswith(cap1)
+    assert "| Dense " in blocks["mpg-table1"] and "\n| claim " in blocks["mpg-claims"]
+
+
+def test_zeroshot_and_efficiency_tables_from_constructed_records():
+    def zs(key, method, **sp):
+        return {"key": key, "config": {"model": {"name": "m"}, "method": method, "limit": 30, "dtype": "bfloat16",
+                                       **sp},
+                "result": {"tasks": {"sst2": {"metrics": {"acc": {"value": 0.5, "stderr": 0.1}}, "n": 30},
+                                     "mrpc": {"metrics": {"f1": {"value": 0.6, "stderr": None}}, "n": 28}}}}
+    store = Store(None)
+    store.status[("heads-zeroshot", "k2")] = "computed"
+    T = _tables({"m": _fake_experiment()}, store)
+    table, cap = T.table3([zs("k1", "dense"), zs("k2", "mpg", sparsity=0.25)])
+    assert table.loc[("m", "Dense", "0.0%"), "sst2"] == "0.500 ± 0.196"
+    assert table.loc[("m", "MP-G", "25.0%"), "mrpc"] == "0.600"  # no acc: the first metric, no stderr
+    assert cap.startswith("**Table III analogue (not the paper's setting).** Zero-shot accuracy (lm-eval task YAMLs, "
+                          "validation splits, first 30 documents each; n per task: mrpc 28, sst2 30), bfloat16, "
+                          "profile `t`;")
+    assert cap.endswith("1 of 2 cells read from cached records.")
+    assert T.table3([]) == (None, None)
+    t = [0.10, 0.20]
+    rec = {"config": {"method": "mpg", "dtype": "bfloat16", "seqlen": 256, "repeats": 5, "threads": 2, "batches": [1]},
+           "result": {"dense": {"mode": "dense", "sparsity": 0.0, "params": 2e6, "nonzero_params": 2e6,
+                                "attention_flops": 100, "heads": 8, "prefill_b1": {"median_s": 0.12, "times_s": t}},
+                      "removed 0.5": {"mode": "removed", "sparsity": 0.5, "params": 1.5e6, "nonzero_params": 1.4e6,
+                                      "attention_flops": 60, "heads": 5,
+                                      "prefill_b1": {"median_s": 0.1, "times_s": [x / 1.2 for x in t]}}}}
+    eff, cap = T.efficiency({"m": rec})
+    assert eff.to_dict("list") == {"model": ["m", "m"], "model state": ["dense", "removed 50%"], "heads": [8, 5],
+                                   "params (M)": [2.0, 1.5], "nonzero params (M)": [2.0, 1.4],
+                                   "attention FLOPs vs dense": [1.0, 0.6], "prefill b=1 (ms)": [120.0, 100.0],
+                                   "speed-up b=1": [1.0, 1.2]}
+    assert cap.startswith("**Efficiency.** Profile `t`, MP-G heads, bfloat16, sequence length 256, median of 5 prefill "
+                          "passes timed round-robin across the model states on 2 CPU threads.")
+    assert "not run" in T.efficiency({})[1]
+    c = {x.setting for x in R.mpg_claims(_frame([]), [], [], [], [], {}, efficiency={"m": rec["result"]})}
+    assert c == {"m, removed 50%", "m, removed 50%, batch 1"}
+
+
+def test_describe_names_each_model():
+    assert R.describe({"m": _fake_experiment()}) == "m: hub; L x H = 3 x 2, KV heads 1; eval wiki:val, first 2 windows of 32"
 
 
 def test_efficiency_claims_use_paired_rounds():

@@ -8,9 +8,10 @@ import transformers as T
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import build_tiny
 from repro.errors import ReproError, UnknownNameError
 from repro.methods.heads import HEAD_METHODS, excess, n_to_prune, score_heads, select_heads
+
+from helpers import build_tiny
 
 
 def hand_model():

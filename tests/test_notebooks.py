@@ -6,12 +6,12 @@ import math
 import nbformat
 import pytest
 
-from conftest import ROOT
 from repro.errors import ReproError
 from repro.notebooks import clean, declared_parameters, execute, in_sync, load_profile, read_source
 
+from conftest import ROOT
+
 SOURCES = sorted((ROOT / "notebooks").glob("[0-9]*.py"))
-DRAFTS = sorted((ROOT / "notebooks/wip").glob("[0-9]*.py"))  # not yet executed on the cpu profile; smoke-tested
 PROFILES = sorted((ROOT / "notebooks/profiles").glob("*.yaml"))
 # what each notebook's smoke run must write (tables as .md, figures as .png), and its first table
 WRITES = {
@@ -52,7 +52,7 @@ def test_profiles_name_only_declared_parameters(profile):
 
 
 def test_every_notebook_has_a_smoke_expectation():
-    assert {s.stem for s in SOURCES + DRAFTS} == set(WRITES)
+    assert {s.stem for s in SOURCES} == set(WRITES)
 
 
 def test_unknown_profile_key_is_an_error(tmp_path):
@@ -93,7 +93,7 @@ def test_clean_drops_widgets_and_progress_only():
     assert out[0].text == "a real warning\n" and out[1].text == "42% of heads\n"
 
 
-@pytest.mark.parametrize("src", SOURCES + DRAFTS, ids=[s.stem for s in SOURCES + DRAFTS])
+@pytest.mark.parametrize("src", SOURCES, ids=[s.stem for s in SOURCES])
 def test_notebook_smoke(src, tmp_path):
     params = load_profile(ROOT / "notebooks/profiles/smoke.yaml", None, src.stem)
     out = tmp_path / src.with_suffix(".ipynb").name

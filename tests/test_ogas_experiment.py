@@ -1,8 +1,16 @@
-"""Paper 2's experiment cells on a tiny model: prune -> evaluate -> record -> frame -> claims."""
+"""Paper 2's experiment cells on a tiny model: prune -> evaluate -> record -> frame -> claims; the
+notebook's grid of cells (OgasGrid) on a tiny model; and every table, figure's data and summary of
+the reader on constructed frames."""
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
 import pytest
 
 from repro.experiments import ogas as O
 from repro.experiments.base import Setup
+from repro.experiments.unstructured import OgasGrid, PruneExperiment, own_headroom
 from repro.store import Store
 
 SMALL = Setup(data="wiki-sample", seqlen=32, max_windows=3, calib_data="wiki-sample", calib_nsamples=2, calib_seqlen=32)
@@ -25,11 +33,11 @@ def test_cells_land_in_the_frame_with_their_rows(run):
     f = O.prune_frame(store, [e])
     assert sorted(O.row_name(m, p) for m, p in zip(f.method, f.params)) == \
         ["dense", "magnitude", "ogas", "ogas-exact", "wanda", "wanda"]
-    wanda = O.select(f, "tiny-llama", "wiki-sample", "wanda", 0.5)
+    wanda = O.find(f, "tiny-llama", "wiki-sample", "wanda", 0.5)
     assert wanda.achieved == pytest.approx(0.5, abs=1e-6) and len(wanda.zeros_sha256) == 64
-    assert O.select(f, "tiny-llama", "wiki-sample", "wanda", 0.5, "2:4").zeros_sha256 != wanda.zeros_sha256
-    exact = O.select(f, "tiny-llama", "wiki-sample", "ogas-exact", 0.5)
-    paper = O.select(f, "tiny-llama", "wiki-sample", "ogas", 0.5)
+    assert O.find(f, "tiny-llama", "wiki-sample", "wanda", 0.5, "2:4").zeros_sha256 != wanda.zeros_sha256
+    exact = O.find(f, "tiny-llama", "wiki-sample", "ogas-exact", 0.5)
+    paper = O.find(f, "tiny-llama", "wiki-sample", "ogas", 0.5)
     assert exact.achieved == pytest.approx(0.5, abs=1e-3) and paper.achieved <= exact.achieved
     assert paper.channel_quantiles and all(len(q) == len(O.QUANTILES) for q in paper.channel_quantiles.values())
     p = O.paired_to(f, "tiny-llama", "wiki-sample", "ogas", "wanda")
@@ -43,6 +51,7 @@ def test_claims_run_on_the_frame(run):
     assert {c.claim for c in claims} == {"OGAS below Wanda at 50%", "OGAS below RIA at 50%",
                                          "OGAS at or below SparseGPT at 50%"}
     assert [c.verdict for c in claims if "RIA" in c.claim] == ["inconclusive"]  # RIA not run: "not run"
+    assert [c.measured for c in claims if "RIA" in c.claim] == ["not run"]
 
 
 def test_a_cell_is_computed_once(run):
@@ -63,3 +72,288 @@ def test_kept_layer_has_per_channel_arrays_and_frame_is_per_session(run):
     # a later session that asks for nothing sees nothing from the same folder
     assert O.prune_frame(Store(store.root), [e]).empty
     assert len(O.prune_frame(Store(store.root), [e], session=False)) == len(O.prune_frame(store, [e]))
+
+
+def test_down_projections_are_one_per_block(run):
+    _, e = run
+    downs = e.down_projections()
+    assert downs == [f"model.layers.{i}.mlp.down_proj" for i in range(len(e.model.model.layers))]
+
+
+# ---- the notebook's grid on a tiny model -------------------------------------------------------
+
+TASKS = ["arc_easy", "boolq"]
+
+
+def fake_zeroshot(model, tasks, limit):
+    """A stand-in for lm-eval: per-document accuracies that depend on the model's weights."""
+    w = sum(float(p.detach().abs().sum()) for p in model.parameters())
+    docs = [float((int(w * 1000) >> i) & 1) for i in range(limit)]
+    return {"tasks": {t: {"metrics": {"acc": {"value": float(np.mean(docs))}}, "per_doc": {"acc": docs}}
+                      for t in tasks}}
+
+
+@pytest.fixture(scope="module")
+def grid(run):
+    _, e = run
+    store = Store(None)
+    wt = {"tiny-llama": PruneExperiment("tiny-llama", SMALL, store, progress=False, loaded=e.loaded)}
+    c4 = {"tiny-llama": PruneExperiment("tiny-llama", SMALL.replace(data="c4-sample:eval",
+                                                                    calib_data="c4-sample:calib"),
+                                        store, progress=False, loaded=e.loaded)}
+    wt["tiny-llama"].zeroshot = fake_zeroshot
+    params = {"profile": "unit", "sparsity": 0.5, "ogas_setting": {"tiny-llama": "mistral"},
+              "methods": ["magnitude", "wanda", "ogas"], "c4_models": ["tiny-llama"],
+              "exact_rounding_data": ["wiki-sample"], "nm_models": ["tiny-llama"], "nm_patterns": ["2:4"],
+              "nm_methods": ["wanda"], "ablation_models": ["tiny-llama"], "curve_models": ["tiny-llama"],
+              "curve_sparsities": [0.5, 0.7], "s_max_headrooms": [0.05], "zeroshot_models": ["tiny-llama"],
+              "zeroshot_tasks": TASKS, "zeroshot_limit": 4, "seqlen": 999}  # seqlen: not a grid field
+    g = OgasGrid.from_params(wt, c4, params)
+    g.run_main()
+    return g
+
+
+def config_of(g, data, row, sparsity=0.5):
+    """The record config of the grid's cell (data, row name, sparsity)."""
+    c = O.find(O.frame(g), "tiny-llama", data, row, sparsity)
+    return next(r["config"] for r in g.store.records("prune-ppl") if r["key"] == c.key[1])
+
+
+def test_grid_from_params_and_names(grid):
+    assert grid.models == ["tiny-llama"] and grid.wt_name == "wiki-sample" and grid.c4_name == "c4-sample"
+    assert grid.methods == ["magnitude", "wanda", "ogas"] and grid.zeroshot_limit == 4 and grid.profile == "unit"
+    assert grid.experiment("tiny-llama", "c4-sample") is grid.c4["tiny-llama"]
+    assert grid.params_for("tiny-llama", "ogas", rounding="exact") == {"lam": 0.2, "gamma": 0.2, "rounding": "exact"}
+    assert grid.params_for("tiny-llama", "wanda") == {}
+    assert grid.figure_layer_name == "model.layers.1.mlp.down_proj"  # the middle of 2 blocks' down projections
+    assert "OGAS setting mistral" in grid.describe() and "c4-sample:eval" in grid.describe()
+
+
+def test_run_main_asks_for_each_table_cell_once(grid):
+    f = O.frame(grid)
+    rows = sorted((d, O.row_name(m, p)) for d, m, p in zip(f.data, f.method, f.params))
+    assert rows == sorted([(d, r) for d in ("wiki-sample", "c4-sample") for r in ("dense", "magnitude", "wanda", "ogas")]
+                          + [("wiki-sample", "ogas-exact")])
+    assert config_of(grid, "wiki-sample", "ogas")["keep_layers"] == ["model.layers.1.mlp.down_proj"]  # Figure 2's
+    assert "keep_layers" not in config_of(grid, "c4-sample", "ogas")
+    assert "keep_layers" not in config_of(grid, "wiki-sample", "ogas-exact")
+    assert config_of(grid, "wiki-sample", "wanda")["zeroshot"] == {"tasks": TASKS, "limit": 4}  # Tables 3-4 read it
+    assert "zeroshot" not in config_of(grid, "c4-sample", "wanda")
+    assert "zeroshot" not in config_of(grid, "wiki-sample", "ogas-exact")
+    assert config_of(grid, "wiki-sample", "ogas-exact")["params"]["rounding"] == "exact"
+
+
+def test_run_zeroshot_and_its_tables(grid):
+    results = grid.run_zeroshot()
+    assert list(results["tiny-llama"]) == ["dense", "magnitude", "wanda", "ogas"]
+    dense = next(grid.store.records("prune-zeroshot"))
+    e = grid.wt["tiny-llama"]
+    assert dense["config"] == {**e.zeroshot_config(TASKS, 4), "method": "dense"}  # the key of the committed records
+    assert e.dense_zeroshot(TASKS, 4)["key"] == dense["key"] and len(list(grid.store.records("prune-zeroshot"))) == 1
+    [(stem, table, cap)] = O.zeroshot_tables(results, grid)
+    assert stem == "table3_zeroshot_tiny-llama" and cap.startswith("**Table 3. Zero-shot accuracy, tiny-llama")
+    assert list(table.index) == ["Dense", "Magnitude", "Wanda", "OGAS"]
+    assert list(table.columns) == [*TASKS, "mean", "vs Wanda (paired)"]
+    assert table.at["Dense", "vs Wanda (paired)"] == "—" and table.at["Wanda", "vs Wanda (paired)"] == "—"
+
+
+def test_run_nm_ablation_and_curve_ask_for_their_cells(grid):
+    grid.run_nm()
+    grid.run_ablation()
+    grid.run_curve()
+    f = O.frame(grid)
+    assert O.find(f, "tiny-llama", "wiki-sample", "wanda", 0.5, "2:4") is not None
+    energy = O.find(f, "tiny-llama", "wiki-sample", "ogas-energy")
+    assert energy.params["lam"] == 0.0 and energy.params["gamma"] == 0.2  # the model's setting's gamma
+    for m in ("magnitude", "wanda", "ogas", "ogas-h0.05"):
+        assert O.find(f, "tiny-llama", "wiki-sample", m, 0.7) is not None, m
+    assert O.find(f, "tiny-llama", "wiki-sample", "ogas-h0.05", 0.5) is None  # headrooms only above 60%
+    table5, cap5 = O.ablation_table(f, grid)
+    assert list(table5.variant) == ["Wanda", "OGAS energy-only (lambda 0)", "OGAS PAPR-only (lambda 1)", "OGAS"]
+    assert "4 of 4 cells read from cached records" not in cap5  # computed here, in this session
+    ch = O.figure2_channels(f, grid)
+    assert ch[:2] == ("tiny-llama", "model.layers.1.mlp.down_proj") and set(ch[2]) == {"energy", "peak_ratio",
+                                                                                        "channel_sparsity"}
+
+
+# ---- the reader on constructed frames ----------------------------------------------------------
+
+def fake_experiment(data, calib, store, quant="q4_0"):
+    return SimpleNamespace(loaded=SimpleNamespace(identity={"quantisation": quant}), store=store,
+                           setup=Setup(data=data, seqlen=64, max_windows=4, calib_data=calib, calib_nsamples=8,
+                                       calib_seqlen=32, eval_dtype="float32"))
+
+
+@pytest.fixture
+def fake_grid():
+    store = Store(None)
+    wt = {m: fake_experiment("wikitext2:test", "wikitext2-train", store, q) for m, q in (("a", "q4_0"), ("b", "q8"))}
+    c4 = {m: fake_experiment("c4-sample:eval", "c4-sample:calib", store) for m in wt}
+    return OgasGrid(wt, c4, {"a": "llama", "b": "mistral"}, profile="unit", methods=["magnitude", "wanda", "ogas"],
+                    nm_models=["a"], nm_patterns=["2:4"], nm_methods=["wanda"], ablation_models=["a"],
+                    curve_models=["a"], curve_sparsities=[0.5, 0.7, 0.9], s_max_headrooms=[0.05],
+                    zeroshot_models=["a"], zeroshot_tasks=["t1", "t2"], zeroshot_limit=2,
+                    figure_layer="model.layers.1.mlp.down_proj")
+
+
+def row(model, data, method, nll, sparsity=0.5, pattern="unstructured", params=None, **extra):
+    nll = list(map(float, nll))
+    return {"key": ("prune-ppl", f"{model}-{data}-{method}-{sparsity}-{pattern}-{params}"), "model": model,
+            "data": data, "method": method, "sparsity": 0.0 if method == "dense" else sparsity,
+            "pattern": "dense" if method == "dense" else pattern, "params": params or {},
+            "ppl": float(np.exp(np.mean(nll))), "ci95": [float(np.exp(min(nll))), float(np.exp(max(nll)))],
+            "window_nll": nll, "achieved": extra.pop("achieved", sparsity), "prune_seconds": 1.26,
+            "extras": extra.pop("extras", {}), "zeroshot": None, "channels": extra.pop("channels", None),
+            "channel_quantiles": extra.pop("channel_quantiles", None), **extra}
+
+
+OGAS_A = {"lam": 0.4, "gamma": "search"}
+BASE = np.array([2.0, 2.5, 3.0, 3.5])
+
+
+def constructed_frame():
+    rows = [row("a", "wikitext2", "dense", BASE), row("b", "wikitext2", "dense", BASE - 0.5),
+            row("a", "c4-sample", "dense", BASE)]
+    for d in ("wikitext2", "c4-sample"):
+        rows += [row("a", d, "magnitude", BASE + 2.0), row("a", d, "wanda", BASE + 1.0),
+                 row("a", d, "ogas", BASE + [0.9, 0.8, 0.95, 0.85], params=OGAS_A, achieved=0.4993)]
+    rows += [row("a", "wikitext2", "ogas", BASE + 0.7, params={**OGAS_A, "rounding": "exact"}),
+             row("b", "wikitext2", "wanda", BASE), row("b", "wikitext2", "ogas", BASE - 0.1,
+                                                       params={"lam": 0.2, "gamma": 0.2})]
+    rows += [row("a", "wikitext2", "wanda", BASE + 0.5, 0.5, "2:4"),
+             row("a", "wikitext2", "ogas-energy", BASE + 0.95, params={"lam": 0.0, "gamma": "search"}),
+             row("a", "wikitext2", "ogas-papr", BASE + 1.05, params={"lam": 1.0, "gamma": "search"})]
+    for sp, add in ((0.7, 3.0), (0.9, 6.0)):
+        rows += [row("a", "wikitext2", "magnitude", BASE + 2 * add, sp), row("a", "wikitext2", "wanda", BASE + add, sp),
+                 row("a", "wikitext2", "ogas", BASE + add - 0.5, sp, params=OGAS_A)]
+    rows.append(row("a", "wikitext2", "ogas", BASE + 2.4, 0.7, params={**OGAS_A, "s_max_headroom": 0.05}))
+    f = pd.DataFrame(rows)
+    i = f.index[(f.key == ("prune-ppl", f"a-wikitext2-ogas-0.5-unstructured-{OGAS_A}"))][0]
+    f.at[i, "channels"] = {"model.layers.1.mlp.down_proj": {"energy": [1.0, 2.0], "peak_ratio": [3.0, 4.0],
+                                                            "channel_sparsity": [0.6, 0.4]}}
+    f.at[i, "extras"] = {"l.0.q_proj": {"gamma": 0.05, "gamma_at_bound": True, "gamma_evals": 5},
+                         "l.1.q_proj": {"gamma": 0.5, "gamma_evals": 6}}
+    f.at[i, "channel_quantiles"] = {"l.0.q_proj": list(np.linspace(0.3, 0.7, 21)), "l.1.q_proj": [0.5] * 21}
+    return f
+
+
+def test_find_tells_rows_apart_and_headrooms_fall_back_to_the_default_cell():
+    f = constructed_frame()
+    assert O.find(f, "a", "wikitext2", "ogas").params == OGAS_A
+    assert O.find(f, "a", "wikitext2", "ogas-exact").ppl == pytest.approx(np.exp(np.mean(BASE + 0.7)))
+    assert O.find(f, "a", "wikitext2", "ogas-h0.05", 0.7).params["s_max_headroom"] == 0.05
+    assert O.find(f, "a", "wikitext2", "wanda", 0.5, "2:4").ppl == pytest.approx(np.exp(np.mean(BASE + 0.5)))
+    assert O.find(f, "a", "wikitext2", "wanda", 0.5, lam=1) is None and O.find(f, "b", "c4-sample", "ogas") is None
+    assert O.find(f, "a", "wikitext2", "ogas", gamma="search") is not None
+    assert O.find(f.iloc[:0], "a", "wikitext2", "dense") is None
+    # S_max = max(0.6, min(0.95, s + h)): above 60% a headroom is its own cell unless the cap makes it the default
+    assert not own_headroom(0.5, 0.2) and own_headroom(0.7, 0.05) and not own_headroom(0.9, 0.05)
+    assert [O.headroom_row(s, 0.05) for s in (0.5, 0.7, 0.9)] == ["ogas", "ogas-h0.05", "ogas"]
+
+
+def test_caption_names_the_setups_and_the_cache(fake_grid):
+    f = constructed_frame()
+    cap = O.caption(fake_grid, "Title.", f)
+    assert cap.startswith("**Title.** Profile `unit`. Models: a (q4_0, OGAS llama setting); b (q8, OGAS mistral "
+                          "setting). Calibration 8 x 32 tokens (wikitext2-train for WikiText-2 rows, c4-sample:calib")
+    assert "first 4 x 64 tokens of wikitext2:test / c4-sample:eval, float32." in cap
+    assert cap.endswith(f"{len(f)} of {len(f)} cells read from cached records.")
+    assert O.caption(fake_grid, "Title.").endswith("float32.")
+
+
+def test_table12_marks_ranks_and_pairs_to_wanda(fake_grid):
+    f = constructed_frame()
+    table, cap, vals = O.table12(f, fake_grid)
+    assert list(vals.columns) == ["a wikitext2", "a c4-sample", "b wikitext2"]  # b has no C4 cell: no column
+    assert list(table.index) == ["Dense", "Magnitude", "Wanda", "OGAS", "OGAS (exact target)"]
+    assert table.at["OGAS (exact target)", "a wikitext2"].startswith("**")  # best, dense not ranked
+    assert table.at["OGAS", "a wikitext2"].startswith("<u>") and not table.at["Dense", "a wikitext2"].startswith("*")
+    assert table.at["Wanda", "a wikitext2: / Wanda"] == "—" and table.at["Dense", "b wikitext2: / Wanda"] == "—"
+    assert table.at["Magnitude", "a wikitext2: / Wanda"] == "x2.718 [2.718, 2.718]"  # nll + 1 on every window
+    assert vals.at["OGAS (exact target)", "a c4-sample"] is None or np.isnan(vals.at["OGAS (exact target)",
+                                                                                      "a c4-sample"])
+    assert cap.startswith("**Tables 1-2.") and "50% unstructured" in cap
+
+
+def test_achieved_and_rounding_tables(fake_grid):
+    f = constructed_frame()
+    achieved, cap = O.achieved_table(f, fake_grid)
+    assert len(achieved) == 3 + 3 + 1 + 2  # a: 4 rows on WikiText-2, 3 on C4; b: Wanda, OGAS
+    assert achieved.loc[(achieved.model == "a") & (achieved.method == "OGAS"), "achieved"].tolist() == [0.4993] * 2
+    assert achieved["prune seconds"].unique().tolist() == [1.3] and cap.startswith("**Achieved sparsity")
+    worth, cap = O.rounding_table(f, fake_grid)
+    assert worth[["model", "data"]].values.tolist() == [["a", "wikitext2"]]  # only where both ran
+    ratio = np.exp(np.mean([0.2, 0.1, 0.25, 0.15]))
+    assert worth.iloc[0, 2].startswith(f"x{ratio:.4f} [")
+    assert worth.at[0, "windows better"] == "0/4"  # the exact target is better on every window
+
+
+def test_nm_table(fake_grid):
+    table, cap, vals = O.nm_table(constructed_frame(), fake_grid)
+    assert list(table.columns) == ["a wikitext2 2:4"] and list(table.index) == ["Dense", "Wanda"]
+    assert vals.at["Wanda", "a wikitext2 2:4"] == pytest.approx(np.exp(np.mean(BASE + 0.5)))
+    assert "2:4 and 4:8" in cap
+
+
+def test_zeroshot_tables_from_results(fake_grid):
+    def result(docs1, docs2):
+        return {"tasks": {t: {"metrics": {"acc": {"value": float(np.mean(d))}}, "per_doc": {"acc": d}}
+                          for t, d in (("t1", docs1), ("t2", docs2))}}
+    results = {"a": {"dense": result([1, 1], [1, 0]), "wanda": result([1, 0], [0, 0]), "ogas": result([1, 1], [1, 0])}}
+    [(stem, table, cap)] = O.zeroshot_tables(results, fake_grid)
+    assert stem == "table3_zeroshot_a" and "first 2 documents per task, float32, profile `unit`" in cap
+    assert table.at["Dense", "mean"] == 0.75 and table.at["Wanda", "mean"] == 0.25
+    assert table.at["OGAS", "vs Wanda (paired)"].startswith("+0.500")  # 2 of 4 documents better, none worse
+    assert O.zeroshot_paired(results["a"]["wanda"], results["a"]["ogas"], ["t1", "t2"]).estimate == -0.5
+
+
+def test_ablation_table_pairs_each_variant_to_wanda(fake_grid):
+    f = constructed_frame()
+    table, cap = O.ablation_table(f, fake_grid)
+    assert list(table.columns) == ["model", "variant", "lambda", "ppl", "vs Wanda (paired)"]
+    assert table["lambda"].tolist() == ["-", 0.0, 1.0, 0.4]
+    assert table["vs Wanda (paired)"].iloc[0] == "x1.000 [1.000, 1.000]"
+    assert table["vs Wanda (paired)"].iloc[1] == f"x{np.exp(-0.05):.3f} [{np.exp(-0.05):.3f}, {np.exp(-0.05):.3f}]"
+    assert table.ppl.iloc[3] == round(np.exp(np.mean(BASE + [0.9, 0.8, 0.95, 0.85])), 3)
+    assert cap.endswith("4 of 4 cells read from cached records.")
+    fake_grid.ablation_models = []
+    table, cap = O.ablation_table(f, fake_grid)
+    assert table.empty and "cells read" not in cap
+
+
+def test_figure_data(fake_grid):
+    f = constructed_frame()
+    name, layer, ch = O.figure2_channels(f, fake_grid)
+    assert (name, layer, ch["channel_sparsity"]) == ("a", "model.layers.1.mlp.down_proj", [0.6, 0.4])
+    [(name, layers, q)] = O.gamma_frames(f, fake_grid)  # b's OGAS cell searched no gamma
+    assert name == "a" and layers.at_bound.tolist() == [True, False] and layers.type.unique().tolist() == ["q_proj"]
+    assert q["quantile"].between(0.05, 0.95).all() and len(q) == 2 * 18  # 0.05..0.90 (0.95 is 0.9500...01)
+    curve = O.curve_frame(f, fake_grid)
+    ogas = curve[curve.label == "OGAS"]
+    assert ogas.sparsity.tolist() == [0.5, 0.7, 0.9] and ogas.headroom.isna().all()
+    h = curve[curve.label == "OGAS, S_max headroom 0.05"]
+    assert h.sparsity.tolist() == [0.7, 0.9] and h.row.tolist() == ["ogas-h0.05", "ogas"]  # at 90%: the 0.95 cap
+    assert h.ppl.iloc[1] == ogas.ppl.iloc[2] and h.ppl.iloc[0] != ogas.ppl.iloc[1]
+    table, cap = O.curve_table(curve, f, fake_grid)
+    assert list(table.index) == ["Magnitude", "OGAS", "OGAS headroom 0.05", "Wanda"]
+    assert math.isnan(table.at["OGAS headroom 0.05", 0.5]) and cap.startswith("**Figure 4 data")
+    assert O.dense_ppl(f, fake_grid) == {"a": pytest.approx(np.exp(2.75)), "b": pytest.approx(np.exp(2.25))}
+
+
+def test_claims_summary_metrics_and_readme(fake_grid):
+    f = constructed_frame()
+    shown, cap, claims = O.claims_table(f, fake_grid)
+    assert list(shown.columns) == ["claim", "setting", "measured", "verdict"] and len(claims) == len(shown)
+    below = claims[(claims.claim == "OGAS below Wanda at 50%") & (claims.setting == "a, wikitext2")]
+    assert below.verdict.tolist() == ["holds"]  # lower NLL on every window
+    flat = claims[claims.claim.str.startswith("OGAS degrades least")]
+    assert flat.setting.tolist() == ["a, vs Magnitude", "a, vs Wanda", "a, vs RIA", "a, vs SparseGPT"]
+    assert flat.measured.tolist()[2:] == ["not run", "not run"]
+    assert "models a, b" in cap
+    text = O.summary(claims, 0.5)
+    assert "**OGAS vs Wanda** at 50%: holds: 3;" in text and "**Zero-shot mean above Wanda**: not run" in text
+    m = O.metrics(f, claims, fake_grid)
+    assert m["n_cells"] == len(f) and m["n_claims"] == len(claims) and sum(m["verdicts"].values()) == len(claims)
+    blocks = O.readme_blocks((pd.DataFrame({"x": [1]}, index=["r"]), "cap"), (shown, cap))
+    assert blocks["ogas-tables"].startswith("cap\n\n|    |   x |") and "\n| r  |" in blocks["ogas-tables"]
+    assert blocks["ogas-claims"].startswith(cap + "\n\n| claim") and "| 0 " not in blocks["ogas-claims"]

@@ -5,12 +5,13 @@ import numpy as np
 import pytest
 import torch
 
-from helpers import build_tiny
 from repro.assets.data import TextData
 from repro.assets.tiny import byte_tokenizer
 from repro.errors import ReproError
 from repro.evaluate import perplexity, ppl_ci
 from repro.evaluate.ppl import windows
+
+from helpers import build_tiny
 
 ROWS = [r for i in range(40) for r in ("", f" = Title {i} = \n", "", f" Some text about thing {i * 7 % 13} , and more . \n")]
 

@@ -6,9 +6,10 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import assert_same_pruned, build_tiny, head_mask
 from repro.arch import adapter
 from repro.structure import full_groups, plan_layer, zero_heads
+
+from helpers import assert_same_pruned, build_tiny, head_mask
 
 
 def test_kv_rows_zeroed_only_with_whole_group():
@@ -75,8 +76,9 @@ def test_removed_gqa_model_keeps_logits_with_uneven_groups():
     - layer 1, prune [0, 1, 2]: only head 3 in group 1; q [3] kv [1] -> "gqa", 1 head, 1 KV head.
     - layer 2, prune [3]: groups {0: [0, 1], 1: [2]}; pad q [0, 1, 2, -] kv [0, 1] (12) ties
       expand q [0, 1, 2] kv [0, 0, 1] (12) -> "pad"."""
-    from helpers import inputs, output
     from repro.structure import Masks, remove_heads
+
+    from helpers import inputs, output
 
     m = build_tiny("tiny-qwen2")  # q/k/v biases too
     kw = inputs("tiny-qwen2")
@@ -125,8 +127,9 @@ def test_expand_mode_with_three_query_heads_per_kv_head():
     - layer 2, prune [1, 2, 4, 5, 7]: kept 0 | 3 | 6 8; pad q 6 kv 3 (18), expand q [0, 3, 6, 8]
       kv [0, 1, 2, 2] (16) -> "expand", two query heads reading copies of one KV head.
     Removed, zeroed (Algorithm 1) and masked models give the same logits."""
-    from helpers import build_llama_g3, inputs, output
     from repro.structure import Masks, remove_heads
+
+    from helpers import build_llama_g3, inputs, output
 
     pruned = {0: [4, 5, 7, 8], 1: [0, 4], 2: [1, 2, 4, 5, 7]}
     plans = {0: ([0, 1, 2, 3, 6], [0, 0, 0, 1, 2], "expand"),

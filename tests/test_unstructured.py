@@ -16,8 +16,19 @@ from repro.assets.tiny import TINY, build_tiny
 from repro.calib import input_sumsq
 from repro.calib.blocks import Gram, InputSumSq, OutputStats, capture, propagate, sequential
 from repro.errors import ReproError, UnknownNameError
-from repro.methods.unstructured import (OGAS, PRUNERS, Magnitude, SparseGPT, Wanda, channel_sparsity, get_pruner,
-                                        lowest_n_of_m, parse_pattern, prune_model, row_counts)
+from repro.methods.unstructured import (
+    OGAS,
+    PRUNERS,
+    Magnitude,
+    SparseGPT,
+    Wanda,
+    channel_sparsity,
+    get_pruner,
+    lowest_n_of_m,
+    parse_pattern,
+    prune_model,
+    row_counts,
+)
 from repro.structure.sparsity import out_in, prunable_linears, zeros_sha256
 
 CAUSAL = [n for n, (_, _, task) in TINY.items() if task == "causal-lm"]

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 from torch import nn
-from repro.progress import tqdm
 
 from repro.assets.devices import input_device
 from repro.assets.feeding import prepend, text_tokens
 from repro.errors import ReproError
+from repro.progress import tqdm
 
 
 def sample_windows(ids: torch.Tensor, nsamples: int, seqlen: int, seed: int = 0, bos: int | None = None) -> torch.Tensor:

@@ -12,9 +12,9 @@ from typing import Sequence
 import numpy as np
 import torch
 from scipy import stats
-from repro.progress import tqdm
 
 from repro.errors import ReproError
+from repro.progress import tqdm
 
 
 def _as_sequences(sequences) -> list[torch.Tensor]:

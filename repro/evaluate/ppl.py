@@ -13,13 +13,13 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 import torch.nn.functional as F
-from repro.progress import tqdm
 
 from repro.assets.data import TextData
 from repro.assets.devices import input_device
 from repro.assets.feeding import prepend, text_tokens
 from repro.errors import ReproError
 from repro.evaluate.stats import ppl_ci
+from repro.progress import tqdm
 
 _TOKEN_CACHE: dict = {}
 

@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import torch
-from repro.progress import tqdm
 
 from repro.errors import ReproError
 from repro.evaluate.stats import bootstrap_ci
+from repro.progress import tqdm
 
 
 def to_pixels(images: torch.Tensor, image_size: int, channels: int, mean: float = 0.5, std: float = 0.5) -> torch.Tensor:

@@ -1,41 +1,34 @@
 """Paper 3 (damage-aware bandit pruning) from records: frames of the selection and evaluation
-cells (``repro.experiments.units``), the per-seed and across-seed statistics, Table B1/B2 and the
-claims. Everything here reads records only (no model is run), so it is tested on constructed frames.
+cells (``repro.experiments.units``), the per-seed and across-seed statistics, the notebook's tables
+(Table 1, its per-seed view, rewards, unit layers, Table B1, Table 2, Table B2, removal) with their
+captions, and the claims. Everything here reads records only (no model is run), so it is tested on
+constructed frames.
 """
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
+from repro.claims import claims_frame, count_verdicts, difference_claim
+from repro.evaluate.stats import bh, paired_difference, paired_ratio, paired_test, paired_test_name, speed_ratio
 from repro.experiments.base import owned
-from repro.experiments.units import LAMBADA, BanditExperiment, VisionBanditExperiment, removal_cell  # noqa: F401
-from repro.methods.bandit import get_selector  # noqa: F401
-from repro.methods.bandit import SELECTORS
+from repro.experiments.units import LAMBADA, BanditExperiment, VisionBanditExperiment, removal_parts
+from repro.methods.bandit import SELECTORS, reward_summary
+from repro.report import to_markdown
 from repro.store import Store
 
-def removal_table(result: dict, batches) -> pd.DataFrame:
-    """Rows dense / zeroed / removed of a :func:`removal_cell` result: parameters, checkpoint MB,
-    median prefill ms per batch size, and the prefill speed-up against dense with its 95% CI
-    paired by round-robin round (:func:`repro.evaluate.stats.speed_ratio`)."""
-    from repro.evaluate.stats import speed_ratio
-
-    rows = []
-    for v in ("dense", "zeroed", "removed"):
-        r = result[v]
-        row = {"model": v, "params": r["params"], "checkpoint MB": r["checkpoint_bytes"] / 1e6}
-        for b in batches:
-            t, base = r[f"prefill_b{b}"]["times_s"], result["dense"][f"prefill_b{b}"]["times_s"]
-            sp = speed_ratio(base, t)
-            row[f"prefill b{b} (ms)"] = 1000 * r[f"prefill_b{b}"]["median_s"]
-            row[f"speed-up b{b} [95% CI]"] = ("1" if v == "dense" else
-                                              f"x{sp.estimate:.3f} [{sp.ci[0]:.3f}, {sp.ci[1]:.3f}]")
-        rows.append(row)
-    return pd.DataFrame(rows)
+MAB = ("ucb", "thompson")  # the bandit selectors (greedy is the sequential baseline they are compared with)
+LABELS = SELECTORS.labels(dense="Dense")
+MAB_VS_GREEDY = "MAB degrades perplexity less than budgeted greedy"
+SETTING = ["model", "kinds", "ratio"]
+CELL = SETTING + ["method"]
 
 
-def bandit_frame(store: Store, experiments: list[BanditExperiment], session: bool = True) -> pd.DataFrame:
-    """One row per evaluated cell (dense included) of ``experiments``; ``session``: only the cells
-    asked for in this session."""
+# ---- frames: one row per evaluated cell ------------------------------------------------------
+
+def bandit_frame(store: Store, experiments, session: bool = True) -> pd.DataFrame:
+    """One row per evaluated cell (dense included) of ``experiments`` (a list or ``{name:
+    BanditExperiment}``); ``session``: only the cells asked for in this session."""
     selections = {r["key"]: r for r in store.records("bandit-select")}
     rows = []
     for r, e in owned(store, "bandit-ppl", experiments, session):
@@ -51,6 +44,20 @@ def bandit_frame(store: Store, experiments: list[BanditExperiment], session: boo
     return pd.DataFrame(rows)
 
 
+def vision_frame(store: Store, experiments, session: bool = True) -> pd.DataFrame:
+    """One row per evaluated vision cell (dense included) of ``experiments`` (a list or ``{name:
+    VisionBanditExperiment}``)."""
+    selections = {r["key"]: r for r in store.records("bandit-select")}
+    rows = []
+    for r, e in owned(store, "bandit-vision", experiments, session):
+        c, res = r["config"], r["result"]
+        rows.append({"key": ("bandit-vision", r["key"]), "model": e.name, "method": c["method"],
+                     **_selection_fields(selections.get(c.get("selection"), {})),
+                     "top1": res["top1"], "ce": res["ce"], "per_image_ce": res["per_image_ce"],
+                     "per_image_correct": res["per_image_correct"]})
+    return pd.DataFrame(rows)
+
+
 def _selection_fields(sel: dict) -> dict:
     """The frame columns a cell takes from its selection record (empty record: the dense cell)."""
     sc, sr = sel.get("config", {}), sel.get("result", {})
@@ -60,13 +67,148 @@ def _selection_fields(sel: dict) -> dict:
             "damages": sr.get("damages")}
 
 
+def first_run(frame: pd.DataFrame, model: str, method: str, kinds: str, ratio: float):
+    """The row of ``method``'s lowest seed in the setting (model, kinds, ratio); None if it did not run."""
+    run = frame[(frame.model == model) & (frame.method == method) & (frame.kinds == kinds) & (frame.ratio == ratio)]
+    return run.sort_values("seed").iloc[0] if len(run) else None
+
+
+def head_maps(frame: pd.DataFrame, shapes: dict[str, tuple[int, int]]) -> dict[str, tuple[np.ndarray, int]]:
+    """Per model, how many times each (layer, head) was selected by the sequential searches
+    (seeds and ratios pooled), with the number of seeds. ``shapes``: (layers, heads) per model."""
+    runs = frame[(frame.kinds == "head") & frame.method.isin(SELECTORS.names(sequential=True))]
+    out = {}
+    for model, f in runs.groupby("model"):
+        grid = np.zeros(shapes[model])
+        for units in f.units:
+            for _, layer, index in units:
+                grid[layer, index] += 1
+        out[model] = (grid, f.seed.nunique())
+    return out
+
+
+# ---- per-cell tables -------------------------------------------------------------------------
+
+def lm_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per-seed rows of each selection vs dense: perplexity change (%) with its paired CI over
+    windows (:func:`vs_dense`), LAMBADA perplexity change (%) and last-word accuracy change."""
+    per = vs_dense(frame)
+    if per.empty:
+        return per
+    lam = []
+    for _, r in per.iterrows():
+        f = frame[(frame.model == r.model)]
+        d = f[f.method == "dense"].iloc[0]
+        c = f[(f.method == r.method) & (f.seed == r.seed) & (f.kinds == r.kinds) & (f.ratio == r.ratio)].iloc[0]
+        ok = c.lambada_ppl is not None and d.lambada_ppl is not None
+        lam.append({"lambada_change_pct": 100 * (c.lambada_ppl / d.lambada_ppl - 1) if ok else np.nan,
+                    "lambada_acc_change": c.lambada_acc - d.lambada_acc if ok else np.nan})
+    return pd.concat([per.reset_index(drop=True), pd.DataFrame(lam)], axis=1)
+
+
+def vision_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per-seed vision rows: top-1 (percentage points) and its drop vs dense with a paired bootstrap
+    CI over the test images (also as ``ci_lo`` / ``ci_hi``, so the rows join the per-seed family of
+    :func:`family_summary`), cross-entropy, its increase and the Wilcoxon p-value of the per-image
+    cross-entropy differences."""
+    rows = []
+    for model, f in frame.groupby("model"):
+        dense = f[f.method == "dense"]
+        if dense.empty:
+            continue
+        d = dense.iloc[0]
+        for _, r in f[f.method != "dense"].iterrows():
+            drop = paired_difference(np.asarray(d.per_image_correct, float) * 100, np.asarray(r.per_image_correct,
+                                                                                                 float) * 100)
+            rows.append({"model": model, "kinds": r.kinds, "ratio": r.ratio, "k": r.k, "method": r.method,
+                         "seed": r.seed, "top1_pp": 100 * r.top1, "top1_drop_pp": drop.estimate,
+                         "drop_ci_lo": drop.ci[0], "drop_ci_hi": drop.ci[1], "ce": r.ce, "ce_increase": r.ce - d.ce,
+                         "paired_evaluations": (r.budget or {}).get("paired_evaluations"),
+                         "ci_lo": drop.ci[0], "ci_hi": drop.ci[1], "finite": bool(np.isfinite(r.ce)),
+                         "p": paired_test(r.per_image_ce, d.per_image_ce)})
+    return pd.DataFrame(rows)
+
+
+def summary(table: pd.DataFrame, value: str) -> pd.DataFrame:
+    """Per (model, kinds, ratio, method): mean and sd over seeds of the finite ``value`` s, the
+    number of seeds and of failures (non-finite values, never averaged)."""
+    g = table.groupby(CELL)[value]
+    out = pd.DataFrame({"mean": g.apply(lambda v: v[np.isfinite(v)].mean()),
+                        "sd": g.apply(lambda v: v[np.isfinite(v)].std()),
+                        "seeds": g.size(), "failures": g.apply(lambda v: int((~np.isfinite(v)).sum()))})
+    return out.reset_index()
+
+
+def lm_summary(lm: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
+    """Table 1: per (model, kinds, ratio, method) the WikiText-2 perplexity change (mean and sd over
+    seeds, seeds, failures), the mean LAMBADA perplexity and accuracy changes, and k (from
+    ``frame``). ``lm``: :func:`lm_table`."""
+    ppl, lam = summary(lm, "change_pct"), summary(lm, "lambada_change_pct")
+    table = ppl.rename(columns={"mean": "WikiText-2 ppl change %"}).merge(
+        lam[CELL + ["mean"]].rename(columns={"mean": "LAMBADA ppl change %"}), on=CELL)
+    acc = lm.groupby(CELL).lambada_acc_change.mean().rename("LAMBADA acc change")
+    table = table.merge(acc.reset_index(), on=CELL)
+    table["method"] = table.method.map(LABELS)
+    k_of = frame.groupby(SETTING).k.first()
+    table["k"] = [k_of.get((r.model, r.kinds, r.ratio)) for r in table.itertuples()]
+    return table.round(3)
+
+
+def per_seed_table(lm: pd.DataFrame) -> pd.DataFrame:
+    """Table 1 per seed: one column per seed, each cell 'ppl change % [paired 95% CI] / LAMBADA
+    ppl change %' ('inf (failure)' for a non-finite perplexity)."""
+    cells = lm.assign(method=lm.method.map(LABELS), units=lm.kinds + " " + lm.ratio.map("{:.0%}".format),
+                      cell=[f"{c:+.1f} [{lo:+.1f}, {hi:+.1f}] / {la:+.1f}" if np.isfinite(c) else "inf (failure)"
+                            for c, lo, hi, la in zip(lm.change_pct, lm.ci_lo, lm.ci_hi, lm.lambada_change_pct)])
+    t = cells.pivot_table(index=["model", "units", "method"], columns="seed", values="cell", aggfunc="first")
+    t.columns = [f"seed {int(c)}" for c in t.columns]
+    return t.reset_index()
+
+
+def budget_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Table B1: each selection's budget record (calibration passes, paired evaluations, losses,
+    layer forwards, seconds), mean over seeds per (model, units, method)."""
+    rows = [{"model": r.model, "units": f"{r.kinds} {r.ratio:.0%}", "method": LABELS[r.method], **(r.budget or {})}
+            for r in frame[frame.method != "dense"].itertuples()]
+    return pd.DataFrame(rows).groupby(["model", "units", "method"]).mean(numeric_only=True).round(1).reset_index()
+
+
+def vision_summary(vis: pd.DataFrame, n_heads: dict[str, int]) -> pd.DataFrame:
+    """Table 2: per (model, k, method) the top-1 and its drop (mean, sd over seeds), the
+    cross-entropy increase, paired evaluations per run, seeds, and the effective ratio k / heads.
+    ``vis``: :func:`vision_table`; ``n_heads``: heads per model."""
+    t = vis.groupby(["model", "k", "method"]).agg(top1_pp=("top1_pp", "mean"), drop_pp=("top1_drop_pp", "mean"),
+                                                  drop_sd=("top1_drop_pp", "std"), ce_increase=("ce_increase", "mean"),
+                                                  paired_evaluations=("paired_evaluations", "mean"),
+                                                  seeds=("seed", "nunique")).reset_index()
+    t["method"] = t.method.map(LABELS)
+    t["effective ratio"] = [k / n_heads[m] for m, k in zip(t.model, t.k)]
+    return t.round(3)
+
+
+def removal_table(result: dict, batches) -> pd.DataFrame:
+    """Rows dense / zeroed / removed of a :func:`repro.experiments.units.removal_cell` result:
+    parameters, checkpoint MB, median prefill ms per batch size, and the prefill speed-up against
+    dense with its 95% CI paired by round-robin round (:func:`repro.evaluate.stats.speed_ratio`)."""
+    rows = []
+    for v in ("dense", "zeroed", "removed"):
+        r = result[v]
+        row = {"model": v, "params": r["params"], "checkpoint MB": r["checkpoint_bytes"] / 1e6}
+        for b in batches:
+            t, base = r[f"prefill_b{b}"]["times_s"], result["dense"][f"prefill_b{b}"]["times_s"]
+            sp = speed_ratio(base, t)
+            row[f"prefill b{b} (ms)"] = 1000 * r[f"prefill_b{b}"]["median_s"]
+            row[f"speed-up b{b} [95% CI]"] = ("1" if v == "dense" else
+                                              f"x{sp.estimate:.3f} [{sp.ci[0]:.3f}, {sp.ci[1]:.3f}]")
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def reward_table(frame: pd.DataFrame) -> pd.DataFrame:
     """The distribution of rewards the sequential searches produced, per (model, units, method),
     pooled over seeds: pulls, mean reward and the shares of harmful / neutral / beneficial pulls
     (:func:`repro.methods.bandit.reward_summary`). Only each setting's largest ratio counts (a
     smaller ratio's steps are its first steps, so they would count twice)."""
-    from repro.methods.bandit import reward_summary
-
     seq = frame[frame.rewards.map(lambda r: bool(r))] if len(frame) and "rewards" in frame else frame.iloc[:0]
     rows = []
     for (model, kinds, method), f in seq.groupby(["model", "kinds", "method"]):
@@ -84,7 +226,7 @@ def layer_profile(frame: pd.DataFrame, n_layers: dict[str, int]) -> pd.DataFrame
     ``n_layers``: layers per model."""
     rows = []
     sel = frame[frame.units.map(lambda u: bool(u))] if len(frame) and "units" in frame else frame.iloc[:0]
-    for (model, kinds, ratio, method), f in sel.groupby(["model", "kinds", "ratio", "method"]):
+    for (model, kinds, ratio, method), f in sel.groupby(CELL):
         layers = np.array([u[1] for units in f.units for u in units])
         early = max(1, int(np.ceil(n_layers[model] / 10)))
         rows.append({"model": model, "units": f"{kinds} {ratio:.0%}", "method": method, "seeds": f.seed.nunique(),
@@ -99,8 +241,6 @@ def vs_dense(frame: pd.DataFrame) -> pd.DataFrame:
     """Each evaluated selection against the dense model on the same windows: perplexity change
     (%) with a paired bootstrap 95% CI over windows, and a Wilcoxon p-value of the per-window NLL
     differences. Non-finite perplexities stay as failures (no CI, no p-value)."""
-    from repro.evaluate.stats import paired_ratio, paired_test
-
     rows = []
     for model, f in frame.groupby("model"):
         dense = f[f.method == "dense"]
@@ -126,10 +266,8 @@ def across_seeds(table: pd.DataFrame, a: str, b: str, value: str = "change_pct",
     mean difference, and the paired test's p-value across seeds (NaN with fewer than 2 seeds).
     ``auto``: Wilcoxon signed-rank from 6 seeds on, the paired t-test with fewer
     (:func:`repro.evaluate.stats.paired_test_name`); the ``test`` column says which ran."""
-    from repro.evaluate.stats import paired_test, paired_test_name
-
     rows = []
-    for (model, kinds, ratio), f in table.groupby(["model", "kinds", "ratio"]):
+    for (model, kinds, ratio), f in table.groupby(SETTING):
         x = f[f.method == a].set_index("seed")[value]
         y = f[f.method == b].set_index("seed")[value]
         seeds = sorted(set(x.index) & set(y.index))
@@ -144,12 +282,18 @@ def across_seeds(table: pd.DataFrame, a: str, b: str, value: str = "change_pct",
     return pd.DataFrame(rows)
 
 
+def mab_tests(lm: pd.DataFrame, vis: pd.DataFrame) -> pd.DataFrame:
+    """The declared across-seed tests: each MAB selector against budgeted greedy, on the
+    perplexity change (``lm``) and on the top-1 drop (``vis``), per setting."""
+    tests = ([across_seeds(lm, m, "greedy") for m in MAB if len(lm)]
+             + [across_seeds(vis, m, "greedy", "top1_drop_pp") for m in MAB if len(vis)])
+    return pd.concat(tests or [pd.DataFrame()], ignore_index=True)
+
+
 def family_summary(per_seed: pd.DataFrame, tests: pd.DataFrame, alpha: float = 0.05) -> tuple:
     """Benjamini-Hochberg q over the declared family (every per-seed comparison with dense and
     every across-seed test), and a summary like the paper's Table B2: of how many comparisons the
     CI excludes zero, p < alpha, q < alpha."""
-    from repro.evaluate.stats import bh
-
     per_seed, tests = per_seed.copy(), tests.copy()
     p = np.concatenate([per_seed.get("p", pd.Series(dtype=float)).to_numpy(float),
                         tests.get("p", pd.Series(dtype=float)).to_numpy(float)])
@@ -167,24 +311,7 @@ def family_summary(per_seed: pd.DataFrame, tests: pd.DataFrame, alpha: float = 0
     return per_seed, tests, summary
 
 
-def vision_frame(store: Store, experiments: list[VisionBanditExperiment], session: bool = True) -> pd.DataFrame:
-    """One row per evaluated vision cell (dense included)."""
-    selections = {r["key"]: r for r in store.records("bandit-select")}
-    rows = []
-    for r, e in owned(store, "bandit-vision", experiments, session):
-        c, res = r["config"], r["result"]
-        rows.append({"key": ("bandit-vision", r["key"]), "model": e.name, "method": c["method"],
-                     **_selection_fields(selections.get(c.get("selection"), {})),
-                     "top1": res["top1"], "ce": res["ce"], "per_image_ce": res["per_image_ce"],
-                     "per_image_correct": res["per_image_correct"]})
-    return pd.DataFrame(rows)
-
-
 # ---- claims ---------------------------------------------------------------------------------
-
-MAB = ("ucb", "thompson")
-LABELS = SELECTORS.labels(dense="Dense")
-
 
 def _per_seed(table: pd.DataFrame, method: str, value: str) -> pd.Series:
     return table[table.method == method].set_index("seed")[value].astype(float)
@@ -192,89 +319,183 @@ def _per_seed(table: pd.DataFrame, method: str, value: str) -> pd.Series:
 
 def _seed_diff(table, a: str, b: str, value: str):
     """mean over shared seeds of a - b with a paired bootstrap CI over seeds (None if < 1 seed)."""
-    from repro.evaluate.stats import paired_difference
-
     x, y = _per_seed(table, a, value), _per_seed(table, b, value)
     seeds = [s for s in sorted(set(x.index) & set(y.index)) if np.isfinite(x[s]) and np.isfinite(y[s])]
     return None if not seeds else paired_difference(x.loc[seeds].to_numpy(), y.loc[seeds].to_numpy())
 
 
-def lm_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per-seed rows of each selection vs dense: perplexity change (%) with its paired CI over
-    windows (:func:`vs_dense`), LAMBADA perplexity change (%) and last-word accuracy change."""
-    per = vs_dense(frame)
-    if per.empty:
-        return per
-    lam = []
-    for _, r in per.iterrows():
-        f = frame[(frame.model == r.model)]
-        d = f[f.method == "dense"].iloc[0]
-        c = f[(f.method == r.method) & (f.seed == r.seed) & (f.kinds == r.kinds) & (f.ratio == r.ratio)].iloc[0]
-        ok = c.lambada_ppl is not None and d.lambada_ppl is not None
-        lam.append({"lambada_change_pct": 100 * (c.lambada_ppl / d.lambada_ppl - 1) if ok else np.nan,
-                    "lambada_acc_change": c.lambada_acc - d.lambada_acc if ok else np.nan})
-    return pd.concat([per.reset_index(drop=True), pd.DataFrame(lam)], axis=1)
-
-
 def bandit_claims(lm: pd.DataFrame, vision: pd.DataFrame | None = None) -> list:
-    """Paper 3's claims, each judged by :func:`repro.claims.verdict` on an interval paired over seeds."""
-    from repro.claims import Claim
-
+    """Paper 3's claims, each judged by :func:`repro.claims.verdict` on an interval paired over
+    seeds (:func:`repro.claims.difference_claim`)."""
     out = []
-
-    def diff_claim(claim, setting, what, p, side="below", unit="pp"):
-        if p is None:
-            return Claim(claim, setting, "not run", "inconclusive")
-        f = "+.4f" if unit == "nats" else "+.2f"  # cross-entropy differences are small
-        return Claim.check(claim, setting, f"{what} {p.estimate:{f}} [{p.ci[0]:{f}}, {p.ci[1]:{f}}] {unit} over "
-                                           f"{p.n} seeds", p.estimate, p.ci, 0.0, side)
-
-    for (model, kinds, ratio), t in (lm.groupby(["model", "kinds", "ratio"]) if len(lm) else []):
+    for (model, kinds, ratio), t in (lm.groupby(SETTING) if len(lm) else []):
         setting = f"{model}, {kinds} {ratio:.0%}"
         for m in MAB:
-            out.append(diff_claim("MAB degrades perplexity less than budgeted greedy", f"{setting}, {LABELS[m]}",
-                                  f"change {LABELS[m]} - greedy", _seed_diff(t, m, "greedy", "change_pct")))
+            out.append(difference_claim(MAB_VS_GREEDY, f"{setting}, {LABELS[m]}", f"change {LABELS[m]} - greedy",
+                                        _seed_diff(t, m, "greedy", "change_pct")))
         if t.lambada_change_pct.notna().any():
             means = t.groupby("method").lambada_change_pct.mean()
             best_mab = min((m for m in MAB if m in means), key=lambda m: means[m], default=None)
             others = means.drop(list(MAB), errors="ignore")
             if best_mab is not None and len(others):
                 rival = others.idxmin()
-                out.append(diff_claim("MAB has the lowest LAMBADA degradation", f"{setting}, {LABELS[best_mab]} vs "
-                                      f"best other ({LABELS.get(rival, rival)})", "LAMBADA ppl change difference",
-                                      _seed_diff(t, best_mab, rival, "lambada_change_pct")))
+                out.append(difference_claim("MAB has the lowest LAMBADA degradation",
+                                            f"{setting}, {LABELS[best_mab]} vs best other ({LABELS.get(rival, rival)})",
+                                            "LAMBADA ppl change difference",
+                                            _seed_diff(t, best_mab, rival, "lambada_change_pct")))
     if vision is not None and len(vision):
-        for (model, kinds, ratio), t in vision.groupby(["model", "kinds", "ratio"]):
+        for (model, kinds, ratio), t in vision.groupby(SETTING):
             setting = f"{model}, {kinds} {ratio:.0%} (k={int(t.k.iloc[0])})"
-            out.append(diff_claim("MAB-TS loses less top-1 than budgeted greedy at a matched budget", setting,
-                                  "top-1 TS - greedy", _seed_diff(t, "thompson", "greedy", "top1_pp"), side="above"))
-            out.append(diff_claim("MAB-TS raises cross-entropy less than budgeted greedy at a matched budget",
-                                  setting, "cross-entropy TS - greedy", _seed_diff(t, "thompson", "greedy", "ce"),
-                                  unit="nats"))
+            out.append(difference_claim("MAB-TS loses less top-1 than budgeted greedy at a matched budget", setting,
+                                        "top-1 TS - greedy", _seed_diff(t, "thompson", "greedy", "top1_pp"),
+                                        side="above"))
+            out.append(difference_claim("MAB-TS raises cross-entropy less than budgeted greedy at a matched budget",
+                                        setting, "cross-entropy TS - greedy", _seed_diff(t, "thompson", "greedy", "ce"),
+                                        unit="nats"))
     return out
 
 
-def vision_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per-seed vision rows: top-1 (percentage points) and its drop vs dense with a paired bootstrap
-    CI over the test images (also as ``ci_lo`` / ``ci_hi``, so the rows join the per-seed family of
-    :func:`family_summary`), cross-entropy, its increase and the Wilcoxon p-value of the per-image
-    cross-entropy differences."""
-    from repro.evaluate.stats import paired_difference, paired_test
+def claims_summary(claims: pd.DataFrame) -> str:
+    """The sentence on how configuration-dependent the MAB-vs-greedy verdicts are."""
+    n = int(claims.claim.str.startswith(MAB_VS_GREEDY).sum())
+    return (f"The paper itself cautions that the advantage is configuration-dependent: across the {n} (setting, "
+            f"MAB variant) comparisons with greedy here the verdicts are {count_verdicts(claims, MAB_VS_GREEDY)}.")
 
-    rows = []
-    for model, f in frame.groupby("model"):
-        dense = f[f.method == "dense"]
-        if dense.empty:
-            continue
-        d = dense.iloc[0]
-        for _, r in f[f.method != "dense"].iterrows():
-            drop = paired_difference(np.asarray(d.per_image_correct, float) * 100, np.asarray(r.per_image_correct,
-                                                                                                 float) * 100)
-            rows.append({"model": model, "kinds": r.kinds, "ratio": r.ratio, "k": r.k, "method": r.method,
-                         "seed": r.seed, "top1_pp": 100 * r.top1, "top1_drop_pp": drop.estimate,
-                         "drop_ci_lo": drop.ci[0], "drop_ci_hi": drop.ci[1], "ce": r.ce, "ce_increase": r.ce - d.ce,
-                         "paired_evaluations": (r.budget or {}).get("paired_evaluations"),
-                         "ci_lo": drop.ci[0], "ci_hi": drop.ci[1], "finite": bool(np.isfinite(r.ce)),
-                         "p": paired_test(r.per_image_ce, d.per_image_ce)})
-    return pd.DataFrame(rows)
 
+def readme_blocks(table1: pd.DataFrame, table1_caption: str, claims: pd.DataFrame, claims_caption: str) -> dict:
+    """The README's generated blocks of Paper 3: Table 1 and the claims, as Markdown."""
+    return {"bandit-tables": to_markdown(table1, table1_caption, index=False),
+            "bandit-claims": to_markdown(claims, claims_caption, index=False)}
+
+
+# ---- one notebook session's tables with their captions ------------------------------------------
+
+class BanditReport:
+    """The notebook's tables, each with its caption: ``params`` (the notebook's parameters:
+    profile, seeds, search budgets, LAMBADA limit, unit settings, removal), its language-model
+    and vision experiments (``{name: experiment}``, for what the captions say about the models)
+    and ``store`` (how many cells were read from records). Every method returns
+    ``(table, caption)`` (the claims also their raw frame)."""
+
+    def __init__(self, params: dict, lm: dict[str, BanditExperiment], vision: dict[str, VisionBanditExperiment],
+                 store: Store):
+        self.params, self.lm, self.vision, self.store = params, lm, vision, store
+
+    @property
+    def settings(self) -> list[tuple[str, str, float]]:
+        """Every (model, unit type, ratio) of the language-model grid, in the notebook's order."""
+        units = self.params["unit_settings"]
+        return [(m, k, r) for m in self.lm for k, rs in units.get(m, {}).items() for r in rs]
+
+    @property
+    def n_heads(self) -> dict[str, int]:
+        return {n: sum(e.adapter.heads_per_layer()) for n, e in self.vision.items()}
+
+    def describe(self) -> str:
+        """One line per model: what it is, its evaluation and calibration data."""
+        lines = [f"{n}: {e.loaded.identity.get('upstream')}; {e.adapter.n_layers} layers; evaluation {e.data.label}, "
+                 f"first {e.setup.max_windows} x {e.setup.seqlen} tokens; calibration {e.setup.calib_nsamples} x "
+                 f"{e.setup.calib_seqlen} tokens per seed in mini-batches of {e.calib_batch_size}"
+                 for n, e in self.lm.items()]
+        lines += [f"{n}: {e.loaded.identity['source']}, seed {e.loaded.identity['seed']}, test top-1 "
+                  f"{e.loaded.identity.get('test_top1', float('nan')):.3f}; calibration {e.n_calib} training images "
+                  f"per seed; evaluation on the first {e.n_eval} test images" for n, e in self.vision.items()]
+        return "\n".join(lines)
+
+    def caption(self, title: str, frame: pd.DataFrame | None = None, vision: bool = False) -> str:
+        """``title`` with the profile, models, data, search budget and seeds (of the vision
+        experiments with ``vision``), and how many of ``frame``'s cells were read from records."""
+        p = self.params
+        cache = f" {self.store.cache_summary(frame.key)}." if frame is not None and len(frame) else ""
+        if vision:
+            what = "; ".join(f"{n} ({e.loaded.identity['source']}, test top-1 "
+                             f"{e.loaded.identity.get('test_top1', float('nan')):.3f})" for n, e in self.vision.items())
+            e = next(iter(self.vision.values()))
+            return (f"**{title}** Profile `{p['profile']}`. Models: {what}. Calibration {e.n_calib} training images "
+                    f"per seed (mini-batches of {e.calib_batch_size}); evaluation on the first {e.n_eval} test "
+                    f"images, {e.setup.eval_dtype}; search budget {p['vision_search']} per step, losses in "
+                    f"{e.search_dtype}; seeds {p['seeds']}.{cache}")
+        e0 = next(iter(self.lm.values()))
+        s = e0.setup
+        parts = "; ".join(f"{n} ({e.loaded.identity.get('quantisation')})" for n, e in self.lm.items())
+        return (f"**{title}** Profile `{p['profile']}`. Models: {parts}. Calibration {s.calib_nsamples} x "
+                f"{s.calib_seqlen} tokens of {s.calib_data} per seed (mini-batches of {e0.calib_batch_size}); "
+                f"perplexity on the first {s.max_windows} x {s.seqlen} tokens of {s.data}, {s.eval_dtype}; LAMBADA "
+                f"first {p['lambada_limit']} documents; search budget {p['search']} per step, losses in "
+                f"{e0.search_dtype}; seeds {p['seeds']}.{cache}")
+
+    def table1(self, lm: pd.DataFrame, frame: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+        return lm_summary(lm, frame), self.caption(
+            "Table 1. Perplexity change against dense (mean and sd over seeds), LAMBADA perplexity and last-word "
+            "accuracy change.", frame)
+
+    def table1_per_seed(self, lm: pd.DataFrame, frame: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+        return per_seed_table(lm), self.caption(
+            "Table 1 per seed: WikiText-2 ppl change % [paired 95% CI] / LAMBADA ppl change %.", frame)
+
+    def rewards(self, frame: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+        t = reward_table(frame)
+        return (_labelled(t).round(3),
+                self.caption("Rewards produced by r = sigmoid(-damage / 0.02).", frame))
+
+    def layers(self, frame: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+        t = layer_profile(frame, {n: e.adapter.n_layers for n, e in self.lm.items()})
+        return (_labelled(t).round(3), self.caption(
+            "Where the selected units sit: mean layer and share in the first tenth of the layers.", frame))
+
+    def head_maps(self, frame: pd.DataFrame) -> dict[str, tuple[np.ndarray, int]]:
+        """:func:`head_maps` with each model's (layers, heads per layer)."""
+        return head_maps(frame, {n: (e.adapter.n_layers, e.adapter.attention(0).n_heads) for n, e in self.lm.items()})
+
+    def budget(self, frame: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+        return budget_table(frame), self.caption(
+            "Table B1. Budget per run (mean over seeds): calibration passes, paired evaluations, losses, layer "
+            "forwards, seconds on this machine.", frame)
+
+    def table2(self, vis: pd.DataFrame, vframe: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+        return vision_summary(vis, self.n_heads), self.caption(
+            "Table 2. Vision: top-1 and its drop against dense (percentage points, mean and sd over seeds), "
+            "cross-entropy increase, paired evaluations per run.", vframe, vision=True)
+
+    def statistics(self, lm: pd.DataFrame, vis: pd.DataFrame, frame: pd.DataFrame) -> tuple[tuple, tuple]:
+        """Table B2 (how many comparisons of the declared family are significant) and the
+        across-seed tests with their BH q-values, each with its caption."""
+        _, tests, b2 = family_summary(pd.concat([lm, vis], ignore_index=True), mab_tests(lm, vis))
+        if len(tests):
+            tests = tests.assign(a=tests.a.map(LABELS), b=tests.b.map(LABELS)).round(4)
+        return ((b2, self.caption("Table B2. How many comparisons have a 95% CI excluding zero, p < 0.05, q < 0.05 "
+                                  "(BH over the declared family).", frame)),
+                (tests, self.caption("MAB against budgeted greedy across seeds (WikiText-2 ppl change %; vision: "
+                                     "top-1 drop, pp), paired by seed; q: BH over the whole family of Table B2.",
+                                     frame)))
+
+    def claims(self, lm: pd.DataFrame, vis: pd.DataFrame) -> tuple[pd.DataFrame, str, pd.DataFrame]:
+        """The claims table (claim, setting, measured, verdict), its caption, and every claim's numbers."""
+        claims = claims_frame(bandit_claims(lm, vis))
+        caption = (f"**Claims checked (Paper 3).** Profile `{self.params['profile']}`; seeds {self.params['seeds']}; "
+                   f"verdicts from paired 95% intervals.")
+        return claims[["claim", "setting", "measured", "verdict"]], caption, claims
+
+    def removal(self, record: dict) -> tuple[pd.DataFrame, str]:
+        """The removal record of the ``removal`` parameter's (model, method, seed) as a table
+        (:func:`removal_table`) and its caption."""
+        rm, c, res = self.params["removal"], record["config"], record["result"]
+        which = " and ".join(f"{k[0]} {r:.0%}" for k, r in removal_parts(self.params["unit_settings"][rm["model"]]))
+        caption = (f"**Removal.** {rm['model']}, {LABELS[rm['method']]} seed {rm['seed']}: {res['heads']} heads and "
+                   f"{res['mlp_channels']} MLP channels ({which}: its own selections above); prefill of "
+                   f"{c['seqlen']} tokens, median of {c['repeats']} round-robin repeats, speed-up paired by round, "
+                   f"{c['dtype']}; removed vs zeroed logits differ by at most "
+                   f"{res['removed_vs_zeroed_max_abs_logit_diff']:.1e}. Profile `{self.params['profile']}`.")
+        return removal_table(res, c["batches"]).round(2), caption
+
+    def metrics(self, frame: pd.DataFrame, vframe: pd.DataFrame, claims: pd.DataFrame) -> dict:
+        """The run's summary numbers: dense perplexity per model, cells, claims and verdicts."""
+        return {"dense_ppl": {n: float(frame[(frame.model == n) & (frame.method == "dense")].ppl.iloc[0])
+                              for n in self.lm},
+                "n_cells": int(len(frame) + len(vframe)), "n_claims": int(len(claims)),
+                "verdicts": claims.verdict.value_counts().to_dict()}
+
+
+def _labelled(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with its methods' labels instead of their names (an empty table as it is)."""
+    return table.assign(method=table.method.map(LABELS)) if len(table) else table

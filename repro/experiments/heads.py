@@ -1,8 +1,10 @@
-"""MP-G paper cells: head scores, pruned perplexity, efficiency (dense / zeroed / removed).
+"""Paper 1's engine (head pruning): head scores, pruned perplexity, zero-shot accuracy and efficiency
+(dense / zeroed / removed), one record per cell. Tables and claims from these records:
+``repro.experiments.mpg``.
 
-Pruned models are evaluated through :class:`repro.structure.Masks` on one bf16 copy of the
-dense model: masking a head's O-projection input equals Algorithm 1's zeroing exactly (see
-tests/test_structure.py), and needs no weight copy per cell.
+Pruned models are evaluated through :class:`repro.structure.Masks` on one copy of the dense model
+in the evaluation dtype: masking a head's O-projection input equals Algorithm 1's zeroing exactly
+(see tests/test_structure.py), and needs no weight copy per cell.
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import numpy as np
 import torch
 
 from repro.arch import adapter as get_adapter
-from repro.assets import parse_dtype
+from repro.assets import load_text, parse_dtype
 from repro.calib import Calibration
 from repro.errors import ReproError
 from repro.evaluate.speed import attention_flops, attention_params, count_params, prefill_seconds
@@ -22,28 +24,59 @@ from repro.methods.heads import get_method, score_heads, select_heads
 from repro.store import PROTOCOL, Store
 from repro.structure import Masks, remove_heads, zero_heads
 
+
 class HeadExperiment(Experiment):
     """MP-G's cells for one model: head scores, pruned perplexity, efficiency.
 
-    ``grad_nsamples``: calibration windows for Gradient-Head (its backward passes cost more)."""
+    ``grad_nsamples``: calibration windows for Gradient-Head (its backward passes cost more);
+    ``tie_seeds``: the seeds of the random tie-break cells (:meth:`grid` with ``tie_break="random"``)."""
 
     settings = ("grad_nsamples", "tie_seeds")  # per-model notebook settings beyond Setup's fields
 
-    def __init__(self, model: str, setup: Setup, store: Store, grad_nsamples: int = 32, progress: bool = True):
-        super().__init__(model, setup, store, progress)
+    def __init__(self, model: str, setup: Setup, store: Store, grad_nsamples: int = 32, progress: bool = True,
+                 loaded=None, tie_seeds=()):
+        super().__init__(model, setup, store, progress, loaded)
         if grad_nsamples < 1:
             raise ReproError(f"grad_nsamples must be positive, got {grad_nsamples}")
         self.grad_nsamples = grad_nsamples
+        self.tie_seeds = list(tie_seeds)
 
     @property
     def shape(self) -> tuple[int, int]:
         return self.adapter.n_layers, self.adapter.attention(0).n_heads
 
-    def method_calibration(self, method: str) -> Calibration | None:
+    def _calib_nsamples(self, method: str) -> int | None:
+        """How many calibration windows ``method`` reads (None: it reads no data)."""
         kind = get_method(method).calibration
         if kind is None:
             return None
-        return self.calibration(self.grad_nsamples if kind == "gradients" else None)
+        return self.grad_nsamples if kind == "gradients" else self.setup.calib_nsamples
+
+    def method_calibration(self, method: str) -> Calibration | None:
+        n = self._calib_nsamples(method)
+        return None if n is None else self.calibration(n)
+
+    def calibration_source(self, method: str) -> dict | None:
+        """``method_calibration(method).source`` without drawing the windows (tokenizing the
+        calibration corpus takes seconds; telling which score records are this model's must not)."""
+        n = self._calib_nsamples(method)
+        if n is None:
+            return None
+        if n in self._calib:
+            return self._calib[n].source
+        s, text = self.setup, load_text(self.setup.calib_data)
+        return {"data": text.label, "sha256": text.sha256, "nsamples": n, "seqlen": s.calib_seqlen,
+                "seed": s.calib_seed}
+
+    def owner_fields(self, config: dict) -> dict:
+        """An evaluated cell shares the evaluation protocol (:meth:`base_config`); a score record
+        (no evaluation data) the model and, for a method that reads data, its calibration windows."""
+        if "data" in config:
+            return super().owner_fields(config)
+        fields = {"protocol": PROTOCOL, "model": model_key(self.loaded.identity)}
+        if config.get("calibration") is not None:
+            fields["calibration"] = self.calibration_source(config["method"])
+        return fields
 
     def method_config(self, method: str, z: float = 2.0, seed: int = 0) -> dict:
         """The method, the parameters it declares (only those), and its calibration windows."""
@@ -96,6 +129,20 @@ class HeadExperiment(Experiment):
             return {**self._ppl(pruned), "pruned": [list(p) for p in pruned], "n_pruned": len(pruned)}
         return self.run("heads-ppl", cfg, compute)
 
+    def grid(self, methods, sparsities=(), z_values=(2.0,), tie_break: str = "index",
+             dense: bool = False) -> list[dict]:
+        """Every cell of ``methods`` x ``z_values`` (a method without z: only 2.0) x ``sparsities``,
+        each method's scores asked first (a grid without sparsities asks only the scores);
+        ``tie_break="random"``: one cell per seed of :attr:`tie_seeds`; ``dense``: the unpruned
+        cell first. The perplexity records, in that order."""
+        out = [self.dense()] if dense else []
+        seeds = self.tie_seeds if tie_break == "random" else [0]
+        for m in methods:
+            for z in z_values if "z" in get_method(m).params else (2.0,):
+                self.scores(m, z)
+                out += [self.cell(m, sp, z, tie_break, seed) for sp in sparsities for seed in seeds]
+        return out
+
     def zeroshot_cell(self, method: str, sparsity: float, tasks: list[str], limit: int | None = None,
                       z: float = 2.0) -> dict:
         """Zero-shot accuracy (lm-eval) of the model with ``method``'s heads at ``sparsity`` masked
@@ -111,6 +158,10 @@ class HeadExperiment(Experiment):
                 masks.heads = self.head_mask(pruned) if pruned else None
                 return {**self.zeroshot(model, tasks, limit), "n_pruned": len(pruned)}
         return self.run("heads-zeroshot", cfg, compute)
+
+    def zeroshot_grid(self, cells, tasks: list[str], limit: int | None = None) -> list[dict]:
+        """The zero-shot record of each ``(method, sparsity)`` of ``cells``."""
+        return [self.zeroshot_cell(m, sp, tasks, limit) for m, sp in cells]
 
     def efficiency(self, method: str, sparsities=(0.25, 0.5), batches=(1, 8), seqlen: int = 512,
                    repeats: int = 5, z: float = 2.0) -> dict:

@@ -1,6 +1,10 @@
-"""Paper 1 (MP-G) from records: the frames, tables, paired comparisons and claims that the
-notebook shows. Everything here reads result records only (no model is run), so it is tested on
-constructed records and reused as is by the README update.
+"""Paper 1 (MP-G) from records: the frames, tables (each with its caption), paired comparisons,
+claims and generated summary that the notebook shows. Everything here reads result records only
+(no model is run), so it is tested on constructed records and reused as is by the README update.
+
+Method names, labels and flags come from :data:`repro.methods.heads.HEAD_METHODS`; the notebook's
+session (:class:`repro.notebooks.Session`) and its experiments give :class:`Tables` the context
+every caption names.
 """
 from __future__ import annotations
 
@@ -8,25 +12,40 @@ import math
 
 import numpy as np
 import pandas as pd
+import torch
 
-from repro.claims import Claim, fmt_ratio
+from repro.claims import Claim, claims_frame, count_verdicts, fmt_ratio, ratio_claim
 from repro.evaluate.stats import Paired, paired_ratio, speed_ratio
-from repro.methods.heads import HEAD_METHODS
-from repro.report import rank_marks
 from repro.experiments.base import owned
+from repro.methods.heads import HEAD_METHODS, select_heads
+from repro.report import marked_table, rank_marks, to_markdown
 from repro.store import Store
 
-PAPER_METHODS = ["mpg", "wanda-head", "sparsegpt-head", "gradient-head", "hybrid"]  # the paper's Table IV set
-EXTRA_METHODS = ["mp", "magnitude-head", "random"]                                # ours: sanity baselines
-CALIBRATED = ["wanda-head", "sparsegpt-head", "gradient-head", "hybrid"]
-LABEL = {k: m.label for k, m in HEAD_METHODS.items()} | {"dense": "Dense"}
+PAPER_METHODS = HEAD_METHODS.names(paper=True)    # the paper's Table IV set
+EXTRA_METHODS = HEAD_METHODS.names(paper=False)   # ours: sanity baselines
+CALIBRATED = HEAD_METHODS.names(calibration_free=False)
+Z_METHODS = [m for m in HEAD_METHODS.names(calibration_free=True) if "z" in HEAD_METHODS[m].params]  # Table II
+LABEL = HEAD_METHODS.labels(dense="Dense")
 
 
 def pct(sparsity: float) -> str:
     return f"{sparsity:.1%}"
 
 
-# ---- records -> frame ------------------------------------------------------------------------
+def _and(words: list[str]) -> str:
+    """'A, B and C'."""
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def describe(experiments) -> str:
+    """One line per model: its source, shape and evaluation windows."""
+    return "\n".join(f"{name}: {e.loaded.identity.get('upstream', e.loaded.identity['source'])}; "
+                     f"L x H = {e.shape[0]} x {e.shape[1]}, KV heads {e.adapter.attention(0).n_kv_heads}; "
+                     f"eval {e.data.label}, first {e.setup.max_windows} windows of {e.setup.seqlen}"
+                     for name, e in experiments.items())
+
+
+# ---- records -> frames ------------------------------------------------------------------------
 
 def ppl_frame(store: Store, experiments, session: bool = True) -> pd.DataFrame:
     """One row per perplexity cell of ``experiments`` (HeadExperiments) under their current setup
@@ -45,14 +64,44 @@ def ppl_frame(store: Store, experiments, session: bool = True) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=cols)
 
 
-def cell(frame: pd.DataFrame, model: str, method: str, sparsity: float = 0.0, z: float = 2.0) -> pd.Series | None:
-    """The index-tie-break cell of (model, method, sparsity[, z for methods that take z]); the
-    dense row for ``method="dense"``."""
-    f = frame[(frame.model == model) & (frame.method == method) & (frame.tie_break == "index")]
+def main_cells(frame: pd.DataFrame) -> pd.DataFrame:
+    """The cells of Table I: index tie-break, and z = 2 for the methods that take z."""
+    return frame[frame.tie_break.eq("index") & (frame.z.isna() | frame.z.eq(2.0))]
+
+
+def scores_frame(store: Store, experiments, session: bool = True) -> pd.DataFrame:
+    """One row per head-score record of ``experiments``: the scores (an L x H array), what scoring
+    cost on its own ("seconds", its calibration pass included) and the calibration windows read."""
+    rows = []
+    for r, _ in owned(store, "heads-scores", experiments, session):
+        c = r["config"]
+        rows.append({"key": ("heads-scores", r["key"]), "model": c["model"]["name"], "method": c["method"],
+                     "z": c.get("z"), "seed": c.get("seed"), "calibration": c.get("calibration"),
+                     "scores": np.asarray(r["result"]["scores"]), "seconds": r["result"]["seconds"]})
+    return pd.DataFrame(rows, columns=["key", "model", "method", "z", "seed", "calibration", "scores", "seconds"])
+
+
+def find(frame: pd.DataFrame, model: str, method: str, sparsity: float = 0.0, z: float = 2.0,
+         tie_seed: int | None = None) -> pd.Series | None:
+    """The cell of (model, method, sparsity[, z for methods that take z]) with the index tie-break
+    (``tie_seed``: the random tie-break of that seed); the dense row for ``method="dense"``."""
+    f = frame[(frame.model == model) & (frame.method == method)]
+    f = f[f.tie_break.eq("index")] if tie_seed is None else f[f.tie_break.eq("random") & f.tie_seed.eq(tie_seed)]
     if method != "dense":
         f = f[np.isclose(f.sparsity.astype(float), sparsity)]
         if "z" in HEAD_METHODS[method].params:
             f = f[f.z == z]
+    return None if f.empty else f.iloc[0]
+
+
+def find_scores(scores: pd.DataFrame, model: str, method: str, z: float = 2.0, seed: int = 0) -> pd.Series | None:
+    """The score record of (model, method[, z, seed for methods that take them])."""
+    f = scores[(scores.model == model) & (scores.method == method)]
+    params = HEAD_METHODS[method].params
+    if "z" in params:
+        f = f[f.z == z]
+    if "seed" in params:
+        f = f[f.seed == seed]
     return None if f.empty else f.iloc[0]
 
 
@@ -66,9 +115,16 @@ def grid(frame: pd.DataFrame, field: str, methods: list[str], models: list[str],
     for method in rows:
         for model in models:
             for sp in sparsities:
-                c = cell(frame, model, method, sp, z)
+                c = find(frame, model, method, sp, z)
                 out.at[LABEL[method], (model, pct(sp))] = None if c is None else c[field]
     return out
+
+
+def curve(frame: pd.DataFrame, model: str, method: str, sparsities: list[float]) -> list[float]:
+    """Perplexity of ``method`` at sparsity 0 (the dense model) and at each of ``sparsities``
+    (NaN where a cell is missing)."""
+    cells = [find(frame, model, "dense")] + [find(frame, model, method, sp) for sp in sparsities]
+    return [np.nan if c is None else c.ppl for c in cells]
 
 
 def rank_counts(values: pd.DataFrame, rows: list[str]) -> pd.DataFrame:
@@ -80,11 +136,25 @@ def rank_counts(values: pd.DataFrame, rows: list[str]) -> pd.DataFrame:
                         index=rows)
 
 
+def best_calibrated(frame: pd.DataFrame, model: str, sparsity: float) -> str:
+    """The calibration-based method with the lowest perplexity at ``sparsity`` (Table I's cells)."""
+    return min(CALIBRATED, key=lambda m: c.ppl if (c := find(frame, model, m, sparsity)) is not None else np.inf)
+
+
+def zeroshot_cells(frame: pd.DataFrame, model: str, sparsities: list[float]) -> list[tuple[str, float]]:
+    """The Table III analogue's cells of ``model``: dense, then MP-G, MP and the best
+    calibration-based method of Table I at each of ``sparsities``."""
+    cells = [("dense", 0.0)]
+    for sp in sparsities:
+        cells += [("mpg", sp), ("mp", sp), (best_calibrated(frame, model, sp), sp)]
+    return cells
+
+
 def paired_vs(frame: pd.DataFrame, model: str, a: str, b: str, sparsity: float, z_a: float = 2.0,
               z_b: float = 2.0, sparsity_b: float | None = None) -> Paired | None:
     """ppl(a) / ppl(b) on the same windows with its paired bootstrap CI (None if a cell is missing)."""
-    ca = cell(frame, model, a, sparsity, z_a)
-    cb = cell(frame, model, b, sparsity if sparsity_b is None else sparsity_b, z_b)
+    ca = find(frame, model, a, sparsity, z_a)
+    cb = find(frame, model, b, sparsity if sparsity_b is None else sparsity_b, z_b)
     if ca is None or cb is None:
         return None
     return paired_ratio(ca.window_nll, cb.window_nll)
@@ -108,26 +178,279 @@ def paired_table(frame: pd.DataFrame, models: list[str], sparsities: list[float]
     return pd.DataFrame(rows)
 
 
+def metrics(main: pd.DataFrame, frame: pd.DataFrame, claims: pd.DataFrame, models: list[str]) -> dict:
+    """What tests and CI assert of an executed notebook: dense perplexities, cell and claim counts."""
+    return {"dense_ppl": {n: float(find(main, n, "dense").ppl) for n in models}, "n_cells": int(len(frame)),
+            "n_claims": int(len(claims)), "verdicts": claims.verdict.value_counts().to_dict()}
+
+
+def readme_blocks(table1: pd.DataFrame, caption1: str, claims: pd.DataFrame, caption_claims: str) -> dict[str, str]:
+    """The README's generated blocks: Table I and the claims table."""
+    return {"mpg-table1": to_markdown(table1, caption1),
+            "mpg-claims": to_markdown(claims, caption_claims, index=False)}
+
+
+# ---- tables with their captions ---------------------------------------------------------------
+
+class Tables:
+    """Paper 1's tables, each returned with its caption (and, where the notebook saves raw numbers,
+    the raw frame), from the frames of one notebook session. ``session``: what names the setting
+    (``store``, ``profile``, ``params``: the notebook's parameters); ``experiments``: ``{model:
+    HeadExperiment}`` (their identity, setup and evaluation data name the models in captions)."""
+
+    def __init__(self, session, experiments: dict):
+        self.store, self.profile, self.params = session.store, session.profile, session.params
+        self.experiments = experiments
+        self.models = list(experiments)
+
+    # -- the session's records
+    def frame(self) -> pd.DataFrame:
+        return ppl_frame(self.store, self.experiments)
+
+    def main(self) -> pd.DataFrame:
+        return main_cells(self.frame())
+
+    def scores(self) -> pd.DataFrame:
+        return scores_frame(self.store, self.experiments)
+
+    def caption(self, title: str, keys=None) -> str:
+        """'**title** Profile `cpu`. Models: ... (quantisation, windows, data, dtype). Calibration:
+        ...'; ``keys``: the cells' record keys, to say how many were read from cached records."""
+        p = self.params
+        parts = [f"{n} ({e.loaded.identity.get('quantisation')}, first {e.setup.max_windows} x {p['seqlen']} tokens "
+                 f"of {e.data.label}, {e.setup.eval_dtype})" for n, e in self.experiments.items()]
+        cache = f" {self.store.cache_summary(keys)}." if keys is not None else ""
+        return (f"**{title}** Profile `{self.profile}`. Models: " + "; ".join(parts) +
+                f". Calibration: {p['calib_data']} ({p['calib_seqlen']}-token windows; counts in scoring_cost).{cache}")
+
+    # -- section 2
+    def scoring_cost(self, scores: pd.DataFrame, methods: list[str]):
+        """(table, caption, cost): what scoring each head took (its calibration pass included), the
+        calibration it read and how many heads score exactly 0; ``cost`` keeps the method names."""
+        rows = []
+        for name in self.models:
+            for m in methods:
+                r = find_scores(scores, name, m)
+                if r is None:
+                    continue
+                calib = r["calibration"]
+                rows.append({"model": name, "method": m, "label": LABEL[m], "seconds": r["seconds"],
+                             "calibration": f"{calib['nsamples']} x {calib['seqlen']} tokens" if calib else "none",
+                             "zero-score heads": int((r["scores"] == 0).sum())})
+        cost = pd.DataFrame(rows)
+        caption = f"Scoring cost on this machine ({torch.get_num_threads()} threads), profile `{self.profile}`."
+        return cost.drop(columns="method").round(3), caption, cost
+
+    # -- section 3
+    def table1(self, main: pd.DataFrame, methods: list[str], sparsities: list[float]):
+        """(marked table, caption, perplexities): Table I, best per column bold, second underlined."""
+        vals = grid(main, "ppl", methods, self.models, sparsities)
+        table = marked_table(vals, grid(main, "ci95", methods, self.models, sparsities), skip_rows=["Dense"])
+        table.columns = [f"{m} @ {s}" for m, s in table.columns]
+        levels = "/".join(f"{s * 100:g}" for s in sparsities)
+        caption = self.caption(f"Table I. WikiText-2 validation perplexity (lower is better) at {levels}% head "
+                               "sparsity.", main.key)
+        if self.profile != "paper":
+            caption += " The paper's models need the hub and a GPU: `paper` profile, not run here."
+        return table, caption, vals
+
+    def paired(self, main: pd.DataFrame, sparsities: list[float], reference: str = "mpg"):
+        """(table, caption): ``reference`` against every other method, paired over windows."""
+        return paired_table(main, self.models, sparsities, reference), self.caption(
+            f"Paired comparisons: {LABEL[reference]} / other method perplexity ratio, 95% paired bootstrap CI "
+            "over windows.")
+
+    def spread(self, scores: pd.DataFrame, methods: list[str], sparsity: float):
+        """(table, caption): per model and method, the layers whose heads are all pruned at
+        ``sparsity`` and the most heads taken from one layer (global ranking can empty a layer)."""
+        rows = []
+        for name in self.models:
+            for m in methods:
+                if (r := find_scores(scores, name, m)) is None:
+                    continue
+                s = r["scores"]
+                pruned = select_heads(s, sparsity)
+                n_layers, n_heads = s.shape
+                per_layer = np.bincount([layer for layer, _ in pruned], minlength=n_layers)
+                rows.append({"model": name, "method": LABEL[m], "sparsity": pct(sparsity), "pruned": len(pruned),
+                             "layers emptied": int((per_layer == n_heads).sum()),
+                             "most from one layer": int(per_layer.max()),
+                             "emptied layers": ", ".join(map(str, np.flatnonzero(per_layer == n_heads))) or "-"})
+        return pd.DataFrame(rows), self.caption("Pruned heads per layer at the lowest sparsity.")
+
+    # -- section 4
+    def table2(self, frame: pd.DataFrame, z_values: list[float], z_sparsities: list[float],
+               methods: list[str] = Z_METHODS):
+        """(marked table, caption, perplexities): Table II, ``methods`` for every z (rows) on every
+        model and sparsity (columns)."""
+        dz = frame[frame.method.isin(methods) & frame.sparsity.isin(z_sparsities) & frame.z.isin(z_values)
+                   & frame.tie_break.eq("index")]
+        dz = dz.assign(row=[f"{LABEL[m]}, z = {z}" for m, z in zip(dz.method, dz.z)],
+                       col=[f"{m} @ {s:.0%}" for m, s in zip(dz.model, dz.sparsity)])
+        cols = [f"{m} @ {s:.0%}" for m in self.models for s in z_sparsities]
+        vals = dz.pivot(index="row", columns="col", values="ppl")[cols]
+        table = marked_table(vals, dz.pivot(index="row", columns="col", values="ci95")[cols])
+        names = _and(sorted(LABEL[m] for m in methods))
+        caption = self.caption(f"Table II. Perplexity of {names} for z in {{" + ", ".join(map(str, z_values)) + "}.",
+                               dz.key)
+        return table, caption, vals
+
+    # -- section 5
+    def table4(self, vals: pd.DataFrame, methods: list[str]):
+        """(table, caption): best / second-best counts of the paper's methods over Table I's columns."""
+        rows = [LABEL[m] for m in PAPER_METHODS if m in methods]
+        return rank_counts(vals.drop(index="Dense"), rows), self.caption(
+            f"Table IV. Best / second-best counts among the paper's methods over {vals.shape[1]} columns of Table I.")
+
+    def table4b(self, vals: pd.DataFrame, methods: list[str]):
+        """(table, caption): the counts of each of our baselines, added alone to the paper's set."""
+        rows = [LABEL[m] for m in PAPER_METHODS if m in methods]
+        v = vals.drop(index="Dense")
+        table = pd.concat([rank_counts(v, rows + [LABEL[m]]).loc[[LABEL[m]]] for m in EXTRA_METHODS if m in methods])
+        names = _and([LABEL[m] for m in EXTRA_METHODS])
+        return table, self.caption(f"Table IVb (ours). Counts for {names}, each added alone to the paper's set.")
+
+    # -- section 6
+    def zeroshot_cells(self, main: pd.DataFrame, models: list[str], sparsities: list[float]) -> dict:
+        """``{model: [(method, sparsity), ...]}`` of the Table III analogue, for ``models`` that are
+        among the experiments (:func:`zeroshot_cells`)."""
+        return {n: zeroshot_cells(main, n, sparsities) for n in models if n in self.experiments}
+
+    def table3(self, records: list[dict]):
+        """(table, caption) of the zero-shot records (None, None without records): accuracy (or
+        the task's first metric) +- 1.96 lm-eval standard errors, per model, method and sparsity."""
+        rows = []
+        for rec in records:
+            c = rec["config"]
+            for task, r in rec["result"]["tasks"].items():
+                metric = "acc" if "acc" in r["metrics"] else next(iter(r["metrics"]))
+                v, se = r["metrics"][metric]["value"], r["metrics"][metric]["stderr"]
+                rows.append({"model": c["model"]["name"], "method": LABEL[c["method"]],
+                             "sparsity": pct(c.get("sparsity", 0.0)), "task": task, "metric": metric, "value": v,
+                             "stderr": se, "shown": f"{v:.3f}" if se is None else f"{v:.3f} ± {1.96 * se:.3f}",
+                             "n": r["n"], "key": ("heads-zeroshot", rec["key"])})
+        if not rows:
+            return None, None
+        zs = pd.DataFrame(rows)
+        table = zs.pivot_table(index=["model", "method", "sparsity"], columns="task", values="shown", aggfunc="first")
+        first = records[0]["config"]
+        caption = (f"**Table III analogue (not the paper's setting).** Zero-shot accuracy (lm-eval task YAMLs, "
+                   f"validation splits, first {first['limit']} documents each; n per task: "
+                   + ", ".join(f"{t} {n}" for t, n in zs.groupby("task").n.first().items())
+                   + f"), {first['dtype']}, profile `{self.profile}`; ± 1.96 standard errors. "
+                   f"{self.store.cache_summary(dict.fromkeys(zs.key))}.")
+        return table, caption
+
+    # -- section 7
+    def ties(self, frame: pd.DataFrame, scores: pd.DataFrame, sparsities: list[float]):
+        """(table, caption): MP-G with the index tie-break against the random tie-breaks of each
+        model's ``tie_seeds``, with how many heads score exactly 0."""
+        rows = []
+        for name, e in self.experiments.items():
+            if (r := find_scores(scores, name, "mpg")) is None:
+                continue
+            s = r["scores"]
+            for sp in sparsities:
+                base = float(find(frame, name, "mpg", sp).ppl)
+                rnd = [float(c.ppl) for seed in e.tie_seeds if (c := find(frame, name, "mpg", sp, tie_seed=seed))
+                       is not None]
+                rows.append({"model": name, "sparsity": pct(sp), "pruned": len(select_heads(s, sp)),
+                             "zero-score heads": int((s == 0).sum()), "index tie-break": round(base, 2),
+                             "random seeds": len(rnd),
+                             "random tie-break mean": round(float(np.mean(rnd)), 2) if rnd else None,
+                             "min": round(min(rnd), 2) if rnd else None, "max": round(max(rnd), 2) if rnd else None})
+        return pd.DataFrame(rows), self.caption("MP-G tie-break sensitivity.")
+
+    # -- section 8
+    def efficiency(self, records: dict):
+        """(table, caption) of ``{model: efficiency record}``: heads, parameters, attention FLOPs
+        and prefill time of the dense, zeroed and removed models, speed-ups against dense."""
+        rows = []
+        for name, rec in records.items():
+            res = rec["result"]
+            dense = res["dense"]
+            for state, r in res.items():
+                row = {"model": name, "model state": state if state == "dense" else f"{r['mode']} {r['sparsity']:.0%}",
+                       "heads": r["heads"], "params (M)": r["params"] / 1e6,
+                       "nonzero params (M)": r["nonzero_params"] / 1e6,
+                       "attention FLOPs vs dense": r["attention_flops"] / dense["attention_flops"]}
+                for b in rec["config"]["batches"]:
+                    row[f"prefill b={b} (ms)"] = 1000 * r[f"prefill_b{b}"]["median_s"]
+                    row[f"speed-up b={b}"] = dense[f"prefill_b{b}"]["median_s"] / r[f"prefill_b{b}"]["median_s"]
+                rows.append(row)
+        if not records:
+            return pd.DataFrame(rows), f"**Efficiency.** Profile `{self.profile}`: not run (no efficiency model)."
+        c = next(iter(records.values()))["config"]
+        caption = (f"**Efficiency.** Profile `{self.profile}`, {LABEL[c['method']]} heads, {c['dtype']}, sequence "
+                   f"length {c['seqlen']}, median of {c['repeats']} prefill passes timed round-robin across the "
+                   f"model states on {c['threads']} CPU threads. Zeroed = Algorithm 1 (shapes kept); removed = "
+                   "heads physically removed. Attention is only part of the compute: MLPs and the output layer are "
+                   "untouched by head pruning.")
+        return pd.DataFrame(rows).round(3), caption
+
+    # -- sections 9 and 10
+    def claims(self, frame: pd.DataFrame, sparsities, z_values, z_sparsities, cost: pd.DataFrame | None = None,
+               efficiency: dict | None = None):
+        """(table, caption, claims): the claims checked (:func:`mpg_claims`) on this session's cells,
+        the scoring ``cost`` and the ``{model: efficiency record}``; ``claims`` keeps the effects."""
+        groups = {n: e.adapter.attention(0).group_size for n, e in self.experiments.items()}
+        claims = claims_frame(mpg_claims(frame, self.models, sparsities, z_values, z_sparsities, groups, cost,
+                                         {n: r["result"] for n, r in (efficiency or {}).items()}))
+        caption = (f"**Claims checked.** Profile `{self.profile}`; models {', '.join(self.models)} on "
+                   f"{self.params['data']}; verdicts by one rule from paired 95% intervals (details in the notebook).")
+        return claims[["claim", "setting", "measured", "verdict"]], caption, claims
+
+    def summary(self, main: pd.DataFrame, claims: pd.DataFrame, table4: pd.DataFrame) -> str:
+        """'What the results say', generated from the cells and the claims (Markdown bullets)."""
+        models = self.models
+
+        def n(prefix: str) -> str:
+            return count_verdicts(claims, prefix)
+        mpg_vs_mp = paired_vs(main, models[0], "mpg", "mp", 0.25)
+        lines = [
+            "- **Dense references.** " + "; ".join(f"{m}: {find(main, m, 'dense').ppl:.2f}" for m in models)
+            + f" on the first windows of {self.params['data']}.",
+            f"- **MP-G finite everywhere:** {n('MP-G never collapses')}.",
+            f"- **MP-G in the top two of the paper's methods:** {n('MP-G ranks in the top two')}. Table IV counts: "
+            + ", ".join(f"{i} best {r.best} / second {r.second}" for i, r in table4.iterrows()) + ".",
+            f"- **MP-G vs the best calibration-based score** (paired): {n('Calibration-free MP-G')}. Wanda-, "
+            "SparseGPT- and Gradient-Head sum un-normalised activation-weighted magnitudes, whose scale grows or shrinks "
+            "with depth; ranked globally they can empty whole layers (see the per-layer table), which a norm *excess* "
+            "above each projection's own profile cannot do.",
+            f"- **GQA-aware MP-G vs MP:** {n('GQA-aware')}. On {models[0]} at 25% the paired ratio is "
+            + (f"x{mpg_vs_mp.estimate:.3f}, MP-G better on {mpg_vs_mp.n_better} of {mpg_vs_mp.n} windows" if mpg_vs_mp
+               else "not available")
+            + ". With g = 3 (SmolLM2) or a single KV head (Gemma: the KV term is then a per-layer constant shared by "
+            "every head of the layer, so dividing it by g only rescales that constant), the share changes which layers "
+            "lose heads more than which heads within a layer.",
+            f"- **z:** model-dependent optimum: {n('The optimal z')}; GQA models prefer 2.0-2.5: "
+            f"{n('GQA models prefer')}; z = 2.5 rescues at 50%: {n('z = 2.5 rescues')}.",
+            f"- **Cost:** {n('Calibration-free scoring')} (MP-G needs no forward pass at all).",
+            f"- **Efficiency:** zeroing at most 3.5% faster: {n('Zeroing heads')}; 8-16% fewer parameters at 50%: "
+            f"{n('50% head sparsity removes')}; halved attention FLOPs: {n('50% head sparsity halves')}; "
+            f"removal speeds up prefill: {n('(beyond the paper)')}. SmolLM2's 28M-parameter tied embedding and "
+            "its MLPs dominate its size, so removing half the heads saves a smaller share of parameters than in the "
+            "paper's 7-8B models; GQA padding keeps zero heads where the surviving groups are uneven.",
+            "- **Likely reasons for differences from the paper:** models 30-60x smaller than the paper's; 4-bit source "
+            "weights (quantisation flattens the upper tail of the norm profiles that MP-G thresholds); Gemma-3's "
+            "QK-norm rescales queries and keys after the projections, weakening the link between Q/K row norms and a "
+            "head's effect; a few evaluation windows.",
+        ]
+        return "\n".join(lines)
+
+
 # ---- claims ----------------------------------------------------------------------------------
-
-def _ratio_claim(claim: str, setting: str, what: str, p: Paired | None, threshold: float = 1.0,
-                 side: str = "below") -> Claim:
-    if p is None:
-        return Claim(claim, setting, "not run", "inconclusive")
-    return Claim.check(claim, setting, f"{what} {fmt_ratio(p)} (windows better {p.n_better}/{p.n})",
-                       p.estimate, p.ci, threshold, side)
-
 
 def mpg_claims(frame: pd.DataFrame, models: list[str], sparsities: list[float], z_values: list[float],
                z_sparsities: list[float], group_size: dict[str, int], cost: pd.DataFrame | None = None,
-               efficiency: dict | None = None, efficiency_model: str | None = None) -> list[Claim]:
+               efficiency: dict[str, dict] | None = None) -> list[Claim]:
     """The paper's claims, as it states them, checked on these models (see the notebook's text).
 
-    ``cost``: rows (model, method, seconds) of scoring cost; ``efficiency``: the result of a
-    ``HeadExperiment.efficiency`` record (dense / zeroed / removed with round-robin timings)."""
+    ``cost``: rows (model, method, seconds) of scoring cost; ``efficiency``: ``{model: result}`` of
+    ``HeadExperiment.efficiency`` records (dense / zeroed / removed with round-robin timings)."""
     out: list[Claim] = []
     for model in models:  # 1. finite everywhere
-        cells = [cell(frame, model, "mpg", sp, z) for sp in sparsities for z in {2.0, *z_values}]
+        cells = [find(frame, model, "mpg", sp, z) for sp in sparsities for z in {2.0, *z_values}]
         ppls = [c.ppl for c in cells if c is not None]
         bad = sum(not math.isfinite(p) for p in ppls)
         out.append(Claim.check("MP-G never collapses: perplexity finite in every setting", model,
@@ -145,21 +468,21 @@ def mpg_claims(frame: pd.DataFrame, models: list[str], sparsities: list[float], 
                                f"{len(sparsities)} sparsities", frac, (frac, frac), 0.5, "above"))
     for model in models:  # 3. against the best calibration-based score
         for sp in sparsities:
-            best = min(CALIBRATED, key=lambda m: c.ppl if (c := cell(frame, model, m, sp)) is not None else np.inf)
-            out.append(_ratio_claim("Calibration-free MP-G matches or beats the best calibration-based head score",
-                                    f"{model}, {pct(sp)}", f"MP-G / {LABEL[best]}",
-                                    paired_vs(frame, model, "mpg", best, sp)))
+            best = best_calibrated(frame, model, sp)
+            out.append(ratio_claim("Calibration-free MP-G matches or beats the best calibration-based head score",
+                                   f"{model}, {pct(sp)}", f"MP-G / {LABEL[best]}",
+                                   paired_vs(frame, model, "mpg", best, sp)))
     for model in models:  # 4. the GQA-aware share
         if group_size.get(model, 1) == 1:
             continue
         for sp in sparsities:
-            out.append(_ratio_claim("GQA-aware MP-G improves on MP in GQA models",
-                                    f"{model} (g = {group_size[model]}), {pct(sp)}", "MP-G / MP",
-                                    paired_vs(frame, model, "mpg", "mp", sp)))
+            out.append(ratio_claim("GQA-aware MP-G improves on MP in GQA models",
+                                   f"{model} (g = {group_size[model]}), {pct(sp)}", "MP-G / MP",
+                                   paired_vs(frame, model, "mpg", "mp", sp)))
     best_z = {}
     for model in models:  # 5. z: GQA models prefer 2.0-2.5; z = 2.5 rescues at 50%
         for sp in z_sparsities:
-            zs = {z: c for z in z_values if (c := cell(frame, model, "mpg", sp, z)) is not None}
+            zs = {z: c for z in z_values if (c := find(frame, model, "mpg", sp, z)) is not None}
             if not zs:
                 continue
             best_z[(model, sp)] = min(zs, key=lambda z: zs[z].ppl)
@@ -168,12 +491,12 @@ def mpg_claims(frame: pd.DataFrame, models: list[str], sparsities: list[float], 
             if group_size.get(model, 1) > 1 and hi and lo:
                 zh = min(hi, key=lambda z: zs[z].ppl)
                 zl = min(lo, key=lambda z: zs[z].ppl)
-                out.append(_ratio_claim("GQA models prefer z between 2.0 and 2.5", f"{model}, {pct(sp)}",
-                                        f"MP-G z={zh} / z={zl}", paired_ratio(zs[zh].window_nll, zs[zl].window_nll)))
+                out.append(ratio_claim("GQA models prefer z between 2.0 and 2.5", f"{model}, {pct(sp)}",
+                                       f"MP-G z={zh} / z={zl}", paired_ratio(zs[zh].window_nll, zs[zl].window_nll)))
             if math.isclose(sp, 0.5) and 2.5 in zs and 2.0 in zs:
-                out.append(_ratio_claim("z = 2.5 rescues MP-G at 50% (paper: LLaMA-3-8B 7227 -> 282.8)",
-                                        f"{model}, {pct(sp)}", "MP-G z=2.5 / z=2.0",
-                                        paired_ratio(zs[2.5].window_nll, zs[2.0].window_nll)))
+                out.append(ratio_claim("z = 2.5 rescues MP-G at 50% (paper: LLaMA-3-8B 7227 -> 282.8)",
+                                       f"{model}, {pct(sp)}", "MP-G z=2.5 / z=2.0",
+                                       paired_ratio(zs[2.5].window_nll, zs[2.0].window_nll)))
     for sp in z_sparsities:  # 6. the optimal z is model-dependent
         here = {m: z for (m, s), z in best_z.items() if s == sp}
         if len(here) < 2:
@@ -184,10 +507,10 @@ def mpg_claims(frame: pd.DataFrame, models: list[str], sparsities: list[float], 
                 out.append(Claim.check("The optimal z is model-dependent", f"{model}, {pct(sp)}",
                                        f"best z = {z} on every model", 1.0, (1.0, 1.0)))
                 continue
-            zo = min(others - {z}, key=lambda v: cell(frame, model, "mpg", sp, v).ppl)
-            out.append(_ratio_claim("The optimal z is model-dependent", f"{model}, {pct(sp)}",
-                                    f"own best z={z} / another model's best z={zo}",
-                                    paired_vs(frame, model, "mpg", "mpg", sp, z, zo)))
+            zo = min(others - {z}, key=lambda v: find(frame, model, "mpg", sp, v).ppl)
+            out.append(ratio_claim("The optimal z is model-dependent", f"{model}, {pct(sp)}",
+                                   f"own best z={z} / another model's best z={zo}",
+                                   paired_vs(frame, model, "mpg", "mpg", sp, z, zo)))
     if cost is not None and len(cost):  # 7. seconds vs minutes
         for model in models:
             c = cost[cost.model == model].set_index("method").seconds
@@ -197,8 +520,8 @@ def mpg_claims(frame: pd.DataFrame, models: list[str], sparsities: list[float], 
                 out.append(Claim.check("Calibration-free scoring takes seconds, calibration-based minutes",
                                        model, f"MP-G {c['mpg']:.3g} s; calibrated {cal.min():.3g}-{cal.max():.3g} s "
                                        f"(x{r:.0f}; threshold x10)", r, (r, r), 10.0, "above"))
-    if efficiency:
-        out += efficiency_claims(efficiency, efficiency_model or "")
+    for model, result in (efficiency or {}).items():
+        out += efficiency_claims(result, model)
     return out
 
 

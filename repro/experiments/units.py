@@ -12,17 +12,28 @@ search on an image classifier. Tables and claims from these records: ``repro.exp
 """
 from __future__ import annotations
 
+import copy
+import tempfile
 from contextlib import contextmanager
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
 
 from repro.arch import adapter as get_adapter
+from repro.assets import load_text, parse_dtype
+from repro.assets.data import fashion_mnist
+from repro.assets.vision import pixels_for
 from repro.calib import sample_windows
 from repro.errors import ReproError
 from repro.evaluate.ppl import tokenize
-from repro.evaluate.prefix import UnitEvaluator, lm_batches
-from repro.experiments.base import Experiment, Setup
+from repro.evaluate.prefix import UnitEvaluator, image_batches, lm_batches
+from repro.evaluate.speed import count_params, prefill_seconds
+from repro.experiments.base import Experiment, Setup, model_key
 from repro.methods.bandit import SELECTORS, Unit, candidates, select_units
 from repro.store import PROTOCOL, Store
-from repro.structure.masks import KINDS, Masks
+from repro.structure import remove_channels, remove_heads, save_pruned, zero_channels, zero_heads
+from repro.structure.masks import KINDS, Masks, group_range
 
 LAMBADA = "lambada_openai"
 
@@ -49,6 +60,18 @@ def units_for(adapter, kinds, ratio: float, group_size: int) -> tuple[int, int]:
     return max(1, int(round(ratio * n))), n
 
 
+def search_params(method: str, search: dict | None) -> dict | None:
+    """The search parameters a selector takes: ``search`` (per-step budget, pool) for a sequential
+    selector, None for a one-shot scorer (which takes none)."""
+    return search if SELECTORS[method].sequential else None
+
+
+def removal_parts(unit_ratios: dict) -> list[tuple[list[str], float]]:
+    """``(kinds, ratio)`` of each unit type's largest ratio in ``{kind: ratios}`` (kinds sorted):
+    the selections a removal cell takes its units from."""
+    return [([k], max(rs)) for k, rs in sorted(unit_ratios.items())]
+
+
 class BanditExperiment(Experiment):
     """Unit selection cells of one language model under one :class:`Setup`.
 
@@ -73,8 +96,6 @@ class BanditExperiment(Experiment):
         return self._batches[seed]
 
     def _draw(self, seed: int) -> tuple[list[dict], dict]:
-        from repro.assets import load_text
-
         s = self.setup
         text = load_text(s.calib_data)
         wins = sample_windows(tokenize(self.loaded.tokenizer, text), s.calib_nsamples, s.calib_seqlen, seed)
@@ -109,10 +130,6 @@ class BanditExperiment(Experiment):
     def search_model(self, method: str):
         """The model a selector computes its losses on (the evaluation copy when the search
         runs in the evaluation dtype)."""
-        import torch
-
-        from repro.assets import parse_dtype
-
         dtype = self._dtype_for(method)
         if dtype is None or parse_dtype(dtype) == torch.float32:
             return self.model
@@ -180,11 +197,25 @@ class BanditExperiment(Experiment):
                                                                      lambada_limit),
                                                     "selection": sel["config"]})
 
+    def grid(self, unit_ratios: dict, methods, seeds, search: dict | None = None,
+             lambada_limit: int | None = None) -> list[dict]:
+        """The dense cell and every (unit type, ratio, method, seed) cell of ``unit_ratios``
+        (``{kind: ratios}``); ``search`` goes to the sequential selectors only
+        (:func:`search_params`), and one search per (type, method, seed) serves all its ratios."""
+        self.dense(lambada_limit)
+        return [self.cell(m, [kind], ratio, seed, search_params(m, search), lambada_limit, ratios=ratios)
+                for kind, ratios in unit_ratios.items() for ratio in ratios for m in methods for seed in seeds]
+
+    def removal(self, method: str, unit_ratios: dict, seed: int, search: dict | None = None, batches=(1, 4),
+                seqlen: int = 128, repeats: int = 5) -> dict:
+        """:func:`removal_cell` of ``method`` and ``seed`` on each unit type's largest ratio
+        (:func:`removal_parts`), with the search parameters ``method`` takes."""
+        return removal_cell(self, method, removal_parts(unit_ratios), seed, search_params(method, search), batches,
+                            seqlen, repeats)
+
 
 def structural_plan(adapter, units, group_size: int) -> tuple[list[tuple[int, int]], dict[int, list[int]]]:
     """Selected units as (layer, head) pairs and {layer: MLP channels} for repro.structure."""
-    from repro.structure.masks import group_range
-
     heads = [(u[1], u[2]) for u in units if u[0] == "head"]
     chans: dict[int, list[int]] = {}
     for kind, layer, index in units:
@@ -201,16 +232,6 @@ def removal_cell(e: BanditExperiment, method: str, parts, seed: int, params: dic
     parameters, checkpoint bytes, the largest logit difference between the removed and the zeroed
     model on one batch (0 up to float rounding: removal is exact), and prefill seconds timed
     round-robin."""
-    import copy
-    import tempfile
-    from pathlib import Path
-
-    import torch
-
-    from repro.assets import parse_dtype
-    from repro.evaluate.speed import count_params, prefill_seconds
-    from repro.structure import remove_channels, remove_heads, save_pruned, zero_channels, zero_heads
-
     sels = [e.select(method, kinds, ratio, seed, params) for kinds, ratio in parts]
     cfg = {"protocol": PROTOCOL, "model": e.base_config()["model"], "selections": [s["key"] for s in sels],
            "batches": list(batches),
@@ -272,24 +293,15 @@ class VisionBanditExperiment(BanditExperiment):
 
     def pixels(self, images):
         """uint8 Fashion-MNIST images -> this model's pixel values (its resolution, channels, normalisation)."""
-        from repro.assets.vision import pixels_for
-
         return pixels_for(self.loaded.identity, images)
 
     def _draw(self, seed: int) -> tuple[list[dict], dict]:
-        import torch
-
-        from repro.assets.data import fashion_mnist
-        from repro.evaluate.prefix import image_batches
-
         images, labels = fashion_mnist("train")
         idx = torch.randperm(len(labels), generator=torch.Generator().manual_seed(seed))[:self.n_calib]
         source = {"data": "fashion-mnist:train", "n": self.n_calib, "seed": seed, "batch_size": self.calib_batch_size}
         return image_batches(self.pixels(images[idx]), labels[idx], self.calib_batch_size), source
 
     def base_config(self) -> dict:
-        from repro.experiments.base import model_key
-
         return {"protocol": PROTOCOL, "model": model_key(self.loaded.identity), "data": "fashion-mnist:test",
                 "n_eval": self.n_eval, "dtype": self.setup.eval_dtype}
 
@@ -300,11 +312,6 @@ class VisionBanditExperiment(BanditExperiment):
         return self.eval_config()
 
     def _evaluate(self, units, lambada_limit: int | None = None) -> dict:
-        import torch
-        import torch.nn.functional as F
-
-        from repro.assets.data import fashion_mnist
-
         images, labels = fashion_mnist("test")
         x, y = self.pixels(images[:self.n_eval]), labels[:self.n_eval]
         ce, right = [], []
@@ -326,5 +333,3 @@ class VisionBanditExperiment(BanditExperiment):
         cfg = {**self.eval_config(), "method": method, "selection": sel["key"]}
         return self.run("bandit-vision", cfg, lambda: {**self._evaluate([Unit(*u) for u in sel["result"]["units"]]),
                                                         "selection": sel["config"]})
-
-

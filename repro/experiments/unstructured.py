@@ -6,19 +6,32 @@ records: ``repro.experiments.ogas``.
 WikiText-2 rows are calibrated on WikiText-2 train and evaluated on WikiText-2 test; C4 rows are
 calibrated on the calibration half of the C4 sample and evaluated on its held-out half: two
 :class:`PruneExperiment` objects sharing one loaded model, each with its own :class:`Setup`.
+:class:`OgasGrid` holds both per model and computes the cells of each section of Paper 2's notebook.
 """
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass, field, fields
+from functools import cached_property
 
 import numpy as np
 
 from repro.assets import parse_dtype
+from repro.assets.data import parse_spec
 from repro.experiments.base import Experiment
-from repro.methods.unstructured import get_pruner, parse_pattern, prune_model
-from repro.structure.sparsity import zeros_sha256
+from repro.methods.unstructured import auto_s_max, get_pruner, ogas_setting, parse_pattern, prune_model
+from repro.structure.sparsity import prunable_linears, zeros_sha256
 
 QUANTILES = np.linspace(0, 1, 21)  # per-layer summary of OGAS's channel sparsities
+DOWN_PROJECTIONS = ("down_proj", "fc2", "mlp.c_proj", "dense_4h_to_h")  # the MLP's output linear, per family
+ABLATION = ("wanda", "ogas-energy", "ogas-papr", "ogas")  # Table 5's rows: uniform, energy only, PAPR only, both
+
+
+def own_headroom(sparsity: float, headroom: float) -> bool:
+    """Whether OGAS with ``S_max`` headroom ``headroom`` is its own cell at ``sparsity``: only above
+    60% (the paper's 0.6 below), and only where its ``S_max`` differs from the default headroom's
+    (at 90% every headroom >= 0.05 hits the 0.95 cap: the pruning is the default cell's)."""
+    return sparsity > 0.6 and auto_s_max(sparsity, headroom) != auto_s_max(sparsity)
 
 
 class PruneExperiment(Experiment):
@@ -44,6 +57,15 @@ class PruneExperiment(Experiment):
     def dense(self) -> dict:
         return self.run("prune-ppl", {**self.base_config(), "method": "dense"}, lambda: self.ppl(self.eval_model()))
 
+    def dense_zeroshot(self, tasks: list[str], limit: int | None) -> dict:
+        """The dense model's zero-shot record (the reference row of Tables 3-4)."""
+        return self.run("prune-zeroshot", {**self.zeroshot_config(tasks, limit), "method": "dense"},
+                        lambda: self.zeroshot(self.eval_model(), tasks, limit))
+
+    def down_projections(self) -> list[str]:
+        """The MLP down projections of the model's blocks, block 0 first (Figure 2's layer choice)."""
+        return [n for n in prunable_linears(self.model) if n.endswith(DOWN_PROJECTIONS)]
+
     def cell(self, method: str, sparsity: float | None, pattern: str = "unstructured", params: dict | None = None,
              zeroshot_tasks: list[str] | None = None, zeroshot_limit: int | None = None,
              keep_layers: tuple[str, ...] = ()) -> dict:
@@ -68,3 +90,153 @@ class PruneExperiment(Experiment):
                 out["zeroshot"] = self.zeroshot(model, zeroshot_tasks, zeroshot_limit)
             return out
         return self.run("prune-ppl", cfg, compute)
+
+
+@dataclass
+class OgasGrid:
+    """The cells of Paper 2's notebook: per model a WikiText-2 experiment (``wt``: calibrated on
+    WikiText-2 train, evaluated on its test split) and a C4 one (``c4``: the C4 sample's two
+    halves) sharing one loaded model, and the notebook's parameters that decide which cells each
+    section asks for. Each ``run_*`` method computes (or reads) one section's cells; the tables
+    are read from the records by :mod:`repro.experiments.ogas`."""
+    wt: dict[str, PruneExperiment]
+    c4: dict[str, PruneExperiment]
+    ogas_setting: dict[str, str]  # model -> the paper's setting ("llama", "mistral")
+    profile: str = ""
+    sparsity: float = 0.5
+    methods: list[str] = field(default_factory=list)  # the methods compared (Tables 1-4, Figure 4)
+    c4_models: list[str] = field(default_factory=list)
+    exact_rounding_data: list[str] = field(default_factory=list)
+    nm_models: list[str] = field(default_factory=list)
+    nm_patterns: list[str] = field(default_factory=list)
+    nm_methods: list[str] = field(default_factory=list)
+    ablation_models: list[str] = field(default_factory=list)
+    curve_models: list[str] = field(default_factory=list)
+    curve_sparsities: list[float] = field(default_factory=list)
+    s_max_headrooms: list[float] = field(default_factory=list)
+    zeroshot_models: list[str] = field(default_factory=list)
+    zeroshot_tasks: list[str] = field(default_factory=list)
+    zeroshot_limit: int | None = None
+    figure_layer: str | None = None  # Figure 2's layer; None: the middle down projection of the first model
+
+    @classmethod
+    def from_params(cls, wt: dict, c4: dict, params: dict) -> "OgasGrid":
+        """The grid of a notebook whose parameters (``params``) are named like the fields."""
+        return cls(wt, c4, **{f.name: params[f.name] for f in fields(cls) if f.name not in ("wt", "c4")
+                              and f.name in params})
+
+    @property
+    def models(self) -> list[str]:
+        return list(self.wt)
+
+    @property
+    def store(self):
+        return next(iter(self.wt.values())).store
+
+    @property
+    def wt_name(self) -> str:
+        """The frame's data name of the WikiText-2 cells ("wikitext2")."""
+        return parse_spec(next(iter(self.wt.values())).setup.data)[0]
+
+    @property
+    def c4_name(self) -> str:
+        return parse_spec(next(iter(self.c4.values())).setup.data)[0]
+
+    def experiment(self, model: str, data: str) -> PruneExperiment:
+        """``model``'s experiment on the data named ``data`` (``wt_name`` or ``c4_name``)."""
+        return (self.wt if data == self.wt_name else self.c4)[model]
+
+    def all_experiments(self) -> list[PruneExperiment]:
+        return [*self.wt.values(), *self.c4.values()]
+
+    @property
+    def figure_model(self) -> str:
+        return self.models[0]
+
+    @cached_property
+    def figure_layer_name(self) -> str:
+        """Figure 2's layer: ``figure_layer``, else the down projection of the first model's middle block."""
+        if self.figure_layer:
+            return self.figure_layer
+        downs = self.wt[self.figure_model].down_projections()
+        return downs[len(downs) // 2]
+
+    def params_for(self, model: str, method: str, **extra) -> dict:
+        """A cell's pruner parameters: OGAS gets ``model``'s setting (lambda, gamma), then ``extra``."""
+        return {**(ogas_setting(self.ogas_setting[model]) if method == "ogas" else {}), **extra}
+
+    def describe(self) -> str:
+        """One line per model: its source, OGAS setting, evaluation and calibration."""
+        lines = []
+        for name, e in self.wt.items():
+            s = e.setup
+            lines.append(f"{name}: {e.loaded.identity.get('upstream')}; OGAS setting {self.ogas_setting[name]} "
+                         f"{ogas_setting(self.ogas_setting[name])}; eval {e.data.label} / {self.c4[name].data.label}, "
+                         f"first {s.max_windows} x {s.seqlen} tokens; calibration {s.calib_nsamples} x {s.calib_seqlen}")
+        return "\n".join(lines)
+
+    # ---- the cells of each section ------------------------------------------------------------
+    def main_cell(self, model: str, data: str, method: str, **params) -> dict:
+        """A cell at the main sparsity: WikiText-2 cells of the zero-shot models carry their zero-shot
+        scores, and the first model's OGAS cell keeps Figure 2's per-channel arrays, so each pruned
+        model is built once and every section reads the same record."""
+        extra = {}
+        if data == self.wt_name and model in self.zeroshot_models and not params:
+            extra.update(zeroshot_tasks=self.zeroshot_tasks, zeroshot_limit=self.zeroshot_limit)
+        if data == self.wt_name and model == self.figure_model and method == "ogas" and not params:
+            extra["keep_layers"] = (self.figure_layer_name,)
+        return self.experiment(model, data).cell(method, self.sparsity, params=self.params_for(model, method, **params),
+                                                 **extra)
+
+    def run_main(self) -> None:
+        """Tables 1-2: dense and every method at the main sparsity on WikiText-2 (and C4 for
+        ``c4_models``), plus OGAS at the exact target on ``exact_rounding_data``."""
+        for name in self.models:
+            for data in (self.wt_name, self.c4_name):
+                if data == self.c4_name and name not in self.c4_models:
+                    continue
+                self.experiment(name, data).dense()
+                for m in self.methods:
+                    self.main_cell(name, data, m)
+                if data in self.exact_rounding_data:
+                    self.main_cell(name, data, "ogas", rounding="exact")
+
+    def run_nm(self) -> None:
+        """N:M cells (WikiText-2) of ``nm_methods`` on ``nm_models``."""
+        for name in self.nm_models:
+            for pattern in self.nm_patterns:
+                for m in self.nm_methods:
+                    self.wt[name].cell(m, None, pattern=pattern)
+
+    def run_zeroshot(self) -> dict[str, dict[str, dict]]:
+        """Tables 3-4: ``{model: {"dense" or method: lm-eval result}}`` of the zero-shot models."""
+        out = {}
+        for name in self.zeroshot_models:
+            e = self.wt[name]
+            out[name] = {"dense": e.dense_zeroshot(self.zeroshot_tasks, self.zeroshot_limit)["result"]}
+            out[name].update({m: self.main_cell(name, self.wt_name, m)["result"]["zeroshot"] for m in self.methods})
+        return out
+
+    def run_ablation(self) -> None:
+        """Table 5: Wanda, OGAS with one signal (the model's gamma), and OGAS, on WikiText-2."""
+        for name in self.ablation_models:
+            for r in ABLATION:
+                if r in ("wanda", "ogas"):
+                    self.main_cell(name, self.wt_name, r)
+                else:
+                    self.wt[name].cell(r, self.sparsity, params={"gamma": ogas_setting(self.ogas_setting[name])["gamma"]})
+
+    def run_curve(self) -> None:
+        """Figure 4: every method at each of ``curve_sparsities`` (WikiText-2), and OGAS with the
+        other ``S_max`` headrooms where they prune differently (:func:`own_headroom`)."""
+        for name in self.curve_models:
+            e = self.wt[name]
+            for sp in self.curve_sparsities:
+                for m in self.methods:
+                    if sp == self.sparsity:
+                        self.main_cell(name, self.wt_name, m)
+                    else:
+                        e.cell(m, sp, params=self.params_for(name, m))
+                for h in self.s_max_headrooms:
+                    if own_headroom(sp, h):
+                        e.cell("ogas", sp, params=self.params_for(name, "ogas", s_max_headroom=h))

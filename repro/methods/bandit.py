@@ -70,10 +70,10 @@ import torch
 from scipy.special import expit
 
 from repro.arch import Adapter, Site
+from repro.calib.budget import Budget
 from repro.errors import ReproError, UnknownNameError
 from repro.methods.heads import ROLES, combine
 from repro.methods.registry import Method, Registry
-from repro.calib.budget import Budget
 from repro.structure.masks import GROUP_SIZE, KINDS, n_groups
 
 POOL_SIZE = 48          # pre-screened candidates the sequential searches work on

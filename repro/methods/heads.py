@@ -18,7 +18,8 @@ from typing import Callable
 import numpy as np
 import torch
 
-from repro.arch import Adapter, Attention, adapter as get_adapter
+from repro.arch import Adapter, Attention
+from repro.arch import adapter as get_adapter
 from repro.calib import Calibration, as_calibration, loss_gradients
 from repro.errors import ReproError, UnknownNameError, check_fraction
 from repro.methods.registry import Method, Registry, minmax, n_lowest

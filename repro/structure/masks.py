@@ -29,6 +29,17 @@ KINDS = ("head", "mlp")  # unit kinds of set_unit: an attention head, or a group
 GROUP_SIZE = 32  # g0: channels per MLP unit (Paper 3's default)
 
 
+def _whole_masks(key: str, attr: str, modules: str, size: str, what: str, role: str) -> property:
+    """``Masks.heads`` / ``Masks.channels``: read the current masks, or replace them all (checked)."""
+    def get(self):
+        return self._state(key) if key in self._inplace else getattr(self, attr)
+
+    def put(self, masks) -> None:
+        self._set_whole(key, masks, modules, size, what, role)
+        setattr(self, attr, masks)
+    return property(get, put)
+
+
 class MaskError(ReproError, ValueError):
     """A mask of the wrong shape, a value other than 0/1, or a unit index out of range."""
 
@@ -117,33 +128,19 @@ class Masks:
         if len(masks) != len(self._attn):
             raise MaskError(f"{what}: expected masks for {len(self._attn)} layers, got {len(masks)}")
 
-    @property
-    def heads(self):
-        return self._state("h") if "h" in self._inplace else self._heads
-
-    @heads.setter
-    def heads(self, mask) -> None:
-        self._set_whole("h", mask, self._attn, "n_heads", "heads", "o")
-        self._heads = mask
-
-    @property
-    def channels(self):
-        return self._state("c") if "c" in self._inplace else self._channels
-
-    @channels.setter
-    def channels(self, masks) -> None:
-        self._set_whole("c", masks, self._mlp, "n_channels", "channels", "c")
-        self._channels = masks
-
     def _set_whole(self, key: str, masks, modules, size: str, what: str, role: str) -> None:
         """Replace every layer's feature mask of ``key`` ("h" heads, "c" channels) from ``masks``
         (one 0/1 vector of ``module.<size>`` units per layer; None: no mask)."""
+        modules = getattr(self, modules)
         if masks is not None:
             self._check_layers(masks, what)
             units = [_binary(masks[i], getattr(mod, size), f"{what} of layer {i}") for i, mod in enumerate(modules)]
         self._inplace.discard(key)
         for i, mod in enumerate(modules):
             self._feat[(key, i)] = None if masks is None else self._expand(mod.out_site, role, units[i])
+
+    heads = _whole_masks("h", "_heads", "_attn", "n_heads", "heads", "o")
+    channels = _whole_masks("c", "_channels", "_mlp", "n_channels", "channels", "c")
 
     # ---- in-place, per unit ------------------------------------------------------------------
 

@@ -1,0 +1,152 @@
+"""The package's layering, read from the source: no import runs upward, no import circle (function-
+local imports included), and the notebooks stay thin (they call experiments and readers, never the
+floors below them, and never build a record key)."""
+import ast
+from pathlib import Path
+
+import pytest
+
+from repro.notebooks import cell_sources, read_source
+
+from conftest import ROOT
+
+# each top-level part of repro and its floor; a module imports only from its own floor or below
+LAYERS = {"errors": -1, "progress": -1, "assets": 0, "arch": 1, "structure": 2, "calib": 3, "methods": 4,
+          "evaluate": 5, "store": 6, "report": 6, "claims": 6, "experiments": 7, "notebooks": 8, "cli": 8,
+          "__main__": 9}
+PACKAGE = ROOT / "repro"
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9]*.py"))
+# repro.methods functions a notebook may call because they teach the paper's equation
+TEACHING = {"norms", "excess", "select_heads", "reward_summary"}
+FORBIDDEN_IN_NOTEBOOKS = ("repro.assets", "repro.arch", "repro.calib", "repro.structure", "repro.evaluate",
+                          "repro.store", "repro.report")
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def resolve(name: str) -> str:
+    """A dotted name -> the repro module that defines it (a package, a module, or a module's attribute)."""
+    parts = name.split(".")
+    while parts:
+        p = ROOT.joinpath(*parts)
+        if p.with_suffix(".py").exists() or (p / "__init__.py").exists():
+            return ".".join(parts)
+        parts = parts[:-1]
+    raise AssertionError(f"cannot resolve {name}")
+
+
+def imports(tree: ast.AST) -> set[str]:
+    """Every repro module a source imports, at any depth (function-local imports too)."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out |= {resolve(a.name) for a in node.names if a.name.split(".")[0] == "repro"}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "repro":
+            out |= {resolve(f"{node.module}.{a.name}") for a in node.names}
+    return out
+
+
+def graph() -> dict[str, set[str]]:
+    return {module_name(p): imports(ast.parse(p.read_text())) for p in PACKAGE.rglob("*.py")}
+
+
+def floor(module: str) -> int:
+    return LAYERS[module.split(".")[1]] if module != "repro" else 10
+
+
+def test_every_part_of_the_package_has_a_floor():
+    parts = {p.relative_to(PACKAGE).parts[0].removesuffix(".py") for p in PACKAGE.iterdir()
+             if p.suffix == ".py" or (p / "__init__.py").exists()} - {"__init__"}
+    assert parts == set(LAYERS), parts ^ set(LAYERS)
+
+
+# floors that are stacked in the list but independent: evaluation measures a model, whatever pruned it
+INDEPENDENT = {("evaluate", "methods")}
+
+
+def test_no_import_runs_upward():
+    upward = sorted(f"{a} -> {b}" for a, deps in graph().items() for b in deps
+                    if a != "repro" and floor(b) > floor(a))
+    assert not upward, upward
+    across = sorted(f"{a} -> {b}" for a, deps in graph().items() for b in deps
+                    if a != "repro" and (a.split(".")[1], b.split(".")[1]) in INDEPENDENT)
+    assert not across, across
+
+
+def cycles(g: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on, out, n = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = n[0]
+        n[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in g.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(g):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_circle():
+    # a package's __init__ re-exporting its modules is not a circle unless a module imports the package back
+    assert cycles(graph()) == []
+
+
+def test_the_checks_can_fail():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert floor("repro.experiments.mpg") > floor("repro.evaluate.stats") > floor("repro.methods.heads")
+    tree = ast.parse("def f():\n    from repro.experiments.base import Setup\n")
+    assert imports(tree) == {"repro.experiments.base"}  # function-local imports count
+
+
+def notebook_code(src: Path) -> list[str]:
+    return [s for kind, s in cell_sources(read_source(src)) if kind == "code"]
+
+
+@pytest.mark.parametrize("src", NOTEBOOKS, ids=[s.stem for s in NOTEBOOKS])
+def test_notebooks_call_experiments_not_the_floors_below(src):
+    tree = ast.parse("\n\n".join(notebook_code(src)))
+    bad = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("repro"):
+            if node.module.startswith(FORBIDDEN_IN_NOTEBOOKS):
+                bad.append(node.module)
+            if node.module.startswith("repro.methods"):
+                bad += [f"{node.module}.{a.name}" for a in node.names if a.name not in TEACHING]
+        elif isinstance(node, ast.Import):
+            bad += [a.name for a in node.names if a.name.startswith(FORBIDDEN_IN_NOTEBOOKS)]
+        elif isinstance(node, ast.Attribute) and node.attr in ("run", "base_config", "zeroshot_config", "select_config"):
+            bad.append(f".{node.attr}")  # computing, keying or reading a record by hand
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute) and node.value.attr == "store":
+            bad.append(f".store.{node.attr}")  # the store is handed to readers, never used in a notebook
+    assert not bad, bad
+
+
+@pytest.mark.parametrize("src", NOTEBOOKS, ids=[s.stem for s in NOTEBOOKS])
+def test_notebook_setup_cell_is_short(src):
+    nb = read_source(src)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    first = next(i for i, c in enumerate(code) if "parameters" in c.metadata.get("tags", []))
+    setup = code[first + 1].source.strip().splitlines()
+    assert len(setup) <= 15, f"setup cell has {len(setup)} lines"
