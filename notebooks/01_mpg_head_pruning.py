@@ -187,6 +187,22 @@ table1, cap1, vals = T.table1(main, methods, sparsities)
 nb.show(table1, "table1_ppl", cap1, raw=vals)
 
 # %% [markdown]
+# ### 3a. Each model fed as it expects
+#
+# Every number in this notebook cuts WikiText-2 into windows the way each family was trained to read text
+# (`repro.assets.feeding`, one rule for evaluation, calibration, timing and zero-shot). Llama-like models
+# (SmolLM2) keep the SparseGPT / Wanda protocol exactly: windows cut from one token stream, no special
+# token, which is what their published dense numbers use. Gemma models are trained with `<bos>` at the start
+# of every sequence: each window holds `seqlen` text tokens with `<bos>` prepended, and all `seqlen` text
+# tokens are scored. The table shows the same dense Gemma on the same text with and without that token:
+# a model fed outside its input contract gives a perplexity far above its own, and pruning can then seem to
+# *improve* it (the earlier runs of this project, before the rule, showed exactly that).
+
+# %%
+feeding, cap = T.feeding({n: (e.dense(), e.without_bos().dense()) for n, e in exps.items() if e.bos is not None})
+nb.show(feeding, "feeding_bos", cap)
+
+# %% [markdown]
 # ### 3b. Paired comparisons
 #
 # MP-G against every other method on the same windows: the perplexity ratio

@@ -390,6 +390,7 @@ def fake_report() -> BanditReport:
     adapter = SimpleNamespace(n_layers=3, attention=lambda i: SimpleNamespace(n_heads=4))
     lm = {"m": SimpleNamespace(loaded=SimpleNamespace(identity={"quantisation": "Q4_K_M", "upstream": "org/m"}),
                                setup=setup, calib_batch_size=1, search_dtype="bfloat16", adapter=adapter,
+                               windows=lambda: "24 x 128 tokens, <bos> + text windows",
                                data=SimpleNamespace(label="WikiText-2 test"))}
     vision = {"v": SimpleNamespace(loaded=SimpleNamespace(identity={"source": "trained here", "seed": 0,
                                                                     "test_top1": 0.9}),
@@ -408,8 +409,9 @@ def test_captions_name_the_setting_and_the_cache():
     r = fake_report()
     frame = pd.DataFrame({"key": [("bandit-ppl", "a"), ("bandit-ppl", "b")]})
     assert r.caption("T.", frame) == (
-        "**T.** Profile `cpu`. Models: m (Q4_K_M). Calibration 8 x 128 tokens of wikitext2-train per seed "
-        "(mini-batches of 1); perplexity on the first 24 x 128 tokens of wikitext2:test, float32; LAMBADA first 30 "
+        "**T.** Profile `cpu`. Models: m (Q4_K_M, evaluated on 24 x 128 tokens, <bos> + text windows). Calibration "
+        "8 x 128 tokens of wikitext2-train per seed (mini-batches of 1); perplexity on the first windows of "
+        "wikitext2:test, float32; LAMBADA first 30 "
         "documents; search budget {'budget': 8, 'pool_size': 16} per step, losses in bfloat16; seeds [1, 2, 3]. "
         "1 of 2 cells read from cached records.")
     assert r.caption("V.", vision=True) == (

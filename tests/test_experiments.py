@@ -218,7 +218,7 @@ def _fake_experiment(tie_seeds=(), group_size=3):
     attn = SimpleNamespace(group_size=group_size, n_kv_heads=1)
     return SimpleNamespace(loaded=SimpleNamespace(identity={"quantisation": "q4", "source": "hub"}),
                            setup=SimpleNamespace(max_windows=2, eval_dtype="float32", seqlen=32),
-                           data=SimpleNamespace(label="wiki:val"), shape=(3, 2), tie_seeds=list(tie_seeds),
+                           data=SimpleNamespace(label="wiki:val"), feeding_note="", shape=(3, 2), tie_seeds=list(tie_seeds),
                            adapter=SimpleNamespace(attention=lambda layer: attn))
 
 

@@ -178,8 +178,8 @@ def test_run_nm_ablation_and_curve_ask_for_their_cells(grid):
 
 # ---- the reader on constructed frames ----------------------------------------------------------
 
-def fake_experiment(data, calib, store, quant="q4_0"):
-    return SimpleNamespace(loaded=SimpleNamespace(identity={"quantisation": quant}), store=store,
+def fake_experiment(data, calib, store, quant="q4_0", windows="4 x 64 tokens"):
+    return SimpleNamespace(loaded=SimpleNamespace(identity={"quantisation": quant}), store=store, windows=lambda: windows,
                            setup=Setup(data=data, seqlen=64, max_windows=4, calib_data=calib, calib_nsamples=8,
                                        calib_seqlen=32, eval_dtype="float32"))
 
@@ -187,7 +187,8 @@ def fake_experiment(data, calib, store, quant="q4_0"):
 @pytest.fixture
 def fake_grid():
     store = Store(None)
-    wt = {m: fake_experiment("wikitext2:test", "wikitext2-train", store, q) for m, q in (("a", "q4_0"), ("b", "q8"))}
+    wt = {m: fake_experiment("wikitext2:test", "wikitext2-train", store, q, w)
+          for m, q, w in (("a", "q4_0", "4 x 64 tokens"), ("b", "q8", "2 x 64 tokens, <bos> + text windows"))}
     c4 = {m: fake_experiment("c4-sample:eval", "c4-sample:calib", store) for m in wt}
     return OgasGrid(wt, c4, {"a": "llama", "b": "mistral"}, profile="unit", methods=["magnitude", "wanda", "ogas"],
                     nm_models=["a"], nm_patterns=["2:4"], nm_methods=["wanda"], ablation_models=["a"],
@@ -254,9 +255,10 @@ def test_find_tells_rows_apart_and_headrooms_fall_back_to_the_default_cell():
 def test_caption_names_the_setups_and_the_cache(fake_grid):
     f = constructed_frame()
     cap = O.caption(fake_grid, "Title.", f)
-    assert cap.startswith("**Title.** Profile `unit`. Models: a (q4_0, OGAS llama setting); b (q8, OGAS mistral "
-                          "setting). Calibration 8 x 32 tokens (wikitext2-train for WikiText-2 rows, c4-sample:calib")
-    assert "first 4 x 64 tokens of wikitext2:test / c4-sample:eval, float32." in cap
+    assert cap.startswith("**Title.** Profile `unit`. Models: a (q4_0, OGAS llama setting, evaluated on 4 x 64 "
+                          "tokens); b (q8, OGAS mistral setting, evaluated on 2 x 64 tokens, <bos> + text windows). "
+                          "Calibration 8 x 32 tokens (wikitext2-train for WikiText-2 rows, c4-sample:calib")
+    assert "first windows of wikitext2:test / c4-sample:eval, float32." in cap
     assert cap.endswith(f"{len(f)} of {len(f)} cells read from cached records.")
     assert O.caption(fake_grid, "Title.").endswith("float32.")
 

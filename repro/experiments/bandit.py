@@ -417,10 +417,11 @@ class BanditReport:
                     f"{e.search_dtype}; seeds {p['seeds']}.{cache}")
         e0 = next(iter(self.lm.values()))
         s = e0.setup
-        parts = "; ".join(f"{n} ({e.loaded.identity.get('quantisation')})" for n, e in self.lm.items())
+        parts = "; ".join(f"{n} ({e.loaded.identity.get('quantisation')}, evaluated on {e.windows()})"
+                          for n, e in self.lm.items())
         return (f"**{title}** Profile `{p['profile']}`. Models: {parts}. Calibration {s.calib_nsamples} x "
                 f"{s.calib_seqlen} tokens of {s.calib_data} per seed (mini-batches of {e0.calib_batch_size}); "
-                f"perplexity on the first {s.max_windows} x {s.seqlen} tokens of {s.data}, {s.eval_dtype}; LAMBADA "
+                f"perplexity on the first windows of {s.data}, {s.eval_dtype}; LAMBADA "
                 f"first {p['lambada_limit']} documents; search budget {p['search']} per step, losses in "
                 f"{e0.search_dtype}; seeds {p['seeds']}.{cache}")
 

@@ -14,6 +14,7 @@ import torch
 
 from repro.arch import adapter as get_adapter
 from repro.assets import load_model, load_text, parse_dtype, resolve_dtype
+from repro.assets.feeding import bos_token, rule
 from repro.calib import Calibration, sample_windows
 from repro.errors import ReproError
 from repro.evaluate.ppl import perplexity, tokenize
@@ -77,6 +78,8 @@ class Experiment:
         self.loaded = loaded if loaded is not None else load_model(model, "float32", device=setup.device)
         self.model = self.loaded.model
         self.adapter = get_adapter(self.model)
+        # how this family's windows start (repro.assets.feeding): <bos> first for Gemma, plain text otherwise
+        self.bos = bos_token(self.model.config, self.loaded.tokenizer) if self.loaded.tokenizer is not None else None
         self._data = None
         self._eval = None
         self._calib: dict[int, Calibration] = {}
@@ -97,7 +100,31 @@ class Experiment:
         s = self.setup
         return {"protocol": PROTOCOL, "model": model_key(self.loaded.identity),
                 "data": {k: self.data.identity[k] for k in ("name", "split", "sha256", "note")},
-                "seqlen": s.seqlen, "max_windows": s.max_windows, "batch_size": s.batch_size, "dtype": s.eval_dtype}
+                "seqlen": s.seqlen, "max_windows": s.max_windows, "batch_size": s.batch_size, "dtype": s.eval_dtype,
+                **self.feeding()}
+
+    def feeding(self) -> dict:
+        """The window rule as a key field: ``{"windows": "bos+text"}`` for families that need BOS; nothing
+        for plain windows (so the records of Llama-like models keep the keys they always had)."""
+        return {} if self.bos is None else {"windows": rule(self.bos)}
+
+    @property
+    def feeding_note(self) -> str:
+        """What a caption says of the window rule: nothing for plain windows."""
+        return "" if self.bos is None else ", <bos> + text windows"
+
+    def windows(self) -> str:
+        """'8 x 256 tokens' (and the rule where it is not plain): the evaluation sample, for captions."""
+        s = self.setup
+        return f"{'all' if s.max_windows is None else s.max_windows} x {s.seqlen} tokens{self.feeding_note}"
+
+    def without_bos(self) -> "Experiment":
+        """This experiment with plain windows (no BOS): what the model sees when it is fed outside its
+        input contract, for the one comparison that shows why the rule matters. Shares the loaded
+        model and the evaluation copy."""
+        other = copy.copy(self)
+        other.bos, other._calib = None, {}
+        return other
 
     def calibration(self, nsamples: int | None = None) -> Calibration:
         """Seeded ``nsamples x calib_seqlen`` windows of the calibration corpus (default
@@ -106,10 +133,16 @@ class Experiment:
         n = s.calib_nsamples if nsamples is None else nsamples
         if n not in self._calib:
             text = load_text(s.calib_data)
-            wins = sample_windows(tokenize(self.loaded.tokenizer, text), n, s.calib_seqlen, s.calib_seed)
-            self._calib[n] = Calibration(wins, {"data": text.label, "sha256": text.sha256, "nsamples": n,
-                                                "seqlen": s.calib_seqlen, "seed": s.calib_seed})
+            wins = sample_windows(tokenize(self.loaded.tokenizer, text), n, s.calib_seqlen, s.calib_seed, self.bos)
+            self._calib[n] = Calibration(wins, self.calibration_key(n))
         return self._calib[n]
+
+    def calibration_key(self, nsamples: int, **extra) -> dict:
+        """What identifies ``nsamples`` calibration windows in a key (``extra``: e.g. the seed and
+        mini-batch size of a search's own draw)."""
+        s, text = self.setup, load_text(self.setup.calib_data)
+        return {"data": text.label, "sha256": text.sha256, "nsamples": nsamples, "seqlen": s.calib_seqlen,
+                "seed": s.calib_seed, **extra, **self.feeding()}
 
     def eval_model(self) -> torch.nn.Module:
         """One copy of the dense model in the evaluation dtype (masks are applied to it per cell)."""
@@ -121,7 +154,7 @@ class Experiment:
         """Perplexity of ``model`` (as it is: masked, zeroed or removed) under the setup's protocol."""
         s = self.setup
         return perplexity(model, self.loaded.tokenizer, self.data, s.seqlen, s.max_windows, s.batch_size,
-                          self.progress).as_dict()
+                          self.progress, self.bos).as_dict()
 
     def zeroshot_config(self, tasks: list[str], limit: int | None) -> dict:
         """Key fields of a zero-shot cell (lm-eval tasks; the text data and windows play no part)."""

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from repro.arch import adapter as get_adapter
-from repro.assets import load_text, parse_dtype
+from repro.assets import parse_dtype
 from repro.calib import Calibration
 from repro.errors import ReproError
 from repro.evaluate.speed import attention_flops, attention_params, count_params, prefill_seconds
@@ -64,9 +64,7 @@ class HeadExperiment(Experiment):
             return None
         if n in self._calib:
             return self._calib[n].source
-        s, text = self.setup, load_text(self.setup.calib_data)
-        return {"data": text.label, "sha256": text.sha256, "nsamples": n, "seqlen": s.calib_seqlen,
-                "seed": s.calib_seed}
+        return self.calibration_key(n)
 
     def owner_fields(self, config: dict) -> dict:
         """An evaluated cell shares the evaluation protocol (:meth:`base_config`); a score record
@@ -170,7 +168,7 @@ class HeadExperiment(Experiment):
         cfg = {"protocol": PROTOCOL, "model": model_key(self.loaded.identity), "method": method, "z": z,
                "sparsities": list(sparsities),
                "batches": list(batches), "seqlen": seqlen, "repeats": repeats, "dtype": self.setup.eval_dtype,
-               "threads": torch.get_num_threads()}
+               "threads": torch.get_num_threads(), **self.feeding()}
 
         def compute():
             dtype = parse_dtype(self.setup.eval_dtype)
@@ -189,7 +187,7 @@ class HeadExperiment(Experiment):
                                  attention_flops=attention_flops(model, seqlen),
                                  heads=sum(get_adapter(model).heads_per_layer()))
             for b in batches:
-                for name, t in prefill_seconds(variants, b, seqlen, repeats).items():
+                for name, t in prefill_seconds(variants, b, seqlen, repeats, bos=self.bos).items():
                     out[name][f"prefill_b{b}"] = t
             return out
         return self.run("heads-efficiency", cfg, compute)

@@ -18,7 +18,7 @@ from repro.claims import Claim, claims_frame, count_verdicts, fmt_ratio, ratio_c
 from repro.evaluate.stats import Paired, paired_ratio, speed_ratio
 from repro.experiments.base import owned
 from repro.methods.heads import HEAD_METHODS, select_heads
-from repro.report import marked_table, rank_marks, to_markdown
+from repro.report import fmt_ci, marked_table, rank_marks, to_markdown
 from repro.store import Store
 
 PAPER_METHODS = HEAD_METHODS.names(paper=True)    # the paper's Table IV set
@@ -218,7 +218,7 @@ class Tables:
         ...'; ``keys``: the cells' record keys, to say how many were read from cached records."""
         p = self.params
         parts = [f"{n} ({e.loaded.identity.get('quantisation')}, first {e.setup.max_windows} x {p['seqlen']} tokens "
-                 f"of {e.data.label}, {e.setup.eval_dtype})" for n, e in self.experiments.items()]
+                 f"of {e.data.label}{e.feeding_note}, {e.setup.eval_dtype})" for n, e in self.experiments.items()]
         cache = f" {self.store.cache_summary(keys)}." if keys is not None else ""
         return (f"**{title}** Profile `{self.profile}`. Models: " + "; ".join(parts) +
                 f". Calibration: {p['calib_data']} ({p['calib_seqlen']}-token windows; counts in scoring_cost).{cache}")
@@ -253,6 +253,23 @@ class Tables:
         if self.profile != "paper":
             caption += " The paper's models need the hub and a GPU: `paper` profile, not run here."
         return table, caption, vals
+
+    def feeding(self, pairs: dict[str, tuple[dict, dict]]):
+        """(table, caption): each model that requires ``<bos>`` evaluated dense with its rule and with
+        plain windows (``pairs``: ``{model: (record with BOS, record without)}``), paired over windows."""
+        rows = []
+        for name, (on, off) in pairs.items():
+            a, b = on["result"], off["result"]
+            p = paired_ratio(b["window_nll"], a["window_nll"])
+            rows.append({"model": name, "windows": f"{a['n_windows']} x {a['seqlen']} text tokens",
+                         "dense ppl, <bos> + text": fmt_ci(a["ppl"], a["ci95"]),
+                         "dense ppl, plain windows": fmt_ci(b["ppl"], b["ci95"]),
+                         "plain / <bos> (paired)": fmt_ratio(p), "windows worse without": f"{p.n - p.n_better}/{p.n}"})
+        keys = [(k, r["key"]) for on, off in pairs.values() for k, r in (("heads-ppl", on), ("heads-ppl", off))]
+        return pd.DataFrame(rows), self.caption(
+            "Feeding each model as it expects. Dense perplexity with <bos> prepended to every window (the family's "
+            "rule, used in every cell of this notebook) and with plain windows cut from the token stream (the "
+            "SparseGPT / Wanda protocol, right for Llama-like models only).", keys)
 
     def paired(self, main: pd.DataFrame, sparsities: list[float], reference: str = "mpg"):
         """(table, caption): ``reference`` against every other method, paired over windows."""

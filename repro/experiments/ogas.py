@@ -110,13 +110,13 @@ def ratio_text(p: Paired, digits: int = 3) -> str:
 def caption(grid: OgasGrid, title: str, frame: pd.DataFrame | None = None) -> str:
     """A table's caption: ``title``, then the profile, models, calibration and evaluation of the
     first model's setups, and how many of ``frame``'s cells were read from cached records."""
-    parts = [f"{name} ({e.loaded.identity.get('quantisation')}, OGAS {grid.ogas_setting[name]} setting)"
-             for name, e in grid.wt.items()]
+    parts = [f"{name} ({e.loaded.identity.get('quantisation')}, OGAS {grid.ogas_setting[name]} setting, evaluated on "
+             f"{e.windows()})" for name, e in grid.wt.items()]
     cache = f" {grid.store.cache_summary(frame.key)}." if frame is not None and len(frame) else ""
     s, c4 = grid.wt[grid.models[0]].setup, grid.c4[grid.models[0]].setup
     return (f"**{title}** Profile `{grid.profile}`. Models: " + "; ".join(parts) + f". Calibration {s.calib_nsamples} "
             f"x {s.calib_seqlen} tokens ({s.calib_data} for WikiText-2 rows, {c4.calib_data} for C4 rows); perplexity "
-            f"on the first {s.max_windows} x {s.seqlen} tokens of {s.data} / {c4.data}, {s.eval_dtype}.{cache}")
+            f"on the first windows of {s.data} / {c4.data}, {s.eval_dtype}.{cache}")
 
 
 def ppl_table(frame: pd.DataFrame, models: list[str], datas: list[str], patterns=("unstructured",), rows=(),

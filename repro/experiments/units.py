@@ -98,9 +98,8 @@ class BanditExperiment(Experiment):
     def _draw(self, seed: int) -> tuple[list[dict], dict]:
         s = self.setup
         text = load_text(s.calib_data)
-        wins = sample_windows(tokenize(self.loaded.tokenizer, text), s.calib_nsamples, s.calib_seqlen, seed)
-        source = {"data": text.label, "sha256": text.sha256, "nsamples": s.calib_nsamples, "seqlen": s.calib_seqlen,
-                  "seed": seed, "batch_size": self.calib_batch_size}
+        wins = sample_windows(tokenize(self.loaded.tokenizer, text), s.calib_nsamples, s.calib_seqlen, seed, self.bos)
+        source = self.calibration_key(s.calib_nsamples, seed=seed, batch_size=self.calib_batch_size)
         return lm_batches(wins, self.calib_batch_size), source
 
     def k(self, kinds, ratio: float) -> int:
@@ -236,7 +235,7 @@ def removal_cell(e: BanditExperiment, method: str, parts, seed: int, params: dic
     cfg = {"protocol": PROTOCOL, "model": e.base_config()["model"], "selections": [s["key"] for s in sels],
            "batches": list(batches),
            "seqlen": seqlen, "repeats": repeats, "dtype": e.setup.eval_dtype, "threads": torch.get_num_threads(),
-           "exactness_dtype": "float32"}
+           "exactness_dtype": "float32", **e.feeding()}
 
     def compute():
         dtype = parse_dtype(e.setup.eval_dtype)
@@ -263,7 +262,7 @@ def removal_cell(e: BanditExperiment, method: str, parts, seed: int, params: dic
             out[name] = {"params": count_params(model), "checkpoint_bytes": size}
         out["removed_vs_zeroed_max_abs_logit_diff"] = float((z - r).abs().max())  # float32
         for b in batches:
-            for name, t in prefill_seconds(variants, b, seqlen, repeats).items():
+            for name, t in prefill_seconds(variants, b, seqlen, repeats, bos=e.bos).items():
                 out[name][f"prefill_b{b}"] = t
         return out
     return e.run("bandit-removal", cfg, compute)
