@@ -9,7 +9,10 @@ difference far inside two overlapping unpaired CIs can still be decisive.
 - :func:`paired_ratio`: perplexity ratio ``ppl_a / ppl_b = exp(mean(nll_a - nll_b))`` with a paired
   bootstrap CI over windows.
 - :func:`speed_ratio`: speed-up ``t_base / t_variant`` from round-robin timing rounds, paired by round.
-- :func:`paired_test`: Wilcoxon signed-rank or paired t across seeds.
+- :func:`paired_t`: the mean paired difference across a handful of units (seeds) with the t interval
+  and the paired t-test's p-value, one statistic for both (a bootstrap over 3-5 seeds would only
+  give their range).
+- :func:`paired_test`: Wilcoxon signed-rank or paired t (per-window and per-image tests).
 - :func:`bh`: Benjamini-Hochberg q-values over a declared family of p-values.
 """
 from __future__ import annotations
@@ -53,10 +56,11 @@ class Paired:
     n: int
     n_better: int
     n_worse: int
+    p: float | None = None  # the two-sided p-value of the same statistic, where one is computed
 
     def as_dict(self) -> dict:
         return {"estimate": self.estimate, "ci": self.ci, "n": self.n, "n_better": self.n_better,
-                "n_worse": self.n_worse}
+                "n_worse": self.n_worse, "p": self.p}
 
 
 def _paired_log_ratio(a: np.ndarray, b: np.ndarray, statistic, level: float, seed: int) -> Paired:
@@ -108,6 +112,26 @@ def paired_difference(a, b, level: float = LEVEL, seed: int = 0) -> Paired:
     else:
         ci = (est, est)
     return Paired(est, ci, int(d.size), int((d > 0).sum()), int((d < 0).sum()))
+
+
+def paired_t(a, b, level: float = LEVEL) -> Paired:
+    """``mean(a - b)`` over units paired by position (e.g. one number per seed) with the t interval
+    of ``scipy.stats.ttest_rel(a, b).confidence_interval()`` and that test's two-sided p-value, so a
+    verdict read from the interval and a test read from p can never disagree. Equal differences on
+    every unit: a zero-width interval and no p-value; fewer than 2 units: no interval."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a.shape != b.shape or a.ndim != 1 or a.size == 0:
+        raise ValueError(f"a paired comparison needs two equal-length 1-D samples, got {a.shape} and {b.shape}")
+    d = a - b
+    est = float(d.mean())
+    counts = (int(d.size), int((d > 0).sum()), int((d < 0).sum()))
+    if d.size < 2:
+        return Paired(est, None, *counts)
+    if np.all(d == d[0]):
+        return Paired(est, (est, est), *counts)
+    res = stats.ttest_rel(a, b)
+    ci = res.confidence_interval(confidence_level=level)
+    return Paired(est, (float(ci.low), float(ci.high)), *counts, p=float(res.pvalue))
 
 
 WILCOXON_MIN_N = 6  # the smallest n whose exact two-sided Wilcoxon p can fall below 0.05 (2 / 2^6 = 0.031)

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from repro.claims import claims_frame, count_verdicts, difference_claim
-from repro.evaluate.stats import bh, paired_difference, paired_ratio, paired_test, paired_test_name, speed_ratio
+from repro.evaluate.stats import bh, paired_difference, paired_ratio, paired_t, paired_test, speed_ratio
 from repro.experiments.base import owned
 from repro.experiments.units import LAMBADA, BanditExperiment, VisionBanditExperiment, removal_parts
 from repro.methods.bandit import SELECTORS, reward_summary
@@ -121,7 +121,7 @@ def vision_table(frame: pd.DataFrame) -> pd.DataFrame:
             drop = paired_difference(np.asarray(d.per_image_correct, float) * 100, np.asarray(r.per_image_correct,
                                                                                                  float) * 100)
             rows.append({"model": model, "kinds": r.kinds, "ratio": r.ratio, "k": r.k, "method": r.method,
-                         "seed": r.seed, "top1_pp": 100 * r.top1, "top1_drop_pp": drop.estimate,
+                         "seed": r.seed, "selection": _signature(r.units), "top1_pp": 100 * r.top1, "top1_drop_pp": drop.estimate,
                          "drop_ci_lo": drop.ci[0], "drop_ci_hi": drop.ci[1], "ce": r.ce, "ce_increase": r.ce - d.ce,
                          "paired_evaluations": (r.budget or {}).get("paired_evaluations"),
                          "ci_lo": drop.ci[0], "ci_hi": drop.ci[1], "finite": bool(np.isfinite(r.ce)),
@@ -237,6 +237,12 @@ def layer_profile(frame: pd.DataFrame, n_layers: dict[str, int]) -> pd.DataFrame
 
 # ---- statistics: per (method, seed) vs dense, MAB vs greedy across seeds, BH over the family ----
 
+def _signature(units) -> str:
+    """One string per distinct set of selected units (two seeds of a deterministic selector, e.g.
+    magnitude, select the same units: one comparison with dense, not one per seed)."""
+    return ";".join(sorted("{}.{}.{}".format(*u) for u in units or []))
+
+
 def vs_dense(frame: pd.DataFrame) -> pd.DataFrame:
     """Each evaluated selection against the dense model on the same windows: perplexity change
     (%) with a paired bootstrap 95% CI over windows, and a Wilcoxon p-value of the per-window NLL
@@ -249,7 +255,7 @@ def vs_dense(frame: pd.DataFrame) -> pd.DataFrame:
         d = np.asarray(dense.iloc[0].window_nll)
         for _, r in f[f.method != "dense"].iterrows():
             row = {"model": model, "kinds": r.kinds, "ratio": r.ratio, "k": r.k, "method": r.method, "seed": r.seed,
-                   "ppl": r.ppl, "finite": r.finite}
+                   "ppl": r.ppl, "finite": r.finite, "selection": _signature(r.units)}
             nll = np.asarray(r.window_nll, dtype=float)
             if r.finite and np.isfinite(nll).all():
                 p = paired_ratio(nll, d)
@@ -261,52 +267,68 @@ def vs_dense(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def across_seeds(table: pd.DataFrame, a: str, b: str, value: str = "change_pct", test: str = "auto") -> pd.DataFrame:
-    """``a`` against ``b`` per (model, kinds, ratio), paired over the seeds both ran: mean of each,
-    mean difference, and the paired test's p-value across seeds (NaN with fewer than 2 seeds).
-    ``auto``: Wilcoxon signed-rank from 6 seeds on, the paired t-test with fewer
-    (:func:`repro.evaluate.stats.paired_test_name`); the ``test`` column says which ran."""
+def across_seeds(table: pd.DataFrame, a: str, b: str, value: str = "change_pct") -> pd.DataFrame:
+    """``a`` against ``b`` per (model, kinds, ratio), paired over the seeds where both are finite:
+    mean of each, the mean difference with its t interval and the paired t-test's p-value
+    (:func:`repro.evaluate.stats.paired_t`, the statistic the claims read too)."""
     rows = []
     for (model, kinds, ratio), f in table.groupby(SETTING):
-        x = f[f.method == a].set_index("seed")[value]
-        y = f[f.method == b].set_index("seed")[value]
-        seeds = sorted(set(x.index) & set(y.index))
-        if not seeds:
+        p = _seed_diff(f, a, b, value)
+        if p is None:
             continue
-        xs, ys = x.loc[seeds].to_numpy(float), y.loc[seeds].to_numpy(float)
-        ok = np.isfinite(xs) & np.isfinite(ys)
-        p = paired_test(xs[ok], ys[ok], test) if ok.sum() >= 2 else np.nan
-        rows.append({"model": model, "kinds": kinds, "ratio": ratio, "value": value, "a": a, "b": b, "seeds": len(seeds),
-                     "mean_a": xs.mean(), "mean_b": ys.mean(), "mean_diff": float(np.mean(xs - ys)),
-                     "a_better_seeds": int((xs < ys).sum()), "p": p, "test": paired_test_name(int(ok.sum()), test)})
+        x, y = _per_seed(f, a, value), _per_seed(f, b, value)
+        seeds = _shared_seeds(x, y)
+        ci = p.ci or (np.nan, np.nan)
+        rows.append({"model": model, "kinds": kinds, "ratio": ratio, "value": value, "a": a, "b": b, "seeds": p.n,
+                     "mean_a": x.loc[seeds].mean(), "mean_b": y.loc[seeds].mean(), "mean_diff": p.estimate,
+                     "ci_lo": ci[0], "ci_hi": ci[1], "a_better_seeds": p.n_worse,
+                     "p": np.nan if p.p is None else p.p, "test": "paired t"})
     return pd.DataFrame(rows)
 
 
 def mab_tests(lm: pd.DataFrame, vis: pd.DataFrame) -> pd.DataFrame:
-    """The declared across-seed tests: each MAB selector against budgeted greedy, on the
-    perplexity change (``lm``) and on the top-1 drop (``vis``), per setting."""
-    tests = ([across_seeds(lm, m, "greedy") for m in MAB if len(lm)]
-             + [across_seeds(vis, m, "greedy", "top1_drop_pp") for m in MAB if len(vis)])
-    return pd.concat(tests or [pd.DataFrame()], ignore_index=True)
+    """Table B2's family, as the paper builds it: each MAB selector against each baseline that ran
+    in the same setting, across seeds (paired t), on the perplexity change (``lm``) and on the top-1
+    drop (``vis``), one test per distinct comparison."""
+    tests = []
+    for table, value in ((lm, "change_pct"), (vis, "top1_drop_pp")):
+        if not len(table):
+            continue
+        baselines = [m for m in SELECTORS if m not in MAB and m in set(table.method)]
+        tests += [across_seeds(table, m, b, value) for m in MAB for b in baselines]
+    tests = pd.concat(tests or [pd.DataFrame()], ignore_index=True)
+    return tests.drop_duplicates(subset=SETTING + ["a", "b"], ignore_index=True) if len(tests) else tests
+
+
+def _family(frame: pd.DataFrame, name: str, alpha: float, failures=None) -> dict:
+    excl = (frame.ci_lo > 0) | (frame.ci_hi < 0) if len(frame) else pd.Series(dtype=bool)
+    return {"family": name, "comparisons": len(frame), "CI excludes 0": int(excl.sum()),
+            f"p < {alpha}": int((frame.p < alpha).sum()) if len(frame) else 0,
+            f"q < {alpha}": int((frame.q < alpha).sum()) if len(frame) else 0, "failures (non-finite)": failures}
 
 
 def family_summary(per_seed: pd.DataFrame, tests: pd.DataFrame, alpha: float = 0.05) -> tuple:
-    """Benjamini-Hochberg q over the declared family (every per-seed comparison with dense and
-    every across-seed test), and a summary like the paper's Table B2: of how many comparisons the
-    CI excludes zero, p < alpha, q < alpha."""
+    """Two families, each with its own Benjamini-Hochberg q: Table B2's MAB-vs-baseline tests across
+    seeds (:func:`mab_tests`), and the per-seed comparisons of each *distinct* selection with dense
+    (a selection that several seeds share counts once; its copies get its q). Returns both frames
+    with ``q`` and a summary like the paper's Table B2: of how many comparisons the CI excludes
+    zero, p < alpha, q < alpha."""
     per_seed, tests = per_seed.copy(), tests.copy()
-    p = np.concatenate([per_seed.get("p", pd.Series(dtype=float)).to_numpy(float),
-                        tests.get("p", pd.Series(dtype=float)).to_numpy(float)])
-    q = bh(p)
-    per_seed["q"], tests["q"] = q[:len(per_seed)], q[len(per_seed):]
-    excl = (per_seed.ci_lo > 0) | (per_seed.ci_hi < 0) if len(per_seed) else pd.Series(dtype=bool)
+    tests["q"] = bh(tests.p.to_numpy(float)) if len(tests) else np.array([])
+    if len(per_seed):
+        if "selection" not in per_seed:  # rows that name no selection are each their own
+            per_seed["selection"] = per_seed.index.astype(str)
+        distinct = ~per_seed.duplicated(subset=["model", "selection"])
+        q = pd.Series(bh(per_seed.p[distinct].to_numpy(float)), index=per_seed.index[distinct])
+        key = per_seed.model + "|" + per_seed.selection
+        per_seed["q"] = key.map(dict(zip(key[distinct], q)))
+        once = per_seed[distinct]
+    else:
+        per_seed["q"], once = np.array([]), per_seed
     summary = pd.DataFrame([
-        {"family": "each (method, seed) vs dense", "comparisons": len(per_seed),
-         "CI excludes 0": int(excl.sum()), f"p < {alpha}": int((per_seed.p < alpha).sum()),
-         f"q < {alpha}": int((per_seed.q < alpha).sum()), "failures (non-finite)": int((~per_seed.finite).sum())},
-        {"family": "across seeds (paired test)", "comparisons": len(tests), "CI excludes 0": None,
-         f"p < {alpha}": int((tests.p < alpha).sum()) if len(tests) else 0,
-         f"q < {alpha}": int((tests.q < alpha).sum()) if len(tests) else 0, "failures (non-finite)": None},
+        _family(tests, "MAB vs each baseline, across seeds (paired t)", alpha),
+        _family(once, "each distinct selection vs dense (per seed)", alpha,
+                int((~once.finite).sum()) if len(once) else 0),
     ])
     return per_seed, tests, summary
 
@@ -317,11 +339,16 @@ def _per_seed(table: pd.DataFrame, method: str, value: str) -> pd.Series:
     return table[table.method == method].set_index("seed")[value].astype(float)
 
 
+def _shared_seeds(x: pd.Series, y: pd.Series) -> list:
+    return [s for s in sorted(set(x.index) & set(y.index)) if np.isfinite(x[s]) and np.isfinite(y[s])]
+
+
 def _seed_diff(table, a: str, b: str, value: str):
-    """mean over shared seeds of a - b with a paired bootstrap CI over seeds (None if < 1 seed)."""
+    """mean over shared seeds of a - b with its t interval and paired t p-value across seeds
+    (:func:`repro.evaluate.stats.paired_t`; None without a shared seed)."""
     x, y = _per_seed(table, a, value), _per_seed(table, b, value)
-    seeds = [s for s in sorted(set(x.index) & set(y.index)) if np.isfinite(x[s]) and np.isfinite(y[s])]
-    return None if not seeds else paired_difference(x.loc[seeds].to_numpy(), y.loc[seeds].to_numpy())
+    seeds = _shared_seeds(x, y)
+    return None if not seeds else paired_t(x.loc[seeds].to_numpy(), y.loc[seeds].to_numpy())
 
 
 def bandit_claims(lm: pd.DataFrame, vision: pd.DataFrame | None = None) -> list:
@@ -464,11 +491,13 @@ class BanditReport:
         _, tests, b2 = family_summary(pd.concat([lm, vis], ignore_index=True), mab_tests(lm, vis))
         if len(tests):
             tests = tests.assign(a=tests.a.map(LABELS), b=tests.b.map(LABELS)).round(4)
-        return ((b2, self.caption("Table B2. How many comparisons have a 95% CI excluding zero, p < 0.05, q < 0.05 "
-                                  "(BH over the declared family).", frame)),
-                (tests, self.caption("MAB against budgeted greedy across seeds (WikiText-2 ppl change %; vision: "
-                                     "top-1 drop, pp), paired by seed; q: BH over the whole family of Table B2.",
-                                     frame)))
+        return ((b2, self.caption("Table B2. How many comparisons have a 95% CI excluding zero, p < 0.05, q < 0.05; "
+                                  "BH within each family: MAB against every baseline across seeds (t interval and "
+                                  "paired t-test, one statistic), and each distinct selection against dense (paired "
+                                  "over windows or images; a selection several seeds share counts once).", frame)),
+                (tests, self.caption("MAB against every baseline across seeds (WikiText-2 ppl change %; vision: "
+                                     "top-1 drop, pp): mean difference with its 95% t interval and the paired t-test; "
+                                     "q: BH over this family (Table B2's first row).", frame)))
 
     def claims(self, lm: pd.DataFrame, vis: pd.DataFrame) -> tuple[pd.DataFrame, str, pd.DataFrame]:
         """The claims table (claim, setting, measured, verdict), its caption, and every claim's numbers."""
