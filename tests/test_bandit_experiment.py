@@ -478,7 +478,7 @@ def test_report_tables_come_with_their_captions():
     assert list(tests.a) == ["MAB-UCB", "MAB-TS"] and (tests.b == "Budgeted greedy").all() and tests.q.notna().all()
     shown, cap, raw = r.claims(lm, vision_rows())
     assert list(shown.columns) == ["claim", "setting", "measured", "verdict"] and len(raw) == len(shown) == 5
-    assert cap == "**Claims checked (Paper 3).** Profile `cpu`; seeds [1, 2, 3]; verdicts from paired 95% intervals."
+    assert cap == "**Claims checked (Paper 3).** Profile `cpu`; seeds [1, 2, 3]; verdicts from 95% t intervals of the difference paired over seeds."
     m = r.metrics(f, vision_rows(), raw)
     assert m["dense_ppl"] == {"m": 20.0} and m["n_cells"] == len(f) + 6 and m["n_claims"] == 5
 

@@ -503,7 +503,7 @@ class BanditReport:
         """The claims table (claim, setting, measured, verdict), its caption, and every claim's numbers."""
         claims = claims_frame(bandit_claims(lm, vis))
         caption = (f"**Claims checked (Paper 3).** Profile `{self.params['profile']}`; seeds {self.params['seeds']}; "
-                   f"verdicts from paired 95% intervals.")
+                   f"verdicts from 95% t intervals of the difference paired over seeds.")
         return claims[["claim", "setting", "measured", "verdict"]], caption, claims
 
     def removal(self, record: dict) -> tuple[pd.DataFrame, str]:
