@@ -393,7 +393,9 @@ class Tables:
                        "attention FLOPs vs dense": r["attention_flops"] / dense["attention_flops"]}
                 for b in rec["config"]["batches"]:
                     row[f"prefill b={b} (ms)"] = 1000 * r[f"prefill_b{b}"]["median_s"]
-                    row[f"speed-up b={b}"] = dense[f"prefill_b{b}"]["median_s"] / r[f"prefill_b{b}"]["median_s"]
+                    # the claims' definition: the median over rounds of the per-round ratio (paired by round)
+                    row[f"speed-up b={b}"] = speed_ratio(dense[f"prefill_b{b}"]["times_s"],
+                                                         r[f"prefill_b{b}"]["times_s"]).estimate
                 rows.append(row)
         if not records:
             return pd.DataFrame(rows), f"**Efficiency.** Profile `{self.profile}`: not run (no efficiency model)."
@@ -473,27 +475,33 @@ def mpg_claims(frame: pd.DataFrame, models: list[str], sparsities: list[float], 
         out.append(Claim.check("MP-G never collapses: perplexity finite in every setting", model,
                                f"{bad} of {len(ppls)} MP-G cells non-finite; worst {max(ppls):.4g}",
                                bad, (bad, bad), 0.5, "below"))
-    for model in models:  # 2. top-two among the paper's methods
-        top2 = 0
+    for model in models:  # 2. top-two among the paper's methods: as Table IV counts it, and paired
+        top2 = paired_top2 = 0
         for sp in sparsities:
+            ppl = pd.Series({m: c.ppl for m in PAPER_METHODS if (c := find(frame, model, m, sp)) is not None})
+            top2 += rank_marks(ppl).get("mpg") in ("best", "second")
             beaten_by = [m for m in PAPER_METHODS if m != "mpg"
                          if (p := paired_vs(frame, model, m, "mpg", sp)) is not None and p.ci and p.ci[1] < 1]
-            top2 += len(beaten_by) <= 1
-        frac = top2 / len(sparsities)
-        out.append(Claim.check("MP-G ranks in the top two of the paper's methods in most settings", model,
-                               f"top two (at most one method significantly better, paired) in {top2} of "
-                               f"{len(sparsities)} sparsities", frac, (frac, frac), 0.5, "above"))
+            paired_top2 += len(beaten_by) <= 1
+        for what, k in (("best or second by point estimate, as Table IV counts", top2),
+                        ("at most one method significantly better, paired over windows", paired_top2)):
+            frac = k / len(sparsities)
+            out.append(Claim.check("MP-G ranks in the top two of the paper's methods in most settings", model,
+                                   f"top two ({what}) in {k} of {len(sparsities)} sparsities", frac, (frac, frac),
+                                   0.5, "above"))
     for model in models:  # 3. against the best calibration-based score
         for sp in sparsities:
             best = best_calibrated(frame, model, sp)
-            out.append(ratio_claim("Calibration-free MP-G matches or beats the best calibration-based head score",
+            out.append(ratio_claim("Calibration-free MP-G matches or beats the best calibration-based head score "
+                                   "(tested as 'beats': the paper states no equivalence margin)",
                                    f"{model}, {pct(sp)}", f"MP-G / {LABEL[best]}",
                                    paired_vs(frame, model, "mpg", best, sp)))
     for model in models:  # 4. the GQA-aware share
         if group_size.get(model, 1) == 1:
             continue
         for sp in sparsities:
-            out.append(ratio_claim("GQA-aware MP-G improves on MP in GQA models",
+            out.append(ratio_claim("GQA-aware MP-G improves on MP in GQA models (inferred from the method, not "
+                                   "the paper's sentence)",
                                    f"{model} (g = {group_size[model]}), {pct(sp)}", "MP-G / MP",
                                    paired_vs(frame, model, "mpg", "mp", sp)))
     best_z = {}
