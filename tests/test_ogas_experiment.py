@@ -153,7 +153,10 @@ def test_run_zeroshot_and_its_tables(grid):
     [(stem, table, cap)] = O.zeroshot_tables(results, grid)
     assert stem == "table3_zeroshot_tiny-llama" and cap.startswith("**Table 3. Zero-shot accuracy, tiny-llama")
     assert list(table.index) == ["Dense", "Magnitude", "Wanda", "OGAS"]
-    assert list(table.columns) == [*TASKS, "mean", "vs Wanda (paired)"]
+    assert list(table.columns) == [*TASKS, "mean", "mean of the paper's tasks", "vs Wanda (paired)"]
+    paper = [t for t in TASKS if t in O.PAPER_ZEROSHOT]
+    assert 0 < len(paper) < len(TASKS)  # the fixture mixes the paper's tasks with others
+    assert table.at["OGAS", "mean of the paper's tasks"] == round(float(np.mean([table.at["OGAS", t] for t in paper])), 3)
     assert table.at["Dense", "vs Wanda (paired)"] == "—" and table.at["Wanda", "vs Wanda (paired)"] == "—"
 
 
@@ -359,3 +362,16 @@ def test_claims_summary_metrics_and_readme(fake_grid):
     blocks = O.readme_blocks((pd.DataFrame({"x": [1]}, index=["r"]), "cap"), (shown, cap))
     assert blocks["ogas-tables"].startswith("cap\n\n|    |   x |") and "\n| r  |" in blocks["ogas-tables"]
     assert blocks["ogas-claims"].startswith(cap + "\n\n| claim") and "| 0 " not in blocks["ogas-claims"]
+
+
+def test_zeroshot_claim_reads_the_papers_tasks_only():
+    """OGAS beats Wanda on BoolQ (one of the paper's Table 3 tasks) on every document and loses on
+    ARC-Easy (not one of them): the claim reads the paper's task set only."""
+    def zs(boolq, arc_easy):
+        return {"tasks": {"boolq": {"per_doc": {"acc": boolq}}, "arc_easy": {"per_doc": {"acc": arc_easy}}}}
+    f = pd.DataFrame([row("a", "wikitext2:test", "wanda", BASE, zeroshot=zs([0, 0, 0, 0], [1, 1, 1, 1])),
+                      row("a", "wikitext2:test", "ogas", BASE, params=OGAS_A, zeroshot=zs([1, 1, 1, 0], [0, 0, 0, 0]))])
+    f["data"] = "wikitext2"
+    [c] = [c for c in O.ogas_claims(f, ["a"], 0.5, ["boolq", "arc_easy"], [], [])
+           if c.claim.startswith("OGAS zero-shot mean")]
+    assert c.verdict == "holds" and c.effect == pytest.approx(0.75) and "(boolq)" in c.measured
