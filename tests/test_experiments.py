@@ -421,3 +421,19 @@ def test_auto_dtype_resolves_before_keys(monkeypatch):
     monkeypatch.setattr(M, "fast_bf16", lambda device=None: True)
     assert Setup(eval_dtype="auto").eval_dtype == "bfloat16"
     assert Setup(eval_dtype="float16").eval_dtype == "float16"
+
+
+def test_optimal_z_is_chosen_on_half_the_windows_and_tested_on_the_other():
+    """Model a's z = 2.0 wins on its first two windows only (chance), z = 1.5 on the two it is tested
+    on: chosen and tested on the same windows, "own best z is better" would hold; held out, it fails."""
+    w = np.array([3.0, 3.2, 3.1, 3.3])
+    rows = []
+    for model, nll15, nll20 in (("a", w + [0.5, 0.5, 0.0, 0.0], w + [0.0, 0.0, 0.3, 0.3]),
+                                ("b", w, w + 1.0)):
+        rows += [dict(model=model, method="mpg", sparsity=0.5, z=1.5, nll=nll15),
+                 dict(model=model, method="mpg", sparsity=0.5, z=2.0, nll=nll20)]
+    claims = R.mpg_claims(_frame(rows), ["a", "b"], [0.5], [1.5, 2.0], [0.5], {"a": 1, "b": 1})
+    z = {c.setting: c for c in claims if c.claim == "The optimal z is model-dependent"}
+    assert "own best z=2.0 / another model's best z=1.5" in z["a, 50.0%"].measured
+    assert z["a, 50.0%"].effect == pytest.approx(np.exp(0.3)) and z["a, 50.0%"].verdict == FAILS
+    assert z["b, 50.0%"].verdict == HOLDS and "compared on the other half" in z["b, 50.0%"].measured
