@@ -220,6 +220,15 @@ for name, ex, q in O.gamma_frames(frame, grid):
     print(f"{name}: {int(ex.at_bound.sum())} of {len(ex)} layers ended the gamma search at a bound")
 
 # %% [markdown]
+# The interval $(0.05, 1.1)$ is the paper's own. Which end the search runs into, for OGAS and for each
+# single-signal variant of the ablation whose $\gamma$ was searched: a variant that sits at a bound in most
+# layers is limited by the interval, not by its own optimum.
+
+# %%
+bounds, cap = O.gamma_bounds_table(O.frame(grid), grid)
+nb.show(bounds, "gamma_bounds", cap)
+
+# %% [markdown]
 # ## 6. Figure 4: perplexity from 30% to 90%
 #
 # All methods on WikiText-2 test. Above 60% the paper does not give $S_{max}$: dotted lines repeat OGAS

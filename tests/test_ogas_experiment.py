@@ -375,3 +375,16 @@ def test_zeroshot_claim_reads_the_papers_tasks_only():
     [c] = [c for c in O.ogas_claims(f, ["a"], 0.5, ["boolq", "arc_easy"], [], [])
            if c.claim.startswith("OGAS zero-shot mean")]
     assert c.verdict == "holds" and c.effect == pytest.approx(0.75) and "(boolq)" in c.measured
+
+
+def test_gamma_bounds_count_each_end_separately(fake_grid):
+    f = constructed_frame()
+    j = f.index[f.method == "ogas-papr"][0]
+    f.at[j, "extras"] = {"l.0.q_proj": {"gamma": 0.06, "gamma_evals": 4}, "l.1.q_proj": {"gamma": 0.07, "gamma_evals": 4},
+                         "l.2.q_proj": {"gamma": 1.09, "gamma_evals": 4}}
+    table, cap = O.gamma_bounds_table(f, fake_grid)
+    t = table.set_index("variant")
+    assert list(t.index) == ["OGAS", "OGAS PAPR-only (lambda 1)"]  # energy-only's cell has no searched layers here
+    assert t.loc["OGAS", ["layers", "at the lower bound", "at the upper bound"]].tolist() == [2, 1, 0]
+    assert t.loc["OGAS PAPR-only (lambda 1)", ["layers", "at the lower bound", "at the upper bound"]].tolist() == [3, 2, 1]
+    assert "(0.05, 1.1) is the paper's own" in cap

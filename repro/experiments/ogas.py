@@ -260,6 +260,25 @@ def gamma_frames(frame: pd.DataFrame, grid: OgasGrid) -> list[tuple[str, pd.Data
     return out
 
 
+def gamma_bounds_table(frame: pd.DataFrame, grid: OgasGrid) -> tuple[pd.DataFrame, str]:
+    """(table, caption): for OGAS and each ablation variant whose gamma was searched, how many layers
+    ended the search within its tolerance of the lower and of the upper bound of the interval."""
+    rows = []
+    for name in grid.models:
+        for r in ("ogas", "ogas-energy", "ogas-papr"):
+            c = find(frame, name, grid.wt_name, r, grid.sparsity)
+            if c is None or not any("gamma_evals" in v for v in c.extras.values()):
+                continue  # not run, or a fixed gamma (nothing searched)
+            (lo, hi), tol = c.params.get("gamma_bounds", (0.05, 1.1)), c.params.get("gamma_tol", 0.05)
+            g = np.array([v["gamma"] for v in c.extras.values()])
+            rows.append({"model": name, "variant": LABELS[r], "interval": f"({lo:g}, {hi:g})", "layers": len(g),
+                         "at the lower bound": int((g - lo < tol).sum()), "at the upper bound": int((hi - g < tol).sum()),
+                         "median gamma": round(float(np.median(g)), 3)})
+    return pd.DataFrame(rows), caption(grid, "Where the gamma search ended. The interval (0.05, 1.1) is the paper's "
+                                             "own; a layer counts at a bound when its gamma is within the search's "
+                                             "tolerance (0.05) of it.")
+
+
 def curve_frame(frame: pd.DataFrame, grid: OgasGrid) -> pd.DataFrame:
     """Figure 4: one row per (model, line, sparsity): ``method`` (the data table's row), ``label``
     (the legend's), ``row`` (the frame's row name), ``headroom`` (NaN for the methods' own lines),
