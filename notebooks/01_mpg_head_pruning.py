@@ -187,6 +187,16 @@ table1, cap1, vals = T.table1(main, methods, sparsities)
 nb.show(table1, "table1_ppl", cap1, raw=vals)
 
 # %% [markdown]
+# Many heads score exactly 0 under MP and MP-G (no feature above $\mu + z\sigma$). Where fewer heads are cut
+# than score 0, the cut falls inside that tie: which heads go is the tie-break's choice (section 7). MP-G and
+# MP share their zero set (a head has no feature above the threshold under one exactly when it has none under
+# the other), so in such a cell they prune the same heads and Table I shows them equal.
+
+# %%
+zero_ties, cap = T.zero_ties(T.scores(), ["mpg", "mp"], sparsities)
+nb.show(zero_ties, "zero_score_ties", cap)
+
+# %% [markdown]
 # ### 3a. Each model fed as it expects
 #
 # Every number in this notebook cuts WikiText-2 into windows the way each family was trained to read text

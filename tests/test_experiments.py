@@ -288,6 +288,11 @@ def test_scoring_cost_spread_and_ties_from_constructed_scores():
                                       "min": round(rnd[0], 2), "max": round(rnd[1], 2)}
     assert ties.iloc[1]["random seeds"] == 0 and np.isnan(ties.iloc[1]["random tie-break mean"])
     assert cap.startswith("**MP-G tie-break sensitivity.** Profile `t`. Models: m (q4, first 2 x 32 tokens")
+    zt, cap = T.zero_ties(scores, ["mpg", "wanda-head"], [1 / 6, 0.5, 0.75])  # m's MP-G: 3 of 6 heads score 0
+    assert zt[["model", "method", "heads cut", "heads scoring exactly 0", "decided by the tie-break"]].values.tolist() \
+        == [["m", "MP-G", 1, 3, True], ["m", "MP-G", 3, 3, False], ["m", "MP-G", 4, 3, False]]  # no zeros: no row
+    assert zt.iloc[0]["what decides"] == "1 of the 3 zero-score heads, by (layer, head) order"
+    assert cap.startswith("**Where exact-zero scores decide a cell of Table I")
 
 
 def test_tables_with_captions_from_constructed_cells():

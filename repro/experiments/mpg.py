@@ -383,6 +383,25 @@ class Tables:
                              "min": round(min(rnd), 2) if rnd else None, "max": round(max(rnd), 2) if rnd else None})
         return pd.DataFrame(rows), self.caption("MP-G tie-break sensitivity.")
 
+    def zero_ties(self, scores: pd.DataFrame, methods: list[str], sparsities: list[float]):
+        """(table, caption): where exact-zero scores decide a cell. Scores are non-negative, so the
+        zero-score heads are cut first; when fewer heads are cut than score 0, *which* of them go is
+        the tie-break's choice, not the score's."""
+        rows = []
+        for name in self.models:
+            for m in methods:
+                if (r := find_scores(scores, name, m)) is None or not (r["scores"] == 0).any():
+                    continue
+                zeros = int((r["scores"] == 0).sum())
+                for sp in sparsities:
+                    k = len(select_heads(r["scores"], sp))
+                    rows.append({"model": name, "method": LABEL[m], "sparsity": pct(sp), "heads cut": k,
+                                 "heads scoring exactly 0": zeros, "decided by the tie-break": k < zeros,
+                                 "what decides": (f"{k} of the {zeros} zero-score heads, by (layer, head) order"
+                                                  if k < zeros else "the scores (every zero-score head is cut)")})
+        return pd.DataFrame(rows), self.caption("Where exact-zero scores decide a cell of Table I: the cut falls "
+                                                "inside the zero-score tie when fewer heads are cut than score 0.")
+
     # -- section 8
     def efficiency(self, records: dict):
         """(table, caption) of ``{model: efficiency record}``: heads, parameters, attention FLOPs
