@@ -300,7 +300,7 @@ def lm_rows() -> pd.DataFrame:
             rows.append({"model": "m", "kinds": "head", "ratio": 0.1, "k": 3, "method": method, "seed": seed,
                          "change_pct": c, "ci_lo": c - 0.5 if ok else np.nan, "ci_hi": c + 0.5 if ok else np.nan,
                          "p": 0.01 if ok else np.nan, "finite": ok, "lambada_change_pct": 2 * c if ok else np.nan,
-                         "lambada_acc_change": -0.01 * seed})
+                         "lambada_acc_change": -0.01 * seed, "selection": f"{method}-{seed}"})
     return pd.DataFrame(rows)
 
 
@@ -354,7 +354,7 @@ def vision_rows() -> pd.DataFrame:
     return pd.DataFrame([{"model": "v", "kinds": "head", "ratio": 0.1, "k": 2, "method": m, "seed": s,
                           "top1_pp": 90 - d, "top1_drop_pp": d, "ce": 0.3 + d / 100, "ce_increase": d / 100,
                           "paired_evaluations": 64,
-                          "ci_lo": d - 1, "ci_hi": d + 1, "p": 0.5, "finite": True}
+                          "ci_lo": d - 1, "ci_hi": d + 1, "p": 0.5, "finite": True, "selection": f"{m}-{s}"}
                          for m, drops in (("thompson", (1.0, 2.0, 3.0)), ("greedy", (2.0, 4.0, 6.0)))
                          for s, d in zip((1, 2, 3), drops)])
 

@@ -19,11 +19,17 @@ import torch
 BOS_FAMILIES = frozenset({"gemma", "gemma2", "gemma3", "gemma3_text"})
 
 
+def needs_bos(config) -> bool:
+    """Whether this model's family requires ``<bos>`` first."""
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    return getattr(text, "model_type", None) in BOS_FAMILIES
+
+
 def bos_token(config, tokenizer) -> int | None:
     """The token every window starts with for this model (None: windows are plain text)."""
-    text = config.get_text_config() if hasattr(config, "get_text_config") else config
-    if getattr(text, "model_type", None) not in BOS_FAMILIES:
+    if not needs_bos(config):
         return None
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
     bos = getattr(tokenizer, "bos_token_id", None)
     if bos is None:
         bos = getattr(text, "bos_token_id", None)

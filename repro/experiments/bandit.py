@@ -316,8 +316,6 @@ def family_summary(per_seed: pd.DataFrame, tests: pd.DataFrame, alpha: float = 0
     per_seed, tests = per_seed.copy(), tests.copy()
     tests["q"] = bh(tests.p.to_numpy(float)) if len(tests) else np.array([])
     if len(per_seed):
-        if "selection" not in per_seed:  # rows that name no selection are each their own
-            per_seed["selection"] = per_seed.index.astype(str)
         distinct = ~per_seed.duplicated(subset=["model", "selection"])
         q = pd.Series(bh(per_seed.p[distinct].to_numpy(float)), index=per_seed.index[distinct])
         key = per_seed.model + "|" + per_seed.selection

@@ -79,8 +79,8 @@ class Experiment:
         self.model = self.loaded.model
         self.adapter = get_adapter(self.model)
         # how this family's windows start (repro.assets.feeding): <bos> first for Gemma, plain text otherwise
-        self.bos = bos_token(self.model.config, self.loaded.tokenizer) if self.loaded.tokenizer is not None else None
-        self._data = None
+        self.bos = bos_token(self.model.config, self.loaded.tokenizer)
+        self._data = self._calib_text = None
         self._eval = None
         self._calib: dict[int, Calibration] = {}
 
@@ -94,6 +94,13 @@ class Experiment:
         if self._data is None:
             self._data = load_text(self.setup.data)
         return self._data
+
+    @property
+    def calib_text(self):
+        """The calibration corpus (loaded and hash-checked once: keys name it often)."""
+        if self._calib_text is None:
+            self._calib_text = load_text(self.setup.calib_data)
+        return self._calib_text
 
     def base_config(self) -> dict:
         """Everything an evaluated cell's number depends on, besides the method."""
@@ -132,15 +139,15 @@ class Experiment:
         s = self.setup
         n = s.calib_nsamples if nsamples is None else nsamples
         if n not in self._calib:
-            text = load_text(s.calib_data)
-            wins = sample_windows(tokenize(self.loaded.tokenizer, text), n, s.calib_seqlen, s.calib_seed, self.bos)
+            wins = sample_windows(tokenize(self.loaded.tokenizer, self.calib_text), n, s.calib_seqlen, s.calib_seed,
+                                  self.bos)
             self._calib[n] = Calibration(wins, self.calibration_key(n))
         return self._calib[n]
 
     def calibration_key(self, nsamples: int, **extra) -> dict:
         """What identifies ``nsamples`` calibration windows in a key (``extra``: e.g. the seed and
         mini-batch size of a search's own draw)."""
-        s, text = self.setup, load_text(self.setup.calib_data)
+        s, text = self.setup, self.calib_text
         return {"data": text.label, "sha256": text.sha256, "nsamples": nsamples, "seqlen": s.calib_seqlen,
                 "seed": s.calib_seed, **extra, **self.feeding()}
 

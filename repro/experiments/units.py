@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 
 from repro.arch import adapter as get_adapter
-from repro.assets import load_text, parse_dtype
+from repro.assets import parse_dtype
 from repro.assets.data import fashion_mnist
 from repro.assets.vision import pixels_for
 from repro.calib import sample_windows
@@ -97,8 +97,8 @@ class BanditExperiment(Experiment):
 
     def _draw(self, seed: int) -> tuple[list[dict], dict]:
         s = self.setup
-        text = load_text(s.calib_data)
-        wins = sample_windows(tokenize(self.loaded.tokenizer, text), s.calib_nsamples, s.calib_seqlen, seed, self.bos)
+        wins = sample_windows(tokenize(self.loaded.tokenizer, self.calib_text), s.calib_nsamples, s.calib_seqlen, seed,
+                              self.bos)
         source = self.calibration_key(s.calib_nsamples, seed=seed, batch_size=self.calib_batch_size)
         return lm_batches(wins, self.calib_batch_size), source
 
