@@ -14,6 +14,12 @@ A quantity with no sampling spread (a parameter count, a FLOP ratio, two methods
 the same heads) has a zero-width interval ``(x, x)``, so the same rule applies; ``x`` equal to
 the threshold does not hold (a claim of "better" is not met by "identical"). Nothing else decides
 a verdict.
+
+**Power beside every verdict.** Each row carries its sample size ``n``, the paper's own effect for
+that claim on the same scale (where the paper gives a number: :func:`with_paper`), and the
+half-width of our interval. A row whose half-width exceeds the distance from the paper's effect to
+the threshold could not have detected an effect as large as the paper's: it is marked
+"underpowered" beside its verdict (:attr:`Claim.power`), whatever the verdict.
 """
 from __future__ import annotations
 
@@ -22,6 +28,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 HOLDS, FAILS, INCONCLUSIVE = "holds", "does not hold", "inconclusive"
+UNDERPOWERED = "underpowered"
 
 
 def verdict(ci, threshold: float = 1.0, side: str = "below") -> str:
@@ -53,21 +60,84 @@ class Claim:
     ci: tuple[float, float] | None = None
     threshold: float | None = None
     side: str | None = None
+    n: int | None = None                 # units the interval is over (windows, documents, seeds, rounds)
+    paper_effect: float | None = None    # the paper's own effect for this claim, on the same scale
+    paper: str = ""                      # where the paper's number comes from
 
     @classmethod
     def check(cls, claim: str, setting: str, measured: str, effect: float | None, ci, threshold: float = 1.0,
-              side: str = "below") -> "Claim":
+              side: str = "below", n: int | None = None) -> "Claim":
         """A claim whose verdict comes from ``ci`` by :func:`verdict`."""
         return cls(claim, setting, measured, verdict(ci, threshold, side), effect,
-                   None if ci is None else (float(ci[0]), float(ci[1])), threshold, side)
+                   None if ci is None else (float(ci[0]), float(ci[1])), threshold, side, n)
+
+    @property
+    def half_width(self) -> float | None:
+        """Half the width of our interval (0 for an exact quantity; None without an interval)."""
+        if self.ci is None or not all(v is not None and np.isfinite(v) for v in self.ci):
+            return None
+        return abs(self.ci[1] - self.ci[0]) / 2
+
+    @property
+    def power(self) -> str:
+        """"underpowered" when our interval is wider than the paper's effect (its distance from the
+        threshold), "" when it is not, "no paper number" where the paper gives none."""
+        if self.paper_effect is None or self.threshold is None:
+            return "no paper number"
+        h = self.half_width
+        if h is None or h > abs(self.paper_effect - self.threshold):
+            return UNDERPOWERED
+        return ""
+
+
+def with_paper(claims: list[Claim], effects: dict[str, tuple[float, str]]) -> list[Claim]:
+    """Attach the paper's own effect to every claim whose statement starts with a key of ``effects``
+    (``{statement prefix: (effect on the claim's scale, where the paper gives it)}``)."""
+    for c in claims:
+        hit = next((v for k, v in effects.items() if c.claim.startswith(k)), None)
+        if hit is not None:
+            c.paper_effect, c.paper = hit
+    return claims
+
+
+COLUMNS = ["claim", "setting", "measured", "verdict", "power", "n", "paper effect", "half-width", "effect", "ci",
+           "threshold", "side", "paper"]
 
 
 def claims_frame(claims: list[Claim]):
     """Claims as a DataFrame (the columns a reader needs first, the numbers after)."""
     import pandas as pd
 
-    return pd.DataFrame([asdict(c) for c in claims],
-                        columns=["claim", "setting", "measured", "verdict", "effect", "ci", "threshold", "side"])
+    rows = [{**asdict(c), "power": c.power, "half-width": c.half_width, "paper effect": c.paper_effect}
+            for c in claims]
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+SHOWN = ["claim", "setting", "measured", "verdict", "power", "n", "paper effect", "half-width"]
+
+
+def shown(claims):
+    """The columns a claims table shows (``claims``: :func:`claims_frame`), the paper's effect with
+    where it comes from, the half-width to three significant figures."""
+    def paper(row):
+        return "" if row["paper effect"] is None or row["paper effect"] != row["paper effect"] else \
+            f"{row['paper effect']:.3g} ({row['paper']})"
+    out = claims.assign(**{"paper effect": claims.apply(paper, axis=1) if len(claims) else [],
+                           "half-width": claims["half-width"].map(lambda h: "" if h is None or h != h else f"{h:.3g}"),
+                           "n": claims["n"].map(lambda n: "" if n is None or n != n else str(int(n)))})
+    return out[SHOWN]
+
+
+def underpowered(claims) -> str:
+    """The discussion's list: '3 of 12 rows are underpowered: <claim> (<setting>); ...'."""
+    u = claims[claims.power == UNDERPOWERED]
+    known = claims[claims.power != "no paper number"]
+    if not len(known):
+        return "No row has a paper number to size its power against."
+    head = f"{len(u)} of {len(known)} rows with a paper number are underpowered (interval wider than the paper's effect)"
+    if not len(u):
+        return head + "."
+    return head + ": " + "; ".join(f"{c} ({s})" for c, s in zip(u.claim, u.setting)) + "."
 
 
 def fmt_ratio(p, digits: int = 3) -> str:
@@ -84,7 +154,7 @@ def ratio_claim(claim: str, setting: str, what: str, p, threshold: float = 1.0, 
     if p is None:
         return Claim(claim, setting, "not run", INCONCLUSIVE)
     return Claim.check(claim, setting, f"{what} {fmt_ratio(p)} (windows better {p.n_better}/{p.n})",
-                       p.estimate, p.ci, threshold, side)
+                       p.estimate, p.ci, threshold, side, p.n)
 
 
 def difference_claim(claim: str, setting: str, what: str, p, side: str = "below", unit: str = "pp",
@@ -95,7 +165,7 @@ def difference_claim(claim: str, setting: str, what: str, p, side: str = "below"
         return Claim(claim, setting, "not run", INCONCLUSIVE)
     f = "+.4f" if unit == "nats" else "+.2f"
     return Claim.check(claim, setting, f"{what} {p.estimate:{f}} [{p.ci[0]:{f}}, {p.ci[1]:{f}}] {unit} over "
-                                       f"{p.n} {over}", p.estimate, p.ci, threshold, side)
+                                       f"{p.n} {over}", p.estimate, p.ci, threshold, side, p.n)
 
 
 def count_verdicts(claims, prefix: str) -> str:

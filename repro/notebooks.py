@@ -96,8 +96,27 @@ class Session:
                 replace_block(readme, name, text)
             print("README tables updated from", self.params["results_dir"])
 
+    def this_run(self):
+        """The parameters that ran, once, as a short table (the parameters cell shows the paper-scale
+        defaults; papermill injects the profile's values below them): one row per parameter whose
+        value the profile changed, the default beside it."""
+        import pandas as pd
+        from IPython.display import Markdown, display
+
+        defaults = (self.params.get("_run") or {}).get("defaults", {})
+        rows = [{"parameter": k, "this run": _short(v), "notebook default": _short(defaults[k])}
+                for k, v in self.params.items() if k in defaults and defaults[k] != v]
+        table = pd.DataFrame(rows, columns=["parameter", "this run", "notebook default"])
+        display(Markdown(to_markdown(table, f"**This run.** Profile `{self.profile}`: the values that ran, where "
+                                            "they differ from the parameters cell above.", index=False)))
+
     def cache(self, keys) -> str:
         return self.store.cache_summary(keys)
+
+
+def _short(v) -> str:
+    text = repr(v)
+    return text if len(text) <= 90 else text[:87] + "..."
 
 
 def start(params: dict) -> Session:
@@ -125,6 +144,22 @@ def declared_parameters(nb) -> set[str]:
                     for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
                     if isinstance(t, ast.Name)}
     raise ReproError("the notebook has no cell tagged 'parameters'")
+
+
+def default_parameters(nb) -> dict:
+    """The literal values the parameters cell assigns (the notebook's own defaults)."""
+    import ast
+
+    out = {}
+    for cell in nb.cells:
+        if "parameters" in cell.get("metadata", {}).get("tags", []):
+            for node in ast.parse(cell.source).body:
+                if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                    try:
+                        out[node.targets[0].id] = ast.literal_eval(node.value)
+                    except ValueError:
+                        pass
+    return out
 
 
 def _read_yaml(path: str | Path):
@@ -214,6 +249,8 @@ def execute(source: str | Path, output: str | Path, profile: str | Path | None =
         raise ReproError(f"unknown parameter(s) {', '.join(unknown)}")
     check_output(source, output)  # every check before anything runs
     output = Path(output)
+    defaults = default_parameters(nb)  # for the notebook's "this run" table (Session.this_run)
+    params["_run"] = {"defaults": {k: defaults[k] for k in params if k in defaults}}
     import nbformat
     import papermill as pm
 

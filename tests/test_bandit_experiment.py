@@ -143,17 +143,17 @@ def test_lambada_is_evaluated_through_lm_eval(exp):
 
 
 def constructed_frame():
-    """Dense and two methods over 5 seeds on 6 windows: 'ucb' damages less than 'greedy' on every
+    """Dense and two methods over 5 seeds on 20 windows: 'ucb' damages less than 'greedy' on every
     seed; one greedy seed fails (non-finite); 'magnitude' selects the same units on every seed."""
     rng = np.random.default_rng(0)
-    dense = rng.normal(3.0, 0.3, 6)
+    dense = rng.normal(3.0, 0.3, 20)
     rows = [{"model": "m", "method": "dense", "kinds": "dense", "ratio": 0.0, "k": 0, "seed": None,
              "ppl": float(np.exp(dense.mean())), "window_nll": dense.tolist(), "finite": True}]
     for seed in (1, 2, 3, 42, 123):
         for method, shift in (("ucb", 0.02), ("greedy", 0.05)):
-            nll = dense + shift + rng.normal(0, 0.002, 6)
+            nll = dense + shift + rng.normal(0, 0.002, 20)
             if method == "greedy" and seed == 123:
-                nll = np.full(6, np.inf)
+                nll = np.full(20, np.inf)
             rows.append({"model": "m", "method": method, "kinds": "head", "ratio": 0.1, "k": 3, "seed": seed,
                          "ppl": float(np.exp(nll.mean())), "window_nll": nll.tolist(), "finite": bool(np.isfinite(nll).all()),
                          "units": [["head", seed % 7, 0 if method == "ucb" else 1]]})
@@ -404,8 +404,12 @@ def test_claims_are_paired_over_seeds_and_summarised():
     assert lam.setting == "m, head 10%, MAB-UCB vs best other (Budgeted greedy)" and lam.effect == -5.0
     top1 = claims[claims.claim.str.startswith("MAB-TS loses less top-1")].iloc[0]
     assert top1.setting == "v, head 10% (k=2)" and top1.effect == 2.0 and top1.side == "above"
-    ce = claims[claims.claim.str.startswith("MAB-TS raises cross-entropy")].iloc[0]
-    assert ce.measured.startswith("cross-entropy TS - greedy -0.0200 [") and "nats" in ce.measured
+    ce = claims[claims.claim.str.startswith("MAB-UCB raises cross-entropy")].iloc[0]  # the paper's MAB-UCB claim
+    assert ce.measured == "not run"  # no MAB-UCB vision run in these rows
+    assert top1["paper effect"] is None  # attached by BanditReport.claims (with_paper), not here
+    summary = claims[claims.claim.str.startswith("Paper's summary")]
+    assert summary.claim.tolist()[0] == "Paper's summary: 23/28 MAB-vs-baseline comparisons with CI excludes 0"
+    assert summary.threshold.tolist() == pytest.approx([23 / 28, 11 / 28, 6 / 28])
     text = claims_summary(claims)
     assert "across the 2 (setting, MAB variant) comparisons" in text
     assert "inconclusive: 2" in text and text.endswith(".")
@@ -477,10 +481,13 @@ def test_report_tables_come_with_their_captions():
     assert b2.iloc[1].comparisons == 12 and b2.iloc[0].comparisons == 2 and b2.iloc[1]["failures (non-finite)"] == 1
     assert list(tests.a) == ["MAB-UCB", "MAB-TS"] and (tests.b == "Budgeted greedy").all() and tests.q.notna().all()
     shown, cap, raw = r.claims(lm, vision_rows())
-    assert list(shown.columns) == ["claim", "setting", "measured", "verdict"] and len(raw) == len(shown) == 5
+    assert list(shown.columns[:5]) == ["claim", "setting", "measured", "verdict", "power"]
+    assert len(raw) == len(shown) == 8  # 5 + the paper's three summary counts
+    top1 = raw[raw.claim.str.startswith("MAB-TS loses less top-1")].iloc[0]
+    assert top1["paper effect"] == pytest.approx(0.97)  # drop 2.05 vs 3.02: TS's top-1 0.97 points higher
     assert cap == "**Claims checked (Paper 3).** Profile `cpu`; seeds [1, 2, 3]; verdicts from 95% t intervals of the difference paired over seeds."
     m = r.metrics(f, vision_rows(), raw)
-    assert m["dense_ppl"] == {"m": 20.0} and m["n_cells"] == len(f) + 6 and m["n_claims"] == 5
+    assert m["dense_ppl"] == {"m": 20.0} and m["n_cells"] == len(f) + 6 and m["n_claims"] == 8
 
 
 def test_removal_caption_reads_the_record():

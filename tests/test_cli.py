@@ -223,13 +223,13 @@ BANDIT = BANDIT_BASE + ["--budget", "4", "--pool-size", "6"]
 
 def test_bandit_json_with_paired_ppl_change(capsys):
     code, out, err = run_here(capsys, *BANDIT, "--units", "heads", "--ratio", "0.25", "--method", "ucb", "--seed",
-                              "1", "--eval", "wiki-sample", "--seqlen", "32", "--max-windows", "3")
+                              "1", "--eval", "wiki-sample", "--seqlen", "32", "--max-windows", "20")
     assert code == 0, err
     out = json.loads(out)
     assert out["k"] == 3 and len(out["units"]) == 3 and out["paired_evaluations"] == 12
     assert sum(out["pulls"].values()) == 12 and out["kinds"] == ["head"] and out["seed"] == 1
     lo, hi = out["ppl_change_pct_ci95"]
-    assert lo <= out["ppl_change_pct"] <= hi and out["windows"] == 3
+    assert lo <= out["ppl_change_pct"] <= hi and out["windows"] == 20
     assert out["ppl_change_pct"] == pytest.approx(100 * (out["ppl"] / out["dense_ppl"] - 1), rel=1e-6)
 
 

@@ -77,7 +77,9 @@ def test_pseudo_perplexity_different_lengths_by_hand(name):
         assert r["n_tokens"] == [3, 8] and r["n_sequences"] == 2
         assert r["sequence_nll"] == pytest.approx([sum(nll[0]) / 3, sum(nll[1]) / 8], rel=1e-5)
         assert r["pppl"] == pytest.approx(math.exp(token_mean), rel=1e-5)
-    # with two sequences the bootstrap can only mix them: the CI lies between their own PPPLs
+    assert r["ci95"] is None  # two sequences: no interval (a bootstrap needs 20 units)
+    # ten copies of each: the bootstrap can only mix the two kinds, so the CI lies between their own PPPLs
+    r = pseudo_perplexity(m, [short, long] * 10, mask_token_id=3, special_ids={1, 2}, batch_size=32, progress=False)
     lo, hi = r["ci95"]
     ends = sorted(math.exp(sum(x) / len(x)) for x in nll)
     assert ends[0] * (1 - 1e-5) <= lo <= r["pppl"] <= hi <= ends[1] * (1 + 1e-5) and lo < hi

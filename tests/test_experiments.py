@@ -144,13 +144,13 @@ def _frame(rows):
 
 
 def test_tables_and_claims_from_constructed_records():
-    w = np.array([3.0, 3.5, 2.5, 4.0])
+    w = np.tile([3.0, 3.5, 2.5, 4.0], 5)  # 20 windows: the fewest a paired bootstrap accepts
     rows = [dict(model="m", method="dense", sparsity=0.0, nll=w)]
     for sp, gap in ((0.25, 0.1), (0.5, 0.3)):
         rows += [dict(model="m", method="mpg", sparsity=sp, z=2.0, nll=w + gap),
                  dict(model="m", method="mp", sparsity=sp, z=2.0, nll=w + gap),          # identical selection
                  dict(model="m", method="wanda-head", sparsity=sp, nll=w + gap + 1.0),  # worse on every window
-                 dict(model="m", method="gradient-head", sparsity=sp, nll=w + gap - 0.2 + [0.0, 0.01, 0.0, 0.02]),
+                 dict(model="m", method="gradient-head", sparsity=sp, nll=w + gap - 0.2 + np.tile([0.0, 0.01, 0.0, 0.02], 5)),
                  dict(model="m", method="sparsegpt-head", sparsity=sp, nll=w + 5), dict(model="m", method="hybrid",
                                                                                          sparsity=sp, nll=w + 4)]
     frame = _frame(rows)
@@ -159,7 +159,7 @@ def test_tables_and_claims_from_constructed_records():
     counts = R.rank_counts(vals.drop(index="Dense"), ["MP-G", "Wanda-Head", "Gradient-Head"])
     assert counts.loc["Gradient-Head", "best"] == 2 and counts.loc["MP-G", "second"] == 2
     p = R.paired_vs(frame, "m", "mpg", "wanda-head", 0.25)
-    assert p.estimate == pytest.approx(math.exp(-1.0)) and p.n_better == 4
+    assert p.estimate == pytest.approx(math.exp(-1.0)) and p.n_better == 20
     claims = R.mpg_claims(frame, ["m"], [0.25, 0.5], [2.0], [], {"m": 3})
 
     def find(prefix, setting):
@@ -178,12 +178,12 @@ def test_tables_and_claims_from_constructed_records():
 def test_top_two_counted_by_point_estimate_and_paired_can_differ():
     """SparseGPT-Head beats MP-G by a hair that the windows cannot tell apart: MP-G is third by point
     estimate (Table IV's count) but no more than one method is significantly better (paired)."""
-    w = np.array([3.0, 3.5, 2.5, 4.0])
+    w = np.tile([3.0, 3.5, 2.5, 4.0], 5)  # 20 windows: the fewest a paired bootstrap accepts
     rows = [dict(model="m", method="dense", sparsity=0.0, nll=w)]
     for sp in (0.25, 0.5):
         rows += [dict(model="m", method="mpg", sparsity=sp, z=2.0, nll=w + 0.1),
                  dict(model="m", method="gradient-head", sparsity=sp, nll=w - 0.1),
-                 dict(model="m", method="sparsegpt-head", sparsity=sp, nll=w + 0.1 + [-0.3, 0.28, -0.3, 0.3]),
+                 dict(model="m", method="sparsegpt-head", sparsity=sp, nll=w + 0.1 + np.tile([-0.3, 0.28, -0.3, 0.3], 5)),
                  dict(model="m", method="wanda-head", sparsity=sp, nll=w + 1), dict(model="m", method="hybrid",
                                                                                   sparsity=sp, nll=w + 2)]
     claims = R.mpg_claims(_frame(rows), ["m"], [0.25, 0.5], [2.0], [], {"m": 1})
@@ -296,7 +296,7 @@ def test_scoring_cost_spread_and_ties_from_constructed_scores():
 
 
 def test_tables_with_captions_from_constructed_cells():
-    w = np.array([3.0, 3.5, 2.5, 4.0])
+    w = np.tile([3.0, 3.5, 2.5, 4.0], 5)  # 20 windows: the fewest a paired bootstrap accepts
     rows = [dict(model="m", method="dense", sparsity=0.0, nll=w)]
     gaps = {"mpg": 0.1, "mp": 0.1, "wanda-head": 1.1, "gradient-head": -0.09, "sparsegpt-head": 5,
             "hybrid": 4, "magnitude-head": 2, "random": 3}
@@ -324,7 +324,7 @@ def test_tables_with_captions_from_constructed_cells():
     paired, cap = T.paired(main, [0.25])
     assert paired.vs.tolist() == ["Wanda-Head", "SparseGPT-Head", "Gradient-Head", "Hybrid", "MP", "Magnitude-Head",
                                   "Random"]
-    assert paired.loc[0, "ppl ratio"] == pytest.approx(math.exp(-1.0)) and paired.loc[0, "windows better"] == "4/4"
+    assert paired.loc[0, "ppl ratio"] == pytest.approx(math.exp(-1.0)) and paired.loc[0, "windows better"] == "20/20"
     assert cap.startswith("**Paired comparisons: MP-G / other method perplexity ratio")
     table2, cap2, t2v = T.table2(frame, [1.5, 2.0, 2.5], [0.5])
     assert t2v.index.tolist() == [f"{m}, z = {z}" for m in ("MP", "MP-G") for z in (1.5, 2.0, 2.5)]
@@ -346,13 +346,16 @@ def test_tables_with_captions_from_constructed_cells():
     assert T.zeroshot_cells(main, ["m", "absent"], [0.25]) == {
         "m": [("dense", 0.0), ("mpg", 0.25), ("mp", 0.25), ("gradient-head", 0.25)]}
     shown, cap, claims = T.claims(frame, [0.25, 0.5], [1.5, 2.0, 2.5], [0.5])
-    assert shown.columns.tolist() == ["claim", "setting", "measured", "verdict"] and len(claims) == len(shown)
+    assert shown.columns.tolist() == ["claim", "setting", "measured", "verdict", "power", "n", "paper effect",
+                                      "half-width"] and len(claims) == len(shown)
+    z25 = claims[claims.claim.str.startswith("z = 2.5 rescues")].iloc[0]  # the paper's 7227 -> 282.8, attached
+    assert z25["paper effect"] == pytest.approx(282.8 / 7227) and z25.n == 20
     assert "effect" in claims and cap.startswith("**Claims checked.** Profile `t`; models m on wiki:val")
     assert "m (g = 3), 25.0%" in shown.setting.tolist()  # the fake's group size reached the claims
     summary = T.summary(main, claims, table4)
     assert summary.startswith(f"- **Dense references.** m: {math.exp(3.25):.2f} on the first windows of wiki:val.")
     assert "Table IV counts: MP-G best 0 / second 2, Wanda-Head best 0 / second 0" in summary
-    assert "On m at 25% the paired ratio is x1.000, MP-G better on 0 of 4 windows" in summary
+    assert "On m at 25% the paired ratio is x1.000, MP-G better on 0 of 20 windows" in summary
     m = R.metrics(main, frame, claims, ["m"])
     assert m["dense_ppl"] == {"m": pytest.approx(math.exp(3.25))} and m["n_cells"] == len(frame) == 22
     assert m["n_claims"] == len(claims) and sum(m["verdicts"].values()) == len(claims)
@@ -385,7 +388,7 @@ def test_zeroshot_and_efficiency_tables_from_constructed_records():
            "result": {"dense": {"mode": "dense", "sparsity": 0.0, "params": 2e6, "nonzero_params": 2e6,
                                 "attention_flops": 100, "heads": 8, "prefill_b1": {"median_s": 0.12, "times_s": t}},
                       "removed 0.5": {"mode": "removed", "sparsity": 0.5, "params": 1.5e6, "nonzero_params": 1.4e6,
-                                      "attention_flops": 60, "heads": 5,
+                                      "attention_flops": 60, "heads": 5, "n_pruned": 4,
                                       "prefill_b1": {"median_s": 0.11, "times_s": [x / 1.2 for x in t]}}}}
     eff, cap = T.efficiency({"m": rec})
     assert eff.to_dict("list") == {"model": ["m", "m"], "model state": ["dense", "removed 50%"], "heads": [8, 5],
@@ -404,17 +407,27 @@ def test_describe_names_each_model():
 
 
 def test_efficiency_claims_use_paired_rounds():
+    """The paper's quantities come from the zeroed model (zeroed heads counted as removed); physical
+    removal is its own row beyond the paper, with the heads GQA padding keeps."""
     t = [0.10, 0.20, 0.15, 0.12, 0.18]
-    eff = {"dense": {"params": 100, "attention_flops": 100, "heads": 8, "prefill_b1": {"times_s": t}},
-           "zeroed 0.5": {"mode": "zeroed", "sparsity": 0.5, "params": 100, "attention_flops": 100, "heads": 8,
-                          "prefill_b1": {"times_s": [x * 1.001 for x in t]}},
-           "removed 0.5": {"mode": "removed", "sparsity": 0.5, "params": 90, "attention_flops": 60, "heads": 5,
-                           "prefill_b1": {"times_s": [x / 1.2 for x in t]}}}
-    c = {x.claim[:30]: x for x in R.efficiency_claims(eff, "m")}
-    assert c["Zeroing heads speeds up infere"].verdict == HOLDS      # x0.999 exactly every round
-    assert c["(beyond the paper) Physically "].verdict == HOLDS
-    assert c["50% head sparsity removes 8-16"].verdict == HOLDS      # 10% saved
-    assert c["50% head sparsity halves atten"].verdict == FAILS      # x0.60 > 0.55
+    eff = {"dense": {"params": 100, "nonzero_params": 100, "attention_flops": 100, "heads": 8,
+                     "prefill_b1": {"times_s": t}},
+           "zeroed 0.5": {"mode": "zeroed", "sparsity": 0.5, "params": 100, "nonzero_params": 90, "n_pruned": 4,
+                          "attention_flops": 100, "heads": 8, "prefill_b1": {"times_s": [x * 1.001 for x in t]}},
+           "removed 0.5": {"mode": "removed", "sparsity": 0.5, "params": 95, "nonzero_params": 94, "n_pruned": 4,
+                           "attention_flops": 60, "heads": 5, "prefill_b1": {"times_s": [x / 1.2 for x in t]}}}
+    c = {(x.claim, x.setting): x for x in R.efficiency_claims(eff, "m")}
+    assert c[("Zeroing heads speeds up inference by at most 3.5%", "m, zeroed 50%, batch 1")].verdict == HOLDS
+    assert c[("(beyond the paper) Physically removing the heads speeds up prefill", "m, removed 50%, batch 1")
+             ].verdict == HOLDS
+    params = c[("50% head sparsity removes 8-16% of the parameters", "m, zeroed 50%")]
+    assert params.verdict == HOLDS and params.effect == pytest.approx(0.10)  # non-zero parameters of the zeroed model
+    flops = c[("50% head sparsity halves attention FLOPs (at most x0.55)", "m, zeroed 50%")]
+    assert flops.verdict == HOLDS and flops.effect == 0.5  # 4 of 8 heads zeroed, counted as removed
+    removed = c[("(beyond the paper) Physical removal at 50% removes 8-16% of the parameters", "m, removed 50%")]
+    assert removed.verdict == FAILS and "3 heads removed, 1 kept as zeros by GQA padding" in removed.measured
+    assert c[("(beyond the paper) Physical removal at 50% halves attention FLOPs (at most x0.55)", "m, removed 50%")
+             ].verdict == FAILS  # x0.60
 
 
 def test_auto_dtype_resolves_before_keys(monkeypatch):

@@ -13,7 +13,7 @@ from repro.experiments.base import Setup
 from repro.experiments.unstructured import OgasGrid, PruneExperiment, own_headroom
 from repro.store import Store
 
-SMALL = Setup(data="wiki-sample", seqlen=32, max_windows=3, calib_data="wiki-sample", calib_nsamples=2, calib_seqlen=32)
+SMALL = Setup(data="wiki-sample", seqlen=32, max_windows=20, calib_data="wiki-sample", calib_nsamples=2, calib_seqlen=32)
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +41,7 @@ def test_cells_land_in_the_frame_with_their_rows(run):
     assert exact.achieved == pytest.approx(0.5, abs=1e-3) and paper.achieved <= exact.achieved
     assert paper.channel_quantiles and all(len(q) == len(O.QUANTILES) for q in paper.channel_quantiles.values())
     p = O.paired_to(f, "tiny-llama", "wiki-sample", "ogas", "wanda")
-    assert p.n == 3 and p.estimate > 0
+    assert p.n == 20 and p.estimate > 0
 
 
 def test_claims_run_on_the_frame(run):
@@ -107,7 +107,7 @@ def grid(run):
               "exact_rounding_data": ["wiki-sample"], "nm_models": ["tiny-llama"], "nm_patterns": ["2:4"],
               "nm_methods": ["wanda"], "ablation_models": ["tiny-llama"], "curve_models": ["tiny-llama"],
               "curve_sparsities": [0.5, 0.7], "s_max_headrooms": [0.05], "zeroshot_models": ["tiny-llama"],
-              "zeroshot_tasks": TASKS, "zeroshot_limit": 4, "seqlen": 999}  # seqlen: not a grid field
+              "zeroshot_tasks": TASKS, "zeroshot_limit": 20, "seqlen": 999}  # seqlen: not a grid field
     g = OgasGrid.from_params(wt, c4, params)
     g.run_main()
     return g
@@ -121,7 +121,7 @@ def config_of(g, data, row, sparsity=0.5):
 
 def test_grid_from_params_and_names(grid):
     assert grid.models == ["tiny-llama"] and grid.wt_name == "wiki-sample" and grid.c4_name == "c4-sample"
-    assert grid.methods == ["magnitude", "wanda", "ogas"] and grid.zeroshot_limit == 4 and grid.profile == "unit"
+    assert grid.methods == ["magnitude", "wanda", "ogas"] and grid.zeroshot_limit == 20 and grid.profile == "unit"
     assert grid.experiment("tiny-llama", "c4-sample") is grid.c4["tiny-llama"]
     assert grid.params_for("tiny-llama", "ogas", rounding="exact") == {"lam": 0.2, "gamma": 0.2, "rounding": "exact"}
     assert grid.params_for("tiny-llama", "wanda") == {}
@@ -137,7 +137,7 @@ def test_run_main_asks_for_each_table_cell_once(grid):
     assert config_of(grid, "wiki-sample", "ogas")["keep_layers"] == ["model.layers.1.mlp.down_proj"]  # Figure 2's
     assert "keep_layers" not in config_of(grid, "c4-sample", "ogas")
     assert "keep_layers" not in config_of(grid, "wiki-sample", "ogas-exact")
-    assert config_of(grid, "wiki-sample", "wanda")["zeroshot"] == {"tasks": TASKS, "limit": 4}  # Tables 3-4 read it
+    assert config_of(grid, "wiki-sample", "wanda")["zeroshot"] == {"tasks": TASKS, "limit": 20}  # Tables 3-4 read it
     assert "zeroshot" not in config_of(grid, "c4-sample", "wanda")
     assert "zeroshot" not in config_of(grid, "wiki-sample", "ogas-exact")
     assert config_of(grid, "wiki-sample", "ogas-exact")["params"]["rounding"] == "exact"
@@ -148,8 +148,8 @@ def test_run_zeroshot_and_its_tables(grid):
     assert list(results["tiny-llama"]) == ["dense", "magnitude", "wanda", "ogas"]
     dense = next(grid.store.records("prune-zeroshot"))
     e = grid.wt["tiny-llama"]
-    assert dense["config"] == {**e.zeroshot_config(TASKS, 4), "method": "dense"}  # the key of the committed records
-    assert e.dense_zeroshot(TASKS, 4)["key"] == dense["key"] and len(list(grid.store.records("prune-zeroshot"))) == 1
+    assert dense["config"] == {**e.zeroshot_config(TASKS, 20), "method": "dense"}  # the key of the committed records
+    assert e.dense_zeroshot(TASKS, 20)["key"] == dense["key"] and len(list(grid.store.records("prune-zeroshot"))) == 1
     [(stem, table, cap)] = O.zeroshot_tables(results, grid)
     assert stem == "table3_zeroshot_tiny-llama" and cap.startswith("**Table 3. Zero-shot accuracy, tiny-llama")
     assert list(table.index) == ["Dense", "Magnitude", "Wanda", "OGAS"]
@@ -183,7 +183,7 @@ def test_run_nm_ablation_and_curve_ask_for_their_cells(grid):
 
 def fake_experiment(data, calib, store, quant="q4_0", windows="4 x 64 tokens"):
     return SimpleNamespace(loaded=SimpleNamespace(identity={"quantisation": quant}), store=store, windows=lambda: windows,
-                           setup=Setup(data=data, seqlen=64, max_windows=4, calib_data=calib, calib_nsamples=8,
+                           setup=Setup(data=data, seqlen=64, max_windows=20, calib_data=calib, calib_nsamples=8,
                                        calib_seqlen=32, eval_dtype="float32"))
 
 
@@ -212,7 +212,8 @@ def row(model, data, method, nll, sparsity=0.5, pattern="unstructured", params=N
 
 
 OGAS_A = {"lam": 0.4, "gamma": "search"}
-BASE = np.array([2.0, 2.5, 3.0, 3.5])
+BASE = np.tile([2.0, 2.5, 3.0, 3.5], 5)  # 20 windows: the fewest a paired bootstrap accepts
+OGAS_NLL = np.tile([0.9, 0.8, 0.95, 0.85], 5)
 
 
 def constructed_frame():
@@ -220,7 +221,7 @@ def constructed_frame():
             row("a", "c4-sample", "dense", BASE)]
     for d in ("wikitext2", "c4-sample"):
         rows += [row("a", d, "magnitude", BASE + 2.0), row("a", d, "wanda", BASE + 1.0),
-                 row("a", d, "ogas", BASE + [0.9, 0.8, 0.95, 0.85], params=OGAS_A, achieved=0.4993)]
+                 row("a", d, "ogas", BASE + OGAS_NLL, params=OGAS_A, achieved=0.4993)]
     rows += [row("a", "wikitext2", "ogas", BASE + 0.7, params={**OGAS_A, "rounding": "exact"}),
              row("b", "wikitext2", "wanda", BASE), row("b", "wikitext2", "ogas", BASE - 0.1,
                                                        params={"lam": 0.2, "gamma": 0.2})]
@@ -290,7 +291,7 @@ def test_achieved_and_rounding_tables(fake_grid):
     assert worth[["model", "data"]].values.tolist() == [["a", "wikitext2"]]  # only where both ran
     ratio = np.exp(np.mean([0.2, 0.1, 0.25, 0.15]))
     assert worth.iloc[0, 2].startswith(f"x{ratio:.4f} [")
-    assert worth.at[0, "windows better"] == "0/4"  # the exact target is better on every window
+    assert worth.at[0, "windows better"] == "0/20"  # the exact target is better on every window
 
 
 def test_nm_table(fake_grid):
@@ -304,11 +305,12 @@ def test_zeroshot_tables_from_results(fake_grid):
     def result(docs1, docs2):
         return {"tasks": {t: {"metrics": {"acc": {"value": float(np.mean(d))}}, "per_doc": {"acc": d}}
                           for t, d in (("t1", docs1), ("t2", docs2))}}
-    results = {"a": {"dense": result([1, 1], [1, 0]), "wanda": result([1, 0], [0, 0]), "ogas": result([1, 1], [1, 0])}}
+    results = {"a": {"dense": result([1, 1] * 5, [1, 0] * 5), "wanda": result([1, 0] * 5, [0, 0] * 5),
+                     "ogas": result([1, 1] * 5, [1, 0] * 5)}}  # 20 documents: the fewest a paired bootstrap accepts
     [(stem, table, cap)] = O.zeroshot_tables(results, fake_grid)
     assert stem == "table3_zeroshot_a" and "first 2 documents per task, float32, profile `unit`" in cap
     assert table.at["Dense", "mean"] == 0.75 and table.at["Wanda", "mean"] == 0.25
-    assert table.at["OGAS", "vs Wanda (paired)"].startswith("+0.500")  # 2 of 4 documents better, none worse
+    assert table.at["OGAS", "vs Wanda (paired)"].startswith("+0.500")  # 10 of 20 documents better, none worse
     assert O.zeroshot_paired(results["a"]["wanda"], results["a"]["ogas"], ["t1", "t2"]).estimate == -0.5
 
 
@@ -319,7 +321,7 @@ def test_ablation_table_pairs_each_variant_to_wanda(fake_grid):
     assert table["lambda"].tolist() == ["-", 0.0, 1.0, 0.4]
     assert table["vs Wanda (paired)"].iloc[0] == "x1.000 [1.000, 1.000]"
     assert table["vs Wanda (paired)"].iloc[1] == f"x{np.exp(-0.05):.3f} [{np.exp(-0.05):.3f}, {np.exp(-0.05):.3f}]"
-    assert table.ppl.iloc[3] == round(np.exp(np.mean(BASE + [0.9, 0.8, 0.95, 0.85])), 3)
+    assert table.ppl.iloc[3] == round(np.exp(np.mean(BASE + OGAS_NLL)), 3)
     assert cap.endswith("4 of 4 cells read from cached records.")
     fake_grid.ablation_models = []
     table, cap = O.ablation_table(f, fake_grid)
@@ -348,7 +350,8 @@ def test_figure_data(fake_grid):
 def test_claims_summary_metrics_and_readme(fake_grid):
     f = constructed_frame()
     shown, cap, claims = O.claims_table(f, fake_grid)
-    assert list(shown.columns) == ["claim", "setting", "measured", "verdict"] and len(claims) == len(shown)
+    assert list(shown.columns) == ["claim", "setting", "measured", "verdict", "power", "n", "paper effect",
+                                   "half-width"] and len(claims) == len(shown)
     below = claims[(claims.claim == "OGAS below Wanda at 50%") & (claims.setting == "a, wikitext2")]
     assert below.verdict.tolist() == ["holds"]  # lower NLL on every window
     flat = claims[claims.claim.str.startswith("OGAS degrades least")]
@@ -369,12 +372,15 @@ def test_zeroshot_claim_reads_the_papers_tasks_only():
     ARC-Easy (not one of them): the claim reads the paper's task set only."""
     def zs(boolq, arc_easy):
         return {"tasks": {"boolq": {"per_doc": {"acc": boolq}}, "arc_easy": {"per_doc": {"acc": arc_easy}}}}
-    f = pd.DataFrame([row("a", "wikitext2:test", "wanda", BASE, zeroshot=zs([0, 0, 0, 0], [1, 1, 1, 1])),
-                      row("a", "wikitext2:test", "ogas", BASE, params=OGAS_A, zeroshot=zs([1, 1, 1, 0], [0, 0, 0, 0]))])
+    f = pd.DataFrame([row("a", "wikitext2:test", "wanda", BASE, zeroshot=zs([0, 0, 0, 0] * 5, [1, 1, 1, 1] * 5)),
+                      row("a", "wikitext2:test", "ogas", BASE, params=OGAS_A,
+                          zeroshot=zs([1, 1, 1, 0] * 5, [0, 0, 0, 0] * 5))])
     f["data"] = "wikitext2"
     [c] = [c for c in O.ogas_claims(f, ["a"], 0.5, ["boolq", "arc_easy"], [], [])
            if c.claim.startswith("OGAS zero-shot mean")]
-    assert c.verdict == "holds" and c.effect == pytest.approx(0.75) and "(boolq)" in c.measured
+    assert c.verdict == "holds" and c.effect == pytest.approx(0.75) and "(boolq)" in c.measured and c.n == 20
+    below = [c for c in O.ogas_claims(f, ["a"], 0.5, ["boolq", "arc_easy"], [], []) if c.claim.startswith("OGAS below")]
+    assert below and all(c.paper_effect is None for c in below)  # attached by claims_table, not here
 
 
 def test_gamma_bounds_count_each_end_separately(fake_grid):

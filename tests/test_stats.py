@@ -4,8 +4,31 @@ import math
 import numpy as np
 import pytest
 
-from repro.claims import FAILS, HOLDS, INCONCLUSIVE, Claim, claims_frame, verdict
-from repro.evaluate.stats import bh, paired_ratio, paired_test, ppl_ci, speed_ratio
+from repro.claims import (
+    FAILS,
+    HOLDS,
+    INCONCLUSIVE,
+    UNDERPOWERED,
+    Claim,
+    claims_frame,
+    shown,
+    underpowered,
+    verdict,
+    with_paper,
+)
+from repro.evaluate.stats import (
+    MIN_BOOTSTRAP_UNITS,
+    TooFewUnits,
+    bh,
+    bootstrap_ci,
+    paired_difference,
+    paired_ratio,
+    paired_ratio_t,
+    paired_t,
+    paired_test,
+    ppl_ci,
+    speed_ratio,
+)
 
 
 @pytest.mark.parametrize("ci, threshold, side, expected", [
@@ -34,14 +57,14 @@ def test_paired_beats_unpaired_when_windows_share_their_difficulty():
     """A is better than B by 0.05 nats on every window, but windows differ by +-1 nat: the unpaired
     perplexity CIs overlap (inconclusive by eye), the paired ratio is decisive: a holds."""
     rng = np.random.default_rng(0)
-    difficulty = rng.normal(3.0, 1.0, size=16)
-    a = difficulty - 0.05 + rng.normal(0, 0.005, size=16)
+    difficulty = rng.normal(3.0, 1.0, size=24)
+    a = difficulty - 0.05 + rng.normal(0, 0.005, size=24)
     b = difficulty
     ca, cb = ppl_ci(a), ppl_ci(b)
     assert ca[1] > cb[0], "unpaired intervals overlap"
     p = paired_ratio(a, b)
     assert p.estimate == pytest.approx(math.exp(a.mean() - b.mean()))
-    assert p.ci[1] < 1 and p.n_better == 16 and p.n_worse == 0
+    assert p.ci[1] < 1 and p.n_better == 24 and p.n_worse == 0
     assert verdict(p.ci) == HOLDS
 
 
@@ -54,7 +77,7 @@ def test_paired_ratio_no_difference_is_inconclusive():
 
 
 def test_identical_selection_gives_an_exact_ratio_of_one():
-    x = [3.0, 2.5, 4.0]
+    x = [3.0, 2.5, 4.0] * 7
     p = paired_ratio(x, x)
     assert p.estimate == 1.0 and p.ci == (1.0, 1.0) and verdict(p.ci) == FAILS
 
@@ -64,6 +87,34 @@ def test_paired_ratio_needs_equal_lengths():
         paired_ratio([1.0, 2.0], [1.0])
 
 
+@pytest.mark.parametrize("call", [
+    lambda x: bootstrap_ci(x),
+    lambda x: paired_ratio(x, x + 0.1),
+    lambda x: paired_difference(x, x[::-1]),
+])
+def test_no_percentile_bootstrap_below_twenty_units(call):
+    """Over 3 seeds a percentile interval is [min, max]: every bootstrap refuses fewer than 20 units
+    (a profile that shrinks a sample fails loudly); 20 units pass."""
+    rng = np.random.default_rng(0)
+    with pytest.raises(TooFewUnits, match="at least 20"):
+        call(rng.normal(3, 1, MIN_BOOTSTRAP_UNITS - 1))
+    call(rng.normal(3, 1, MIN_BOOTSTRAP_UNITS))
+    assert MIN_BOOTSTRAP_UNITS == 20
+
+
+def test_few_units_get_no_interval_or_a_t_interval():
+    """A perplexity over 8 windows is shown without an interval (never a false one); a split-half
+    comparison of 16 windows gets the t interval, which is wider than the range-like percentile one."""
+    rng = np.random.default_rng(2)
+    assert ppl_ci(rng.normal(3, 1, 8)) is None and ppl_ci(rng.normal(3, 1, 20)) is not None
+    a = rng.normal(3, 1, 16)
+    b = a + 0.2 + rng.normal(0, 0.3, 16)
+    p = paired_ratio_t(a, b)
+    t = paired_t(a, b)
+    assert p.estimate == pytest.approx(math.exp(t.estimate)) and p.ci == pytest.approx(tuple(map(math.exp, t.ci)))
+    assert p.n_better == int((a < b).sum()) and p.p == t.p
+
+
 def test_speed_ratio_pairs_rounds():
     """The variant is 10% faster in every round while rounds drift by 2x: paired speed-up ~1.1."""
     drift = np.array([1.0, 1.5, 2.0, 1.2, 1.8, 1.1, 1.6])
@@ -71,6 +122,8 @@ def test_speed_ratio_pairs_rounds():
     variant = base / 1.1 * (1 + np.array([0.01, -0.01, 0.0, 0.005, -0.005, 0.002, -0.002]))
     s = speed_ratio(base, variant)
     assert s.estimate == pytest.approx(1.1, rel=0.02)
+    assert s.estimate == pytest.approx(math.exp(np.mean(np.log(base / variant))))  # geometric mean of the rounds
+    assert s.p is not None and s.p < 0.001
     assert 1.0 < s.ci[0] <= s.ci[1] < 1.2 and s.n_better == 7
     assert verdict(s.ci, 1.0, "above") == HOLDS
     assert verdict(s.ci, 1.035, "below") == FAILS
@@ -97,6 +150,25 @@ def test_claims_frame_columns():
     c = Claim.check("x beats y", "m", "ratio 0.9", 0.9, (0.85, 0.95))
     df = claims_frame([c])
     assert list(df.columns[:4]) == ["claim", "setting", "measured", "verdict"] and df.verdict[0] == HOLDS
+
+
+def test_power_beside_the_verdict():
+    """Paper effect x0.903 (distance 0.097 from 1): an interval of half-width 0.15 could not detect it
+    (underpowered, whatever its verdict); half-width 0.03 could; no paper number says so; an exact
+    quantity is never underpowered."""
+    claims = with_paper([Claim.check("OGAS below Wanda at 50%", "a", "", 0.8, (0.65, 0.95), n=8),
+                         Claim.check("OGAS below Wanda at 50%", "b", "", 0.99, (0.96, 1.02), n=64),
+                         Claim.check("Something else", "c", "", 0.9, (0.8, 1.0), n=32),
+                         Claim.check("OGAS below Wanda at 50%", "d", "", 0.9, (0.9, 0.9))],
+                        {"OGAS below Wanda": (7.99 / 8.85, "Table 1")})
+    assert [c.power for c in claims] == [UNDERPOWERED, "", "no paper number", ""]
+    assert claims[0].verdict == HOLDS and claims[0].half_width == pytest.approx(0.15)
+    df = claims_frame(claims)
+    table = shown(df)
+    assert list(table.columns) == ["claim", "setting", "measured", "verdict", "power", "n", "paper effect",
+                                   "half-width"]
+    assert table["n"].tolist() == ["8", "64", "32", ""] and table["paper effect"][0] == "0.903 (Table 1)"
+    assert underpowered(df).startswith("1 of 3 rows with a paper number are underpowered") and "(a)" in underpowered(df)
 
 
 def test_paired_difference():

@@ -14,6 +14,7 @@ import torch
 from scipy import stats
 
 from repro.errors import ReproError
+from repro.evaluate.stats import MIN_BOOTSTRAP_UNITS
 from repro.progress import tqdm
 
 
@@ -35,9 +36,10 @@ def _as_sequences(sequences) -> list[torch.Tensor]:
 def _pppl_ci(total_nll: np.ndarray, n_tokens: np.ndarray, level: float = 0.95, n_resamples: int = 2000,
              seed: int = 0) -> tuple[float, float] | None:
     """Percentile bootstrap CI of exp(sum NLL / sum tokens), resampling whole sequences (paired
-    NLL totals and token counts). None with fewer than 2 sequences or equal per-token NLLs."""
+    NLL totals and token counts). None below ``MIN_BOOTSTRAP_UNITS`` sequences (no false interval)
+    or with equal per-token NLLs."""
     means = total_nll / n_tokens
-    if means.size < 2 or np.all(means == means[0]):
+    if means.size < MIN_BOOTSTRAP_UNITS or np.all(means == means[0]):
         return None
     res = stats.bootstrap((total_nll, n_tokens.astype(float)), lambda a, b, axis=-1: a.sum(axis) / b.sum(axis),
                           paired=True, vectorized=True, confidence_level=level, n_resamples=n_resamples,

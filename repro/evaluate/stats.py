@@ -14,6 +14,14 @@ difference far inside two overlapping unpaired CIs can still be decisive.
   give their range).
 - :func:`paired_test`: Wilcoxon signed-rank or paired t (per-window and per-image tests).
 - :func:`bh`: Benjamini-Hochberg q-values over a declared family of p-values.
+
+**No percentile bootstrap over fewer than** :data:`MIN_BOOTSTRAP_UNITS` **resampling units.** Over
+3 seeds a percentile interval is just [min, max], over 4 windows not a 95% interval either: the
+bootstrap functions raise :class:`TooFewUnits` instead, so a profile that shrinks a sample below
+that fails loudly rather than print a false interval. Where the units are few by design (seeds,
+timing rounds, half of a window sample) the t interval of the paired mean is used
+(:func:`paired_t`, :func:`speed_ratio`, :func:`paired_ratio_t`): exact under normal differences,
+and never the sample's range.
 """
 from __future__ import annotations
 
@@ -22,16 +30,32 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from repro.errors import ReproError
+
 LEVEL = 0.95
 N_RESAMPLES = 4000
+MIN_BOOTSTRAP_UNITS = 20  # fewer units: a percentile bootstrap is refused (TooFewUnits)
+
+
+class TooFewUnits(ReproError):
+    """A percentile bootstrap asked for over fewer than :data:`MIN_BOOTSTRAP_UNITS` units."""
+
+
+def require_units(n: int, what: str = "units") -> None:
+    """Refuse a percentile bootstrap over fewer than :data:`MIN_BOOTSTRAP_UNITS` resampling units."""
+    if n < MIN_BOOTSTRAP_UNITS:
+        raise TooFewUnits(f"a percentile bootstrap over {n} {what} is not a 95% interval: at least "
+                          f"{MIN_BOOTSTRAP_UNITS} are needed (raise the sample size of the profile)")
 
 
 def bootstrap_ci(values, statistic=np.mean, level: float = LEVEL, n_resamples: int = N_RESAMPLES // 2,
                  seed: int = 0, transform=None) -> tuple[float, float] | None:
     """Percentile bootstrap CI of ``statistic(values)``; ``transform`` maps the ends (e.g. exp for
-    perplexity from mean NLL). None when fewer than 2 values or all equal."""
+    perplexity from mean NLL). None when all values are equal; :class:`TooFewUnits` below
+    :data:`MIN_BOOTSTRAP_UNITS` values."""
     x = np.asarray(values, dtype=float)
-    if x.size < 2 or np.all(x == x[0]):
+    require_units(x.size, "values")
+    if np.all(x == x[0]):
         return None
     res = stats.bootstrap((x,), statistic, confidence_level=level, n_resamples=n_resamples,
                           method="percentile", rng=np.random.default_rng(seed))
@@ -40,7 +64,11 @@ def bootstrap_ci(values, statistic=np.mean, level: float = LEVEL, n_resamples: i
 
 
 def ppl_ci(window_nll, level: float = LEVEL, seed: int = 0) -> tuple[float, float] | None:
-    """CI of perplexity = exp(mean window NLL), resampling windows."""
+    """CI of perplexity = exp(mean window NLL), resampling windows; None (no interval shown, never a
+    false one) below :data:`MIN_BOOTSTRAP_UNITS` windows: a perplexity alone is still a number, but
+    every comparison built on so few windows refuses (:func:`paired_ratio`)."""
+    if len(window_nll) < MIN_BOOTSTRAP_UNITS:
+        return None
     return bootstrap_ci(window_nll, level=level, seed=seed, transform=lambda v: float(np.exp(v)))
 
 
@@ -69,14 +97,15 @@ def _paired_log_ratio(a: np.ndarray, b: np.ndarray, statistic, level: float, see
     if a.shape != b.shape or a.ndim != 1 or a.size == 0:
         raise ValueError(f"a paired comparison needs two equal-length 1-D samples, got {a.shape} and {b.shape}")
     d = a - b
+    require_units(d.size, "paired units")
     est = float(np.exp(statistic(d)))
     ci = None
-    if not np.all(d == d[0]) and d.size >= 2:
+    if not np.all(d == d[0]):
         res = stats.bootstrap((a, b), lambda x, y, axis=-1: statistic(x - y, axis=axis), paired=True,
                               confidence_level=level, n_resamples=N_RESAMPLES, method="percentile",
                               rng=np.random.default_rng(seed))
         ci = (float(np.exp(res.confidence_interval.low)), float(np.exp(res.confidence_interval.high)))
-    elif d.size >= 1:
+    else:
         ci = (est, est)  # every unit moves by the same amount: no sampling spread
     return Paired(est, ci, int(d.size), int((d < 0).sum()), int((d > 0).sum()))
 
@@ -88,12 +117,24 @@ def paired_ratio(nll_a, nll_b, level: float = LEVEL, seed: int = 0) -> Paired:
     return _paired_log_ratio(nll_a, nll_b, np.mean, level, seed)
 
 
-def speed_ratio(times_base, times_variant, level: float = LEVEL, seed: int = 0) -> Paired:
+def speed_ratio(times_base, times_variant, level: float = LEVEL) -> Paired:
     """Speed-up ``t_base / t_variant`` from timing rounds paired by round (round-robin timing puts
-    one pass of each model in every round): exp of the median per-round log ratio, with a paired
-    bootstrap CI. > 1 means the variant is faster; ``n_better`` counts rounds where it was."""
-    p = _paired_log_ratio(np.log(times_base), np.log(times_variant), np.median, level, seed)
-    return Paired(p.estimate, p.ci, p.n, p.n_worse, p.n_better)
+    one pass of each model in every round): the geometric mean of the per-round ratios with the t
+    interval of the mean log ratio (:func:`paired_t`: timing rounds are few, 5-20, and a percentile
+    bootstrap over them would be refused). > 1 means the variant is faster; ``n_better`` counts
+    rounds where it was."""
+    p = paired_t(np.log(times_base), np.log(times_variant), level)
+    ci = None if p.ci is None else (float(np.exp(p.ci[0])), float(np.exp(p.ci[1])))
+    return Paired(float(np.exp(p.estimate)), ci, p.n, p.n_better, p.n_worse, p.p)
+
+
+def paired_ratio_t(nll_a, nll_b, level: float = LEVEL) -> Paired:
+    """``ppl_a / ppl_b`` on the same windows as :func:`paired_ratio`, with the t interval of the mean
+    NLL difference instead of a bootstrap: for samples split by design below
+    :data:`MIN_BOOTSTRAP_UNITS` windows (e.g. half of 32 windows chooses, the other half tests)."""
+    p = paired_t(nll_a, nll_b, level)
+    ci = None if p.ci is None else (float(np.exp(p.ci[0])), float(np.exp(p.ci[1])))
+    return Paired(float(np.exp(p.estimate)), ci, p.n, p.n_worse, p.n_better, p.p)
 
 
 def paired_difference(a, b, level: float = LEVEL, seed: int = 0) -> Paired:
@@ -103,8 +144,9 @@ def paired_difference(a, b, level: float = LEVEL, seed: int = 0) -> Paired:
     if a.shape != b.shape or a.ndim != 1 or a.size == 0:
         raise ValueError(f"a paired comparison needs two equal-length 1-D samples, got {a.shape} and {b.shape}")
     d = a - b
+    require_units(d.size, "paired units")
     est = float(d.mean())
-    if d.size >= 2 and not np.all(d == d[0]):
+    if not np.all(d == d[0]):
         res = stats.bootstrap((a, b), lambda x, y, axis=-1: np.mean(x - y, axis=axis), paired=True,
                               confidence_level=level, n_resamples=N_RESAMPLES, method="percentile",
                               rng=np.random.default_rng(seed))

@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 
 from repro.errors import ReproError
-from repro.evaluate.stats import bootstrap_ci
+from repro.evaluate.stats import MIN_BOOTSTRAP_UNITS, bootstrap_ci
 from repro.progress import tqdm
 
 
@@ -19,7 +19,7 @@ def to_pixels(images: torch.Tensor, image_size: int, channels: int, mean: float 
 @torch.inference_mode()
 def top1_accuracy(model: torch.nn.Module, pixels: torch.Tensor, labels: torch.Tensor, batch_size: int = 64,
                   progress: bool = True) -> dict:
-    """Top-1 accuracy with a 95% bootstrap CI over examples."""
+    """Top-1 accuracy with a 95% bootstrap CI over examples (None below ``MIN_BOOTSTRAP_UNITS`` images)."""
     if len(pixels) != len(labels) or len(labels) == 0:
         raise ReproError(f"need as many labels as images (got {len(pixels)} images, {len(labels)} labels)")
     dtype = next(model.parameters()).dtype
@@ -28,4 +28,4 @@ def top1_accuracy(model: torch.nn.Module, pixels: torch.Tensor, labels: torch.Te
         logits = model(pixel_values=pixels[s:s + batch_size].to(dtype)).logits
         correct.append((logits.argmax(-1) == labels[s:s + batch_size]).double())
     c = torch.cat(correct).numpy()
-    return {"accuracy": float(c.mean()), "ci95": bootstrap_ci(c), "n": int(len(c))}
+    return {"accuracy": float(c.mean()), "ci95": bootstrap_ci(c) if len(c) >= MIN_BOOTSTRAP_UNITS else None, "n": int(len(c))}

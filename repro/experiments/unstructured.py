@@ -114,6 +114,7 @@ class OgasGrid:
     curve_models: list[str] = field(default_factory=list)
     curve_sparsities: list[float] = field(default_factory=list)
     s_max_headrooms: list[float] = field(default_factory=list)
+    wide_gamma_bounds: list[float] | None = None  # a wider gamma interval than the paper's, paired against it
     zeroshot_models: list[str] = field(default_factory=list)
     zeroshot_tasks: list[str] = field(default_factory=list)
     zeroshot_limit: int | None = None
@@ -218,13 +219,16 @@ class OgasGrid:
         return out
 
     def run_ablation(self) -> None:
-        """Table 5: Wanda, OGAS with one signal (the model's gamma), and OGAS, on WikiText-2."""
+        """Table 5: Wanda, OGAS with one signal (the model's gamma), and OGAS, on WikiText-2; and, beyond
+        the paper, OGAS with its gamma searched on ``wide_gamma_bounds`` (models whose gamma is searched)."""
         for name in self.ablation_models:
             for r in ABLATION:
                 if r in ("wanda", "ogas"):
                     self.main_cell(name, self.wt_name, r)
                 else:
                     self.wt[name].cell(r, self.sparsity, params={"gamma": ogas_setting(self.ogas_setting[name])["gamma"]})
+            if self.wide_gamma_bounds and self.params_for(name, "ogas").get("gamma") == "search":
+                self.main_cell(name, self.wt_name, "ogas", gamma_bounds=tuple(self.wide_gamma_bounds))
 
     def run_curve(self) -> None:
         """Figure 4: every method at each of ``curve_sparsities`` (WikiText-2), and OGAS with the
