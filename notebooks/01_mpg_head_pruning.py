@@ -84,6 +84,9 @@ exps = nb.experiments(HeadExperiment, models, grad_nsamples=grad_nsamples, tie_s
 T = R.Tables(nb, exps)  # the tables of this session's records, with their captions
 print(R.describe(exps))
 
+# %%
+nb.this_run()  # the values that ran, where the profile changed the parameters cell above
+
 # %% [markdown]
 # ## 1. The scores
 #
@@ -156,17 +159,25 @@ cost_table, cap, cost = T.scoring_cost(scores, methods)
 nb.show(cost_table, "scoring_cost", cap)
 
 # %%
+import numpy as np
+from matplotlib.colors import LogNorm
+
 name = models[0]
 e = exps[name]
 s, _ = e.scores("mpg")
+s = np.asarray(s, dtype=float)
 pruned = set(map(tuple, select_heads(s, 0.25)))
+zero = s == 0  # exact zeros (no row norm above the z threshold) cannot sit on a log scale: grey cells
 fig, ax = plt.subplots(figsize=(1.2 + 0.5 * s.shape[1], 0.25 * s.shape[0] + 1))
-sns.heatmap(s, ax=ax, cmap="viridis", cbar_kws={"label": "MP-G score"})
+sns.heatmap(s, mask=zero, norm=LogNorm(vmin=s[~zero].min(), vmax=s.max()), ax=ax, cmap="viridis",
+            cbar_kws={"label": "MP-G score (log scale)"})
+ax.set_facecolor("lightgrey")
 for (l, h) in pruned:
     ax.add_patch(plt.Rectangle((h, l), 1, 1, fill=False, ec="red", lw=1.2))
 ax.set_xlabel("head")
 ax.set_ylabel("layer")
-ax.set_title(f"{name}: MP-G scores (z = 2); red = pruned at 25% ({len(pruned)} heads)")
+ax.set_title(f"{name}: MP-G scores (z = 2, log scale; grey = exactly 0); red = pruned at 25% ({len(pruned)} heads)",
+             fontsize=9)
 nb.figure(fig, "mpg_scores_heatmap.png")
 print(f"{int((s == 0).sum())} of {s.size} heads score exactly 0: at low sparsity the cut falls inside this tie.")
 
@@ -283,9 +294,10 @@ nb.show(extra, "table4b_extra_methods", cap4b)
 # The paper fine-tunes RoBERTa on GLUE and then prunes. Neither RoBERTa nor GLUE training splits install
 # offline, so this is an **analogue only**: the causal LM answers SST-2, MRPC and RTE zero-shot with
 # lm-eval's standard prompts and metrics (`repro.evaluate.zeroshot`, lm-eval's own task YAMLs on local
-# copies of the validation sets), dense and with heads pruned by MP-G, MP and the best calibration-based
-# method of Table I at that sparsity. A small model is close to chance on these tasks, so differences
-# are small; the intervals are $\pm 1.96$ lm-eval standard errors.
+# copies of the validation sets), dense and with heads pruned by MP-G, MP, the best calibration-based
+# method of Table I at that sparsity and SparseGPT-Head (which the paper finds the most robust downstream).
+# A small model is close to chance on these tasks, so differences are small; the intervals are
+# $\pm 1.96$ lm-eval standard errors.
 
 # %%
 cells = T.zeroshot_cells(main, zeroshot_models, zeroshot_sparsities) if zeroshot_tasks else {}
@@ -340,7 +352,8 @@ nb.show(eff_table, "efficiency", cap_eff)
 
 # %%
 frame = T.frame()
-shown, cap_claims, claims = T.claims(frame, sparsities, z_values, z_sparsities, cost=cost, efficiency=eff)
+shown, cap_claims, claims = T.claims(frame, sparsities, z_values, z_sparsities, cost=cost, efficiency=eff,
+                                     zeroshot=records)
 nb.show(shown, "claims", cap_claims, raw=claims)
 
 # %% [markdown]

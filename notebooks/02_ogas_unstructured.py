@@ -55,8 +55,9 @@ nm_models = ["smollm2-135m", "gemma3-270m"]
 c4_models = ["smollm2-135m", "gemma3-270m"]
 ablation_models = ["smollm2-135m"]
 curve_models = ["smollm2-135m"]
-curve_sparsities = [0.3, 0.5, 0.7, 0.9]
+curve_sparsities = [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]  # Figure 4: 30-90% in steps of 10
 s_max_headrooms = [0.05, 0.2]  # alternative S_max rules above 60% (default headroom 0.1)
+wide_gamma_bounds = [0.01, 4.0]  # beyond the paper: OGAS's gamma searched on a wider interval than (0.05, 1.1)
 exact_rounding_data = ["wikitext2", "c4-sample"]  # where the exact-target OGAS row is run
 zeroshot_models = ["smollm2-135m", "gemma3-270m"]
 zeroshot_tasks = ["arc_challenge", "boolq", "hellaswag", "winogrande", "arc_easy", "piqa"]
@@ -84,6 +85,9 @@ wt = nb.experiments(PruneExperiment, models)  # WikiText-2: calibrated on train,
 c4 = nb.experiments(PruneExperiment, models, shared=wt, changes={"data": c4_data, "calib_data": c4_calib})
 grid = OgasGrid.from_params(wt, c4, nb.params)  # the cells each section asks for
 print(grid.describe())
+
+# %%
+nb.this_run()  # the values that ran, where the profile changed the parameters cell above
 
 # %% [markdown]
 # ## 1. The methods
@@ -114,9 +118,14 @@ print(grid.describe())
 # **Choices where the paper is silent.** (1) $S_{max}$ above a 60% target: we use
 # $S_{max} = \max(0.6, \min(0.95, s + 0.1))$, the paper's own headroom at 50%; section 6 shows how the
 # 70-90% points move with headroom 0.05 and 0.2. (2) The per-row floor leaves each layer slightly *under*
-# the target, which flatters OGAS against methods at exactly 50%: the "OGAS (exact target)" row
-# distributes the removed weights by largest remainder so the layer hits the target exactly. (3) OGAS's
-# per-row sparsity does not define an N:M pattern, so OGAS has no 2:4 / 4:8 row.
+# the target, which *could* flatter OGAS against methods at exactly 50%: the "OGAS (exact target)" row
+# distributes the removed weights by largest remainder so the layer hits the target exactly, and the
+# rounding table below measures what the floor is worth (each variant runs its own gamma search, so the
+# difference includes any change of gamma). (3) OGAS's per-row sparsity does not define an N:M pattern, so
+# OGAS has no 2:4 / 4:8 row; the N:M table is beyond the paper. (4) The outputs $y$ whose energy and PAPR
+# OGAS measures include the layer's bias where it has one (the models here have none in the pruned linears).
+# (5) RIA's N:M masks are taken without its optional channel permutation. (6) The $\gamma$ interval
+# $(0.05, 1.1)$ is the paper's; section 5 adds a wider one as a sensitivity check.
 
 # %% [markdown]
 # ## 2. Tables 1-2: perplexity at 50%
@@ -144,9 +153,9 @@ worth, cap_w = O.rounding_table(frame, grid)
 nb.show(worth, "rounding_worth", cap_w)
 
 # %% [markdown]
-# ### N:M sparsity (2:4 and 4:8)
+# ### N:M sparsity (2:4 and 4:8), beyond the paper
 #
-# In every group of $M$ consecutive input weights of a row, the $N$ lowest-scoring are removed (SparseGPT
+# The paper reports unstructured sparsity only; this table is ours. In every group of $M$ consecutive input weights of a row, the $N$ lowest-scoring are removed (SparseGPT
 # chooses them inside each 128-column block as it goes). OGAS is not defined for N:M (see section 1).
 
 # %%
@@ -182,18 +191,25 @@ if len(table5):
 # %% [markdown]
 # ## 5. Figure 2: energy, peak ratio and the sparsity OGAS assigns
 #
-# One layer (the down projection of a middle layer): each point a channel, coloured by its sparsity.
+# One layer (the down projection of a middle layer), on the paper's axes: each point a channel at its
+# normalised log-energy $\widehat{\log(1+E)}_i$ and log-PAPR $\widehat{\log(1+P)}_i$, coloured by the
+# sparsity OGAS assigns it. Wanda prunes every output channel at the target; OGAS's sparsity crosses the
+# target where the importance $I_i = (1-\lambda)\hat E_i + \lambda \hat P_i$ equals some $I^*$: the dashed
+# line. Channels above it keep more weights under OGAS than under Wanda, those below keep fewer.
 
 # %%
-name, layer, ch = O.figure2_channels(frame, grid)
+name, layer, ax2 = O.figure2(frame, grid)
 fig, ax = plt.subplots(figsize=(6, 4.5))
-sc = ax.scatter(ch["energy"], ch["peak_ratio"], c=ch["channel_sparsity"], cmap="viridis", s=8)
-ax.set_xscale("log")
-ax.set_yscale("log")
-ax.set_xlabel("output energy E_i (RMS)")
-ax.set_ylabel("peak-to-average ratio P_i")
-fig.colorbar(sc, label="channel sparsity s_i")
-ax.set_title(f"{name} {layer}: OGAS {ogas_setting[name]} setting, {sparsity:.0%} ({profile})", fontsize=9)
+sc = ax.scatter(ax2["x"], ax2["y"], c=ax2["s"], cmap="viridis", s=8)
+ax.plot(*ax2["line"], "r--", lw=1, label=f"OGAS sparsity = {sparsity:.0%} (Wanda's, on every channel)")
+ax.set_xlim(-0.02, 1.02)
+ax.set_ylim(-0.02, 1.02)
+ax.set_xlabel("normalised log(1 + energy)")
+ax.set_ylabel("normalised log(1 + PAPR)")
+ax.legend(fontsize=7, loc="lower right")
+fig.colorbar(sc, label="OGAS channel sparsity s_i")
+ax.set_title(f"{name} {layer}: OGAS {ogas_setting[name]} setting, {sparsity:.0%} ({profile}); "
+             f"{ax2['less_pruned']} channels pruned less than Wanda, {ax2['more_pruned']} more", fontsize=8)
 nb.figure(fig, "fig2_energy_papr.png")
 
 # %% [markdown]
@@ -222,7 +238,9 @@ for name, ex, q in O.gamma_frames(frame, grid):
 # %% [markdown]
 # The interval $(0.05, 1.1)$ is the paper's own. Which end the search runs into, for OGAS and for each
 # single-signal variant of the ablation whose $\gamma$ was searched: a variant that sits at a bound in most
-# layers is limited by the interval, not by its own optimum.
+# layers is limited by the interval, not by its own optimum. Beyond the paper, the last row searches OGAS's
+# $\gamma$ on a wider interval (`wide_gamma_bounds`) and pairs its perplexity with OGAS on the paper's
+# interval, window by window: how much the paper's choice of interval matters here.
 
 # %%
 bounds, cap = O.gamma_bounds_table(O.frame(grid), grid)

@@ -82,6 +82,9 @@ vexps = nb.experiments(VisionBanditExperiment, vision_models, n_calib=vision_n_c
 R = B.BanditReport(nb.params, exps, vexps, nb.store)  # the tables below, with their captions
 print(R.describe())
 
+# %%
+nb.this_run()  # the values that ran, where the profile changed the parameters cell above
+
 # %% [markdown]
 # ## 1. The search
 #
@@ -102,6 +105,15 @@ print(R.describe())
 # - **Baselines**: random; magnitude (the unit's weight norm); Wanda-style $\sum |W|\,\lVert X\rVert$;
 #   Taylor $|\sum g w|$; Fisher $\sum_b (\sum g_b w)^2$; budgeted greedy (the same per-step budget of
 #   trials on the pool, lowest mean damage joins).
+#
+# **Choices the paper leaves open, and ours.**
+#
+# | the paper says | we chose |
+# |---|---|
+# | "a pool of candidates" is refreshed as units are selected | the pool starts as the 48 (profile: `pool_size`) lowest-magnitude candidates; when a unit joins, the next-lowest never-pooled candidate enters, with no statistics. Because no step depends on $k$, the first $k$ units of a run to $K > k$ are exactly a run to $k$: `Selection.prefix(k)` rests on this rule (tested) |
+# | attention heads are units | a unit is a *query* head; masking it zeroes its output slice before the output projection. Shared K/V heads (GQA) stay: a K/V head goes only when every query head of its group has been selected (physical removal, section 8) |
+# | baselines at a matched budget | budgeted greedy gets the bandits' exact per-step budget of paired evaluations on the same pool; the one-shot scorers get their calibration passes over the same windows (Table B1 counts each method's work) |
+# | "damage conditioned on the current selected set" | every damage is measured under the current mask; the bandits keep each arm's statistics from earlier steps (smaller masks) as the running estimate: a carry-over the paper's wording does not settle |
 
 # %% [markdown]
 # ## 2. Language models: perplexity change per method and seed
@@ -291,6 +303,15 @@ from IPython.display import Markdown, display
 shown, cap_claims, claims = R.claims(lm, vis)
 nb.show(shown, "claims", cap_claims, raw=claims)
 display(Markdown(B.claims_summary(claims)))
+
+# %% [markdown]
+# ### What the results say
+#
+# Generated from the records above (`BanditReport.discussion`): the dense references, the best method of
+# each setting against the two bandits, and what the verdicts mean.
+
+# %%
+display(Markdown(R.discussion(frame, lm, vis, claims)))
 
 # %% [markdown]
 # ## 8. Beyond the paper: physically removing the selected units

@@ -63,6 +63,7 @@ class Claim:
     n: int | None = None                 # units the interval is over (windows, documents, seeds, rounds)
     paper_effect: float | None = None    # the paper's own effect for this claim, on the same scale
     paper: str = ""                      # where the paper's number comes from
+    log: bool = False                    # a ratio: precision and the paper's effect are compared on the log scale
 
     @classmethod
     def check(cls, claim: str, setting: str, measured: str, effect: float | None, ci, threshold: float = 1.0,
@@ -71,21 +72,26 @@ class Claim:
         return cls(claim, setting, measured, verdict(ci, threshold, side), effect,
                    None if ci is None else (float(ci[0]), float(ci[1])), threshold, side, n)
 
+    def _scale(self, v: float) -> float:
+        return float(np.log(v)) if self.log else float(v)
+
     @property
     def half_width(self) -> float | None:
-        """Half the width of our interval (0 for an exact quantity; None without an interval)."""
-        if self.ci is None or not all(v is not None and np.isfinite(v) for v in self.ci):
+        """Half the width of our interval (0 for an exact quantity; None without an interval); for a
+        ratio, on the log scale (a factor ``exp(half_width)`` either way)."""
+        if self.ci is None or not all(v is not None and np.isfinite(v) and (v > 0 or not self.log) for v in self.ci):
             return None
-        return abs(self.ci[1] - self.ci[0]) / 2
+        return abs(self._scale(self.ci[1]) - self._scale(self.ci[0])) / 2
 
     @property
     def power(self) -> str:
         """"underpowered" when our interval is wider than the paper's effect (its distance from the
-        threshold), "" when it is not, "no paper number" where the paper gives none."""
+        threshold, on the log scale for a ratio), "" when it is not, "no paper number" where the paper
+        gives none."""
         if self.paper_effect is None or self.threshold is None:
             return "no paper number"
         h = self.half_width
-        if h is None or h > abs(self.paper_effect - self.threshold):
+        if h is None or h > abs(self._scale(self.paper_effect) - self._scale(self.threshold)):
             return UNDERPOWERED
         return ""
 
@@ -101,7 +107,7 @@ def with_paper(claims: list[Claim], effects: dict[str, tuple[float, str]]) -> li
 
 
 COLUMNS = ["claim", "setting", "measured", "verdict", "power", "n", "paper effect", "half-width", "effect", "ci",
-           "threshold", "side", "paper"]
+           "threshold", "side", "paper", "log"]
 
 
 def claims_frame(claims: list[Claim]):
@@ -120,10 +126,17 @@ def shown(claims):
     """The columns a claims table shows (``claims``: :func:`claims_frame`), the paper's effect with
     where it comes from, the half-width to three significant figures."""
     def paper(row):
-        return "" if row["paper effect"] is None or row["paper effect"] != row["paper effect"] else \
-            f"{row['paper effect']:.3g} ({row['paper']})"
+        e = row["paper effect"]
+        if e is None or e != e:
+            return ""
+        return f"{'x' if row['log'] else ''}{e:.3g} ({row['paper']})"
+    def half(row):
+        h = row["half-width"]
+        if h is None or h != h:
+            return ""
+        return f"x{np.exp(h):.3g}" if row["log"] else f"{h:.3g}"
     out = claims.assign(**{"paper effect": claims.apply(paper, axis=1) if len(claims) else [],
-                           "half-width": claims["half-width"].map(lambda h: "" if h is None or h != h else f"{h:.3g}"),
+                           "half-width": claims.apply(half, axis=1) if len(claims) else [],
                            "n": claims["n"].map(lambda n: "" if n is None or n != n else str(int(n)))})
     return out[SHOWN]
 
@@ -153,8 +166,10 @@ def ratio_claim(claim: str, setting: str, what: str, p, threshold: float = 1.0, 
     run), e.g. "MP-G / Wanda-Head x0.912 [0.871, 0.950] (windows better 7/8)"."""
     if p is None:
         return Claim(claim, setting, "not run", INCONCLUSIVE)
-    return Claim.check(claim, setting, f"{what} {fmt_ratio(p)} (windows better {p.n_better}/{p.n})",
-                       p.estimate, p.ci, threshold, side, p.n)
+    c = Claim.check(claim, setting, f"{what} {fmt_ratio(p)} (windows better {p.n_better}/{p.n})",
+                    p.estimate, p.ci, threshold, side, p.n)
+    c.log = True
+    return c
 
 
 def difference_claim(claim: str, setting: str, what: str, p, side: str = "below", unit: str = "pp",

@@ -436,7 +436,7 @@ def fake_report() -> BanditReport:
     params = {"profile": "cpu", "seeds": [1, 2, 3], "search": {"budget": 8, "pool_size": 16},
               "vision_search": {"budget": 32, "pool_size": 48}, "lambada_limit": 30,
               "unit_settings": {"m": {"head": [0.1], "mlp": [0.03, 0.05]}},
-              "removal": {"model": "m", "method": "thompson", "seed": 1}}
+              "removal": {"model": "m", "method": "thompson", "seed": 1}, "calib_batch_size": 1, "calib_seqlen": 128}
     store = Store(None)
     store.status[("bandit-ppl", "a")] = "computed"
     return BanditReport(params, lm, vision, store)
@@ -486,6 +486,11 @@ def test_report_tables_come_with_their_captions():
     top1 = raw[raw.claim.str.startswith("MAB-TS loses less top-1")].iloc[0]
     assert top1["paper effect"] == pytest.approx(0.97)  # drop 2.05 vs 3.02: TS's top-1 0.97 points higher
     assert cap == "**Claims checked (Paper 3).** Profile `cpu`; seeds [1, 2, 3]; verdicts from 95% t intervals of the difference paired over seeds."
+    text = r.discussion(f, lm, vision_rows(), raw)  # generated from the records, with this run's search
+    assert "- **Dense references**" in text and "m: WikiText-2 20.00" in text
+    assert "- **m, head 10%**: lowest mean WikiText-2 perplexity change over seeds is" in text and "(rank " in text
+    assert "- **v, head 10%**: lowest mean top-1 drop (points) over seeds is MAB-TS's (+2.00)" in text
+    assert "its pool (16 candidates" in text and "mini-batches of 1 window(s) of 128 tokens" in text
     m = r.metrics(f, vision_rows(), raw)
     assert m["dense_ppl"] == {"m": 20.0} and m["n_cells"] == len(f) + 6 and m["n_claims"] == 8
 
@@ -500,3 +505,24 @@ def test_removal_caption_reads_the_record():
     assert cap == ("**Removal.** m, MAB-TS seed 1: 3 heads and 64 MLP channels (head 10% and mlp 5%: its own "
                    "selections above); prefill of 128 tokens, median of 15 round-robin repeats, speed-up paired by "
                    "round, bfloat16; removed vs zeroed logits differ by at most 2.0e-06. Profile `cpu`.")
+
+
+def test_removal_caption_says_how_many_heads_padding_keeps():
+    """Three heads selected on a GQA model (4 query heads, 2 KV heads): head 1 of layer 0 leaves its
+    group uneven, so padding keeps it as a zero head; heads 0 and 1 of layer 1 empty a whole group
+    and go. The caption says 2 removed, 1 kept, not "3 heads"."""
+    from repro.arch import adapter
+
+    from helpers import build_tiny
+
+    r = fake_report()
+    r.lm["m"].adapter = adapter(build_tiny("tiny-llama"))
+    sel = r.store.put("bandit-select", {"method": "thompson", "seed": 1},
+                      {"units": [["head", 0, 1], ["head", 1, 0], ["head", 1, 1]]})
+    times = {"median_s": 0.2, "times_s": [0.2, 0.2]}
+    res = {"heads": 3, "mlp_channels": 0, "removed_vs_zeroed_max_abs_logit_diff": 0.0,
+           **{v: {"params": 10, "checkpoint_bytes": 1e6, "prefill_b1": times} for v in ("dense", "zeroed", "removed")}}
+    _, cap = r.removal({"config": {"seqlen": 128, "repeats": 15, "dtype": "bfloat16", "batches": [1],
+                                   "selections": [sel["key"]]}, "result": res})
+    assert ("3 heads selected (2 physically removed, 1 kept as zero heads by GQA padding, so the parameter drop is "
+            "2 heads' worth)") in cap

@@ -344,7 +344,7 @@ def test_tables_with_captions_from_constructed_cells():
     assert "Counts for MP, Magnitude-Head and Random, each added alone" in cap4b
     assert T.table4b(vals, ["mpg", "random"])[0].index.tolist() == ["Random"]
     assert T.zeroshot_cells(main, ["m", "absent"], [0.25]) == {
-        "m": [("dense", 0.0), ("mpg", 0.25), ("mp", 0.25), ("gradient-head", 0.25)]}
+        "m": [("dense", 0.0), ("mpg", 0.25), ("mp", 0.25), ("gradient-head", 0.25), ("sparsegpt-head", 0.25)]}
     shown, cap, claims = T.claims(frame, [0.25, 0.5], [1.5, 2.0, 2.5], [0.5])
     assert shown.columns.tolist() == ["claim", "setting", "measured", "verdict", "power", "n", "paper effect",
                                       "half-width"] and len(claims) == len(shown)
@@ -455,3 +455,17 @@ def test_optimal_z_is_chosen_on_half_the_windows_and_tested_on_the_other():
     assert "own best z=2.0 / another model's best z=1.5" in z["a, 50.0%"].measured
     assert z["a, 50.0%"].effect == pytest.approx(np.exp(0.3)) and z["a, 50.0%"].verdict == FAILS
     assert z["b, 50.0%"].verdict == HOLDS and "compared on the other half" in z["b, 50.0%"].measured
+
+
+def test_downstream_claim_pairs_documents_across_tasks():
+    """SparseGPT-Head right on every document where MP-G is wrong on 10 of 40: the claim holds
+    against MP-G, paired over the pooled documents of both tasks; other sparsities stay apart."""
+    def rec(method, sp, a, b):
+        return {"config": {"model": {"name": "m"}, "method": method, "sparsity": sp},
+                "result": {"tasks": {"sst2": {"per_doc": {"acc": a}}, "rte": {"per_doc": {"acc": b}}}}}
+    ones = [1.0] * 20
+    records = [rec("dense", 0.0, ones, ones), rec("sparsegpt-head", 0.25, ones, ones),
+               rec("mpg", 0.25, [0.0] * 5 + [1.0] * 15, [0.0] * 5 + [1.0] * 15), rec("mpg", 0.5, ones, ones)]
+    [c] = R.downstream_claims(records)
+    assert c.setting == "m, 25.0%, vs MP-G" and c.verdict == HOLDS and c.n == 40
+    assert c.effect == pytest.approx(25.0) and "over 40 paired documents" in c.measured

@@ -357,6 +357,11 @@ def test_claims_summary_metrics_and_readme(fake_grid):
     flat = claims[claims.claim.str.startswith("OGAS degrades least")]
     assert flat.setting.tolist() == ["a, vs Magnitude", "a, vs Wanda", "a, vs RIA", "a, vs SparseGPT"]
     assert flat.measured.tolist()[2:] == ["not run", "not run"]
+    low = claims[claims.claim == "OGAS has the lowest perplexity at 80% and 90%"]  # Figure 4's text
+    assert low.setting.tolist() == [f"a, 90%, vs {m}" for m in ("Magnitude", "Wanda", "RIA", "SparseGPT")]
+    assert low.verdict.tolist() == ["holds", "holds", "inconclusive", "inconclusive"]  # RIA, SparseGPT not run
+    collapse = claims[claims.claim.str.startswith("Magnitude and SparseGPT collapse")]
+    assert collapse.verdict.tolist() == ["holds", "inconclusive"] and collapse.threshold.iloc[0] == 100.0
     assert "models a, b" in cap
     text = O.summary(claims, 0.5)
     assert "**OGAS vs Wanda** at 50%: holds: 3;" in text and "**Zero-shot mean above Wanda**: not run" in text
@@ -394,3 +399,21 @@ def test_gamma_bounds_count_each_end_separately(fake_grid):
     assert t.loc["OGAS", ["layers", "at the lower bound", "at the upper bound"]].tolist() == [2, 1, 0]
     assert t.loc["OGAS PAPR-only (lambda 1)", ["layers", "at the lower bound", "at the upper bound"]].tolist() == [3, 2, 1]
     assert "(0.05, 1.1) is the paper's own" in cap
+
+
+def test_figure2_boundary_separates_channels_pruned_more_and_less_than_wanda():
+    """On the paper's axes, OGAS's sparsity crosses the target on the line (1 - lam) x + lam y = I*:
+    channels above it keep more weights than Wanda's uniform target, those below fewer."""
+    from repro.methods.unstructured import channel_importance, channel_sparsity
+
+    rng = np.random.default_rng(0)
+    energy, papr = rng.lognormal(0, 1, 300), rng.lognormal(1, 0.5, 300)
+    lam = 0.4
+    s, _, _ = channel_sparsity(channel_importance(energy, papr, lam), 0.5, 0.5, 0.01, 0.6)
+    ax = O.figure2_axes({"energy": energy, "peak_ratio": papr, "channel_sparsity": s}, lam, 0.5)
+    above = (1 - lam) * ax["x"] + lam * ax["y"] > ax["boundary"] + 1e-9
+    below = (1 - lam) * ax["x"] + lam * ax["y"] < ax["boundary"] - 1e-9
+    assert (s[above] <= 0.5 + 1e-9).all() and (s[below] >= 0.5 - 1e-9).all()
+    assert ax["less_pruned"] + ax["more_pruned"] <= 300 and ax["less_pruned"] > 0 and ax["more_pruned"] > 0
+    xs, ys = ax["line"]
+    np.testing.assert_allclose((1 - lam) * xs + lam * ys, ax["boundary"])

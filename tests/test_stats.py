@@ -171,6 +171,23 @@ def test_power_beside_the_verdict():
     assert underpowered(df).startswith("1 of 3 rows with a paper number are underpowered") and "(a)" in underpowered(df)
 
 
+def test_ratio_power_is_judged_on_the_log_scale():
+    """z = 2.5 'rescues' x3033 [2038, 4475] where the paper's rescue is x0.039: on the ratio scale
+    the half-width (1200) dwarfs the paper's distance from 1 (0.96), on the log scale (0.40 vs 3.24)
+    the interval is precise enough; a ratio claim x0.98 [0.80, 1.20] cannot detect x0.903."""
+    from repro.claims import ratio_claim
+    from repro.evaluate.stats import Paired
+
+    paper = {"z rescues": (0.039, "LLaMA-3-8B 7227 -> 282.8"), "OGAS": (0.903, "Table 1")}
+    rescue, ogas = with_paper([ratio_claim("z rescues", "g", "z=2.5 / z=2.0", Paired(3033.0, (2038.0, 4475.0), 32, 0, 32)),
+                               ratio_claim("OGAS below", "s", "OGAS / Wanda", Paired(0.98, (0.80, 1.20), 32, 20, 12))],
+                              paper)
+    assert rescue.log and rescue.power == "" and rescue.half_width == pytest.approx(math.log(4475 / 2038) / 2)
+    assert ogas.power == UNDERPOWERED
+    table = shown(claims_frame([rescue, ogas]))
+    assert table["half-width"][0] == f"x{math.sqrt(4475 / 2038):.3g}" and table["paper effect"][1] == "x0.903 (Table 1)"
+
+
 def test_paired_difference():
     from repro.evaluate.stats import paired_difference
 

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from repro.arch import adapter
-from repro.structure import full_groups, plan_layer, zero_heads
+from repro.structure import full_groups, plan_layer, removal_counts, zero_heads
 
 from helpers import assert_same_pruned, build_tiny, head_mask
 
@@ -88,7 +88,11 @@ def test_removed_gqa_model_keeps_logits_with_uneven_groups():
     assert plan_layer(4, 2, [3]) == ([0, 1, 2, None], [0, 1], "pad")
     zeroed, removed = copy.deepcopy(m), copy.deepcopy(m)
     zero_heads(adapter(zeroed), heads)
+    counts = removal_counts(adapter(removed), heads)  # the plan, before anything changes
     rep = remove_heads(adapter(removed), heads)
+    # 5 selected: layer 1 loses 3 heads, layers 0 and 2 keep their one selected head as a zero (padding)
+    assert counts == {"selected": 5, "removed": 3, "kept_as_zeros": 2}
+    assert counts["removed"] == sum(4 - r["n_heads"] for r in rep.values())
     assert rep == {0: {"n_heads": 4, "n_kv_heads": 2, "mode": "pad"},
                    1: {"n_heads": 1, "n_kv_heads": 1, "mode": "gqa"},
                    2: {"n_heads": 4, "n_kv_heads": 2, "mode": "pad"}}

@@ -16,6 +16,7 @@ from repro.experiments.units import LAMBADA, BanditExperiment, VisionBanditExper
 from repro.methods.bandit import SELECTORS, reward_summary
 from repro.report import to_markdown
 from repro.store import Store
+from repro.structure import removal_counts
 
 MAB = ("ucb", "thompson")  # the bandit selectors (greedy is the sequential baseline they are compared with)
 LABELS = SELECTORS.labels(dense="Dense")
@@ -432,6 +433,47 @@ def readme_blocks(table1: pd.DataFrame, table1_caption: str, claims: pd.DataFram
             "bandit-claims": to_markdown(claims, claims_caption, index=False)}
 
 
+def discussion(frame: pd.DataFrame, lm: pd.DataFrame, vis: pd.DataFrame, claims: pd.DataFrame, search: dict,
+               batch: str) -> str:
+    """What the results say, as Markdown bullets generated from the records: the dense references,
+    the best method of each setting (mean over seeds) against the two bandits, and what the verdicts
+    mean (with the rows too imprecise to decide). ``search``: the language-model searches' budget and
+    pool; ``batch``: what one of their mini-batches holds."""
+    lines = []
+    dense = frame[frame.method == "dense"] if len(frame) else frame
+    if len(dense):
+        lines.append("- **Dense references** (the same windows and documents every method is paired with): " +
+                     "; ".join(f"{r.model}: WikiText-2 {r.ppl:.2f}" +
+                               (f", LAMBADA {r.lambada_ppl:.2f} (last-word accuracy {r.lambada_acc:.3f})"
+                                if getattr(r, "lambada_ppl", None) is not None and np.isfinite(r.lambada_ppl) else "")
+                               for r in dense.itertuples()) + ".")
+    for table, value, what in ((lm, "change_pct", "WikiText-2 perplexity change"),
+                               (vis, "top1_drop_pp", "top-1 drop (points)")):
+        if not len(table):
+            continue
+        for (model, kinds, ratio), t in table.groupby(SETTING):
+            means = t[np.isfinite(t[value])].groupby("method")[value].mean().sort_values()
+            if means.empty:
+                continue
+            best = means.index[0]
+            ranks = {m: int(list(means.index).index(m)) + 1 for m in MAB if m in means}
+            mab = ", ".join(f"{LABELS[m]} {means[m]:+.2f} (rank {ranks[m]} of {len(means)})" for m in ranks)
+            lines.append(f"- **{model}, {kinds} {ratio:.0%}**: lowest mean {what} over seeds is "
+                         f"{LABELS.get(best, best)}'s ({means.iloc[0]:+.2f}); {mab}.")
+    if len(claims):
+        lines.append(f"- **Verdicts**: {', '.join(f'{v}: {k}' for v, k in claims.verdict.value_counts().items())}. "
+                     "*Inconclusive* means the 95% interval over seeds contains no difference: with five seeds the "
+                     "t interval is wide (t = 2.78 times the standard error), so an effect of the paper's size is "
+                     f"often not resolvable. {underpowered(claims)}")
+    lines.append("- **Likely reasons where a one-shot score beats the bandits** (e.g. Fisher on SmolLM2 heads, "
+                 "magnitude on the Fashion-MNIST ViT): the one-shot scorers rank every candidate at once from the "
+                 f"whole calibration set, while each bandit step sees only its pool ({search.get('pool_size')} "
+                 f"candidates, chosen by magnitude) and {search.get('budget')} paired evaluations on mini-batches of "
+                 f"{batch}, so its damage estimates are noisy; on the ViT trained here, weight magnitude tracks "
+                 "usefulness well. These are readings of the numbers above, not tested claims.")
+    return "\n".join(lines)
+
+
 # ---- one notebook session's tables with their captions ------------------------------------------
 
 class BanditReport:
@@ -543,13 +585,24 @@ class BanditReport:
                    f"verdicts from 95% t intervals of the difference paired over seeds.")
         return shown(claims), caption, claims
 
+    def discussion(self, frame: pd.DataFrame, lm: pd.DataFrame, vis: pd.DataFrame, claims: pd.DataFrame) -> str:
+        """The generated discussion (:func:`discussion`) with this run's search parameters."""
+        p = self.params
+        return discussion(frame, lm, vis, claims, p["search"],
+                          f"{p['calib_batch_size']} window(s) of {p['calib_seqlen']} tokens")
+
     def removal(self, record: dict) -> tuple[pd.DataFrame, str]:
         """The removal record of the ``removal`` parameter's (model, method, seed) as a table
         (:func:`removal_table`) and its caption."""
         rm, c, res = self.params["removal"], record["config"], record["result"]
         which = " and ".join(f"{k[0]} {r:.0%}" for k, r in removal_parts(self.params["unit_settings"][rm["model"]]))
-        caption = (f"**Removal.** {rm['model']}, {LABELS[rm['method']]} seed {rm['seed']}: {res['heads']} heads and "
-                   f"{res['mlp_channels']} MLP channels ({which}: its own selections above); prefill of "
+        sels = [r for r in self.store.records("bandit-select") if r["key"] in c.get("selections", [])]
+        heads = list(dict.fromkeys((u[1], u[2]) for r in sels for u in r["result"]["units"] if u[0] == "head"))
+        n = removal_counts(self.lm[rm["model"]].adapter, heads) if heads else None
+        split = "" if n is None else (f" selected ({n['removed']} physically removed, {n['kept_as_zeros']} kept as "
+                                      f"zero heads by GQA padding, so the parameter drop is {n['removed']} heads' worth)")
+        caption = (f"**Removal.** {rm['model']}, {LABELS[rm['method']]} seed {rm['seed']}: {res['heads']} heads{split} "
+                   f"and {res['mlp_channels']} MLP channels ({which}: its own selections above); prefill of "
                    f"{c['seqlen']} tokens, median of {c['repeats']} round-robin repeats, speed-up paired by round, "
                    f"{c['dtype']}; removed vs zeroed logits differ by at most "
                    f"{res['removed_vs_zeroed_max_abs_logit_diff']:.1e}. Profile `{self.params['profile']}`.")

@@ -14,8 +14,18 @@ import numpy as np
 import pandas as pd
 import torch
 
-from repro.claims import Claim, claims_frame, count_verdicts, fmt_ratio, ratio_claim, shown, underpowered, with_paper
-from repro.evaluate.stats import Paired, paired_ratio, paired_ratio_t, speed_ratio
+from repro.claims import (
+    Claim,
+    claims_frame,
+    count_verdicts,
+    difference_claim,
+    fmt_ratio,
+    ratio_claim,
+    shown,
+    underpowered,
+    with_paper,
+)
+from repro.evaluate.stats import Paired, paired_difference, paired_ratio, paired_ratio_t, speed_ratio
 from repro.experiments.base import owned
 from repro.methods.heads import HEAD_METHODS, select_heads
 from repro.report import fmt_ci, marked_table, rank_marks, to_markdown
@@ -153,9 +163,37 @@ def zeroshot_cells(frame: pd.DataFrame, model: str, sparsities: list[float]) -> 
     """The Table III analogue's cells of ``model``: dense, then MP-G, MP and the best
     calibration-based method of Table I at each of ``sparsities``."""
     cells = [("dense", 0.0)]
-    for sp in sparsities:
-        cells += [("mpg", sp), ("mp", sp), (best_calibrated(frame, model, sp), sp)]
+    for sp in sparsities:  # SparseGPT-Head always: the paper calls it the most robust downstream
+        cells += list(dict.fromkeys([("mpg", sp), ("mp", sp), (best_calibrated(frame, model, sp), sp),
+                                     ("sparsegpt-head", sp)]))
     return cells
+
+
+def downstream_claims(records: list[dict]) -> list[Claim]:
+    """"SparseGPT-Head is the most robust downstream" (the paper's Table III): at each sparsity, its
+    zero-shot accuracy minus each other pruned method's, pooled over the tasks' documents and paired
+    document by document (the same documents for every method)."""
+    def docs(rec):
+        return np.concatenate([np.asarray(t["per_doc"]["acc"], float) for _, t in sorted(rec["result"]["tasks"].items())])
+    out = []
+    by = {(r["config"]["model"]["name"], r["config"]["method"], r["config"].get("sparsity", 0.0)): r for r in records}
+    for (model, method, sp), rec in sorted(by.items()):
+        if method != "sparsegpt-head":
+            continue
+        for (m2, other, sp2), rec2 in sorted(by.items()):
+            if m2 == model and sp2 == sp and other != method:
+                p = paired_difference(docs(rec), docs(rec2))
+                out.append(difference_claim("SparseGPT-Head is the most robust downstream (Table III)",
+                                            f"{model}, {pct(sp)}, vs {LABEL[other]}",
+                                            f"zero-shot accuracy SparseGPT-Head - {LABEL[other]}", _points(p),
+                                            side="above", over="paired documents"))
+    return out
+
+
+def _points(p: Paired) -> Paired:
+    """An accuracy difference in percentage points."""
+    return Paired(100 * p.estimate, None if p.ci is None else (100 * p.ci[0], 100 * p.ci[1]), p.n, p.n_better,
+                  p.n_worse, p.p)
 
 
 def paired_vs(frame: pd.DataFrame, model: str, a: str, b: str, sparsity: float, z_a: float = 2.0,
@@ -440,13 +478,14 @@ class Tables:
 
     # -- sections 9 and 10
     def claims(self, frame: pd.DataFrame, sparsities, z_values, z_sparsities, cost: pd.DataFrame | None = None,
-               efficiency: dict | None = None):
+               efficiency: dict | None = None, zeroshot: list[dict] | None = None):
         """(table, caption, claims): the claims checked (:func:`mpg_claims`) on this session's cells,
-        the scoring ``cost`` and the ``{model: efficiency record}``; ``claims`` keeps the effects."""
+        the scoring ``cost``, the ``{model: efficiency record}`` and the zero-shot records
+        (:func:`downstream_claims`); ``claims`` keeps the effects."""
         groups = {n: e.adapter.attention(0).group_size for n, e in self.experiments.items()}
-        claims = claims_frame(with_paper(mpg_claims(frame, self.models, sparsities, z_values, z_sparsities, groups, cost,
-                                                    {n: r["result"] for n, r in (efficiency or {}).items()}),
-                                         PAPER_EFFECTS))
+        found = mpg_claims(frame, self.models, sparsities, z_values, z_sparsities, groups, cost,
+                           {n: r["result"] for n, r in (efficiency or {}).items()}) + downstream_claims(zeroshot or [])
+        claims = claims_frame(with_paper(found, PAPER_EFFECTS))
         caption = (f"**Claims checked.** Profile `{self.profile}`; models {', '.join(self.models)} on "
                    f"{self.params['data']}; verdicts by one rule from paired 95% intervals (details in the notebook).")
         return shown(claims), caption, claims

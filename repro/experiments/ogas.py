@@ -14,6 +14,7 @@ from repro.claims import Claim, claims_frame, count_verdicts, ratio_claim, shown
 from repro.evaluate.stats import Paired, paired_difference, paired_ratio
 from repro.experiments.base import owned
 from repro.experiments.unstructured import ABLATION, QUANTILES, OgasGrid, PruneExperiment, own_headroom
+from repro.methods.registry import minmax
 from repro.methods.unstructured import PRUNERS
 from repro.report import marked_table, to_markdown
 
@@ -247,6 +248,33 @@ def figure2_channels(frame: pd.DataFrame, grid: OgasGrid) -> tuple[str, str, dic
     layer the first model's OGAS cell kept."""
     name, layer = grid.figure_model, grid.figure_layer_name
     return name, layer, find(frame, name, grid.wt_name, "ogas", grid.sparsity).channels[layer]
+
+
+def figure2_axes(ch: dict, lam: float, target: float) -> dict:
+    """Figure 2 on the paper's axes: each channel's normalised log-energy ``x`` and log-PAPR ``y``
+    (the two terms of OGAS's importance, ``I = (1 - lam) x + lam y``), its OGAS sparsity ``s``, and
+    ``boundary``: the importance ``I*`` at which OGAS's sparsity crosses the target. Wanda prunes
+    every output channel at the target, so channels with ``I > I*`` keep more weights under OGAS than
+    under Wanda and those below keep fewer; in the (x, y) plane the boundary is the line
+    ``(1 - lam) x + lam y = I*``."""
+    x = minmax(np.log1p(np.asarray(ch["energy"], float)))
+    y = minmax(np.log1p(np.asarray(ch["peak_ratio"], float)))
+    s = np.asarray(ch["channel_sparsity"], float)
+    imp = (1 - lam) * x + lam * y
+    order = np.argsort(imp)
+    # s falls as I rises: interpolate I at s = target on the decreasing curve (reversed to increase)
+    boundary = float(np.interp(target, s[order][::-1], imp[order][::-1]))
+    xs = np.linspace(0, 1, 51)
+    line = (xs, (boundary - (1 - lam) * xs) / lam) if lam else (np.full(51, boundary), xs)
+    return {"x": x, "y": y, "s": s, "importance": imp, "boundary": boundary, "line": line, "lam": lam,
+            "more_pruned": int((s > target).sum()), "less_pruned": int((s < target).sum())}
+
+
+def figure2(frame: pd.DataFrame, grid: OgasGrid) -> tuple[str, str, dict]:
+    """Figure 2's ``(model, layer, figure2_axes(...))`` with the model's own lambda."""
+    name, layer, ch = figure2_channels(frame, grid)
+    lam = float(grid.params_for(name, "ogas").get("lam", 0.4))
+    return name, layer, figure2_axes(ch, lam, grid.sparsity)
 
 
 def gamma_frames(frame: pd.DataFrame, grid: OgasGrid) -> list[tuple[str, pd.DataFrame, pd.DataFrame]]:

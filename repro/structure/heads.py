@@ -77,6 +77,19 @@ def apply_layer(adapter: Adapter, layer: int, q_units: list, kv_units: list) -> 
     adapter.set_heads(attn.module, len(q_units), len(kv_units))
 
 
+def removal_counts(adapter: Adapter, heads: Iterable[Head]) -> dict[str, int]:
+    """What :func:`remove_heads` would do with ``heads``, without touching the model: how many query
+    heads it takes out of the matrices and how many GQA padding keeps as zero heads (:func:`plan_layer`)."""
+    heads = list(heads)
+    removed = kept = 0
+    for layer, pruned in by_layer(heads, adapter.n_layers).items():
+        attn = adapter.attention(layer)
+        q, _, _ = plan_layer(attn.n_heads, attn.n_kv_heads, pruned)
+        kept += sum(u is None for u in q)
+        removed += attn.n_heads - len(q)
+    return {"selected": len(heads), "removed": removed, "kept_as_zeros": kept}
+
+
 def remove_heads(adapter: Adapter, heads: Iterable[Head]) -> dict[int, dict]:
     """Physically remove heads; returns per changed layer {n_heads, n_kv_heads, mode}."""
     report = {}
