@@ -158,7 +158,9 @@ def parser() -> argparse.ArgumentParser:
     u.add_argument("--calib-file", default=None, help=".npy token ids [nsamples, seqlen] (replaces --calib-data)")
     u.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="method parameter, e.g. lam=0.2, gamma=0.2, rounding=exact (repeatable; JSON values, "
-                        "of the type of the method's default)")
+                        "of the type of the method's default); stats=reference (wanda, ria, sparsegpt): the "
+                        "reference codes' accumulation of the calibration statistics, with count=reference where "
+                        "taken their masks bit for bit")
     u.add_argument("--save", default=None, help="save the pruned model into this new folder (safetensors)")
     _ppl_args(u, None)
 

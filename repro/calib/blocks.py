@@ -29,8 +29,10 @@ The reference implementations (locuslab/wanda ``prune_wanda``, IST-DASLab/sparse
       weights*, and its outputs become block ``i+1``'s inputs (skipped after the last block).
 
 Everything stays on the block's device, in the model's dtype, under ``torch.inference_mode``;
-observers accumulate in float32/float64. Layers whose inputs are the very same tensor (q/k/v,
-gate/up) share the per-batch work of input-only observers with equal ``key``.
+observers accumulate in float32/float64 (``running=True``: the reference codes' float32 running
+means over windows, one window at a time; a method's ``stats="reference"``). Layers whose
+inputs are the very same tensor (q/k/v, gate/up) share the per-batch work of input-only
+observers with equal ``key``.
 
 A *method* is any object with ``observers(name, module) -> list[Observer]`` (what to collect for
 one linear; ``[]`` for none) and ``compress(name, module, observers) -> dict`` (prune the module in
@@ -38,6 +40,7 @@ place; returns per-layer extras), as in llm-compressor's split of pipelines and 
 """
 from __future__ import annotations
 
+import math
 import time
 from collections import defaultdict
 from contextlib import contextmanager
@@ -103,17 +106,37 @@ class Observer:
 
 class InputSumSq(Observer):
     """``sumsq_j = sum_t x_tj^2`` over all calibration tokens (float64), and the token count.
-    Wanda's ``||X_j||_2 = sqrt(sumsq_j)``."""
+    Wanda's ``||X_j||_2 = sqrt(sumsq_j)``.
 
-    def __init__(self):
+    ``running=True`` accumulates as locuslab/wanda's ``WrappedGPT.add_batch`` does instead (the
+    ``stats="reference"`` of Wanda and RIA): a float32 running mean over windows of
+    ``||X_j||^2``, window by window (``sumsq *= n / (n + 1)``, then ``+= ||x_j||^2 / (n + 1)``);
+    ``sumsq`` is then that mean and ``n`` counts windows. A constant factor per layer, which Wanda's
+    and RIA's selections ignore; only the float rounding differs."""
+
+    def __init__(self, running: bool = False):
+        self.running = running
         self.sumsq: torch.Tensor | None = None
         self.n = 0
 
+    @property
+    def key(self) -> tuple:
+        return ("InputSumSq", self.running)
+
     def measure(self, x, y, start):
+        if self.running:  # one window at a time, each [C_in, T] as the reference transposes it
+            return [torch.norm(xj.reshape(-1, xj.shape[-1]).t().float(), p=2, dim=1) ** 2 for xj in x]
         x = x.reshape(-1, x.shape[-1])
         return x.float().square().sum(0).double(), x.shape[0]
 
     def add(self, m) -> None:
+        if self.running:
+            for sq in m:
+                self.sumsq = torch.zeros_like(sq) if self.sumsq is None else self.sumsq
+                self.sumsq *= self.n / (self.n + 1)
+                self.n += 1
+                self.sumsq += sq / self.n
+            return
         s, n = m
         self.sumsq = s if self.sumsq is None else self.sumsq + s
         self.n += n
@@ -125,28 +148,49 @@ class InputSumSq(Observer):
 
 class Gram(Observer):
     """``G = X^T X`` (float64 accumulator of float32 batch products) over the tokens of the first
-    ``limit`` windows (all when None), and their count."""
+    ``limit`` windows (all when None), and their count.
 
-    def __init__(self, limit: int | None = None):
-        self.limit = limit
+    ``running=True`` accumulates as IST-DASLab/sparsegpt's ``SparseGPT.add_batch`` does instead
+    (SparseGPT's ``stats="reference"``): float32, window by window, ``G *= n / (n + 1)``, then
+    ``+= (sqrt(2 / (n + 1)) X_j)^T (sqrt(2 / (n + 1)) X_j)``; ``gram`` is then the reference's
+    ``H = 2/n_windows X^T X`` itself and ``n`` counts windows."""
+
+    def __init__(self, limit: int | None = None, running: bool = False):
+        self.limit, self.running = limit, running
         self.gram: torch.Tensor | None = None
         self.n = 0
 
     @property
     def key(self) -> tuple:
-        return ("Gram", self.limit)
+        return ("Gram", self.limit, self.running)
 
     def measure(self, x, y, start):
         if self.limit is not None:
             x = x[:max(0, min(len(x), self.limit - start))]
+        if self.running:  # window start + j + 1 of the running mean, [C_in, T] as the reference transposes it
+            scaled = [math.sqrt(2 / (start + j + 1)) * xj.reshape(-1, xj.shape[-1]).t().float()
+                      for j, xj in enumerate(x)]
+            return [s.matmul(s.t()) for s in scaled]
         x = x.reshape(-1, x.shape[-1]).float()
         return (x.T @ x).double() if len(x) else None, x.shape[0]
 
     def add(self, m) -> None:
+        if self.running:
+            for g in m:
+                self.gram = torch.zeros_like(g) if self.gram is None else self.gram
+                self.gram *= self.n / (self.n + 1)
+                self.n += 1
+                self.gram += g
+            return
         g, n = m
         if g is not None:
             self.gram = g if self.gram is None else self.gram.add_(g)
         self.n += n
+
+    @property
+    def hessian(self) -> torch.Tensor:
+        """SparseGPT's ``H = 2/n X^T X`` in float32 (a new tensor)."""
+        return self.gram.clone() if self.running else (self.gram * (2.0 / self.n)).float()
 
 
 class OutputStats(Observer):

@@ -41,6 +41,15 @@ Here ``count="exact"`` (default) removes exactly ``k``; ``count="reference"`` re
 reference rule (used by ``benchmarks/reference_masks.py`` for bit-for-bit comparisons). Wanda
 and N:M select exactly ``k`` / ``N`` in both codes.
 
+Statistics (Wanda, RIA, SparseGPT). ``stats="exact"`` (default) sums ``x_tj^2`` / ``X^T X`` over
+all tokens in float64, ``batch_size`` windows per forward. ``stats="reference"`` accumulates as the
+reference codes do: a float32 running mean over windows (locuslab/wanda ``WrappedGPT``, also
+under RIA; IST-DASLab/sparsegpt ``SparseGPT.add_batch``), one window per forward, torch's thread
+count in the compress step, and N:M groups chosen by ``torch.topk`` (which of exactly tied scores
+it takes is its own rule, not the position). With ``count="reference"`` it reproduces their masks
+bit for bit (``benchmarks/reference_masks.py``), where the default's rounding can flip near-ties.
+A default ``stats`` is left out of ``params`` (and so of record keys made before it existed).
+
 ``sparsity == 0`` leaves the model untouched for every method.
 """
 from __future__ import annotations
@@ -60,6 +69,7 @@ from repro.methods.registry import Method, Registry, check_params, minmax, n_low
 from repro.structure.sparsity import fraction_zero, out_in, prunable_linears
 
 COUNTS = ("exact", "reference")
+STATS = ("exact", "reference")  # repro's float64 statistics, or the reference codes' arithmetic (see above)
 
 
 # ---- patterns and masks ----------------------------------------------------------------------
@@ -124,11 +134,14 @@ def row_ranks(scores: torch.Tensor, order: torch.Tensor | None = None) -> torch.
     return torch.empty_like(order).scatter_(1, order, ar)
 
 
-def lowest_n_of_m(scores: torch.Tensor, n: int, m: int) -> torch.Tensor:
-    """Mask of the ``n`` lowest scores in each group of ``m`` consecutive columns of each row."""
+def lowest_n_of_m(scores: torch.Tensor, n: int, m: int, topk: bool = False) -> torch.Tensor:
+    """Mask of the ``n`` lowest scores in each group of ``m`` consecutive columns of each row: the
+    first ``n`` of a stable sort (ties by position), or (``topk=True``) the ``n`` that
+    ``torch.topk(largest=False)`` returns, as the reference codes select; the two differ only in
+    which of exactly tied scores is taken."""
     rows, cols = scores.shape
     groups = scores.reshape(rows, cols // m, m)
-    idx = groups.argsort(dim=-1, stable=True)[..., :n]
+    idx = groups.topk(n, dim=-1, largest=False)[1] if topk else groups.argsort(dim=-1, stable=True)[..., :n]
     return torch.zeros_like(groups, dtype=torch.bool).scatter_(-1, idx, True).view(rows, cols)
 
 
@@ -149,6 +162,7 @@ class Pruner:
     # a mask that does not depend on the thread count (OGAS's gamma search with more threads is faster
     # but can settle on another gamma within its tolerance)
     compress_threads: int | None = 1
+    batch_size: int | None = None  # windows per forward (None: the caller's)
 
     def __init__(self, sparsity: float, pattern: str | Pattern = "unstructured", **params):
         check_params("pruning method", self.name, self.defaults, params)
@@ -162,6 +176,15 @@ class Pruner:
         self.params = {**self.defaults, **params}
         if self.params.get("count", "exact") not in COUNTS:
             raise UnknownNameError("count rule", self.params["count"], COUNTS)
+        stats = self.params.pop("stats", "exact")
+        if stats not in STATS:
+            raise UnknownNameError("stats rule", stats, STATS)
+        # the one place that decides the reference codes' arithmetic: observers' float32 running means,
+        # one window per forward, torch's threads, topk's N:M ties; "exact" stays out of params (record keys)
+        self.running = stats == "reference"
+        if self.running:
+            self.params["stats"] = stats
+            self.batch_size, self.compress_threads = 1, None
         self.timer = Timer()
 
     def observers(self, name: str, module: nn.Module) -> list:
@@ -179,7 +202,7 @@ class Pruner:
         """Default selection: N:M groups, else one threshold per layer."""
         s = self.scores(w, obs)
         if not self.pattern.unstructured:
-            return lowest_n_of_m(s, self.pattern.n, self.pattern.m)
+            return lowest_n_of_m(s, self.pattern.n, self.pattern.m, topk=self.running)
         return lowest_in_layer(s, n_lowest(self.sparsity, s.numel()), self.params.get("count", "exact"))
 
     def compress(self, name: str, module: nn.Module, obs: list) -> dict:
@@ -200,9 +223,10 @@ class Magnitude(Pruner):
 
 class Wanda(Pruner):
     name, label = "wanda", "Wanda"
+    defaults = {"stats": "exact"}
 
     def observers(self, name, module):
-        return [InputSumSq()]
+        return [InputSumSq(running=self.running)]
 
     def scores(self, w, obs):
         return w.abs() * obs[0].norm.to(w)[None, :]
@@ -210,16 +234,16 @@ class Wanda(Pruner):
     def mask(self, w, obs):
         s = self.scores(w, obs)
         if not self.pattern.unstructured:
-            return lowest_n_of_m(s, self.pattern.n, self.pattern.m)
+            return lowest_n_of_m(s, self.pattern.n, self.pattern.m, topk=self.running)
         return lowest_per_row(s, n_lowest(self.sparsity, s.shape[1]))
 
 
 class RIA(Pruner):
     name, label = "ria", "RIA"
-    defaults = {"a": 0.5, "per_row": False, "count": "exact"}
+    defaults = {"a": 0.5, "per_row": False, "count": "exact", "stats": "exact"}
 
     def observers(self, name, module):
-        return [InputSumSq()]
+        return [InputSumSq(running=self.running)]
 
     def scores(self, w, obs):
         a = w.abs()
@@ -236,17 +260,16 @@ class RIA(Pruner):
 
 class SparseGPT(Pruner):
     name, label = "sparsegpt", "SparseGPT"
-    defaults = {"blocksize": 128, "percdamp": 0.01, "count": "exact"}
+    defaults = {"blocksize": 128, "percdamp": 0.01, "count": "exact", "stats": "exact"}
 
     def observers(self, name, module):
-        return [Gram()]
+        return [Gram(running=self.running)]
 
     def compress(self, name, module, obs):
         view = out_in(module)
         self.check(name, view)
         W, n, m = view.float().clone(), self.pattern.n, self.pattern.m
-        gram = obs[0]
-        H = (gram.gram * (2.0 / gram.n)).float()
+        H = obs[0].hessian
         dead = H.diagonal() == 0
         H[dead, dead] = 1
         W[:, dead] = 0
@@ -270,7 +293,7 @@ class SparseGPT(Pruner):
                 mask = torch.zeros_like(Wt, dtype=torch.bool)
             for i in range(i2 - i1):
                 if m and i % m == 0:
-                    mask[i:i + m] = lowest_n_of_m((Wt[i:i + m] ** 2 / d[i:i + m, None] ** 2).T, n, m).T
+                    mask[i:i + m] = lowest_n_of_m((Wt[i:i + m] ** 2 / d[i:i + m, None] ** 2).T, n, m, self.running).T
                 e = torch.where(mask[i], Wt[i], 0.0) / d[i]  # (w - q) / U_jj
                 Wt[i:] -= U1[i, i:, None] * e[None, :]
                 err[i] = e
@@ -515,10 +538,10 @@ def prune_model(model: nn.Module, method: str, sparsity: float | None, calib_ids
 
     ``calib_ids``: calibration windows ``[nsamples, seqlen]`` (token ids; ignored by, and optional
     for, ``magnitude``). ``sparsity`` may be None with an N:M pattern (then N/M). ``batch_size``:
-    windows per forward. ``compress_threads``: CPU threads of the per-layer compress step
-    (:func:`repro.calib.blocks.threads`; None keeps torch's setting; ``"method"``: the method's
-    own ``compress_threads``). ``params``: the method's
-    parameters (see ``PRUNERS[method].defaults``).
+    windows per forward (one with ``stats="reference"``). ``compress_threads``: CPU threads of the
+    per-layer compress step (:func:`repro.calib.blocks.threads`; None keeps torch's setting;
+    ``"method"``: the method's own ``compress_threads``). ``params``: the method's parameters (see
+    ``PRUNERS[method].defaults``).
     """
     pruner = get_pruner(method)(sparsity, pattern, **params)
     if compress_threads == "method":
@@ -537,8 +560,8 @@ def prune_model(model: nn.Module, method: str, sparsity: float | None, calib_ids
         if pruner.sparsity == 0:
             pass
         elif pruner.calibrated:
-            extras = sequential(model, ids, pruner, batch_size=batch_size, progress=progress, timer=timer,
-                                compress_threads=compress_threads)
+            extras = sequential(model, ids, pruner, batch_size=pruner.batch_size or batch_size, progress=progress,
+                                timer=timer, compress_threads=compress_threads)
         else:
             with timer("compress"), torch.inference_mode(), threads(compress_threads):
                 extras = {n: pruner.compress(n, m, []) for n, m in prunable_linears(model).items()}
