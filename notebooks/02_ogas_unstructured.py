@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#   repro:
+#     module: repro.experiments.ogas
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -77,13 +79,12 @@ import seaborn as sns
 from IPython.display import Markdown, display
 
 from repro.experiments import ogas as O
-from repro.experiments.unstructured import OgasGrid, PruneExperiment
 from repro.notebooks import start
 
 nb = start(globals())
-wt = nb.experiments(PruneExperiment, models)  # WikiText-2: calibrated on train, evaluated on test
-c4 = nb.experiments(PruneExperiment, models, shared=wt, changes={"data": c4_data, "calib_data": c4_calib})
-grid = OgasGrid.from_params(wt, c4, nb.params)  # the cells each section asks for
+# per model: WikiText-2 (calibrated on train, evaluated on test) and C4 (the sample's two halves), one loaded
+# model; the grid holds the cells each section asks for (O.plan lists them all)
+grid = O.build(nb)
 print(grid.describe())
 
 # %%

@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#   repro:
+#     module: repro.experiments.bandit
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -71,14 +73,11 @@ import numpy as np
 import seaborn as sns
 
 from repro.experiments import bandit as B
-from repro.experiments.units import BanditExperiment, VisionBanditExperiment
 from repro.methods.bandit import reward_summary
 from repro.notebooks import start
 
 nb = start(globals())
-exps = nb.experiments(BanditExperiment, models, calib_batch_size=calib_batch_size, search_dtype=search_dtype)
-vexps = nb.experiments(VisionBanditExperiment, vision_models, n_calib=vision_n_calib, n_eval=vision_n_eval,
-                       calib_batch_size=vision_calib_batch_size, search_dtype=search_dtype)
+exps, vexps = B.build(nb)  # language models, vision models; B.plan lists every cell below
 R = B.BanditReport(nb.params, exps, vexps, nb.store)  # the tables below, with their captions
 print(R.describe())
 
@@ -261,7 +260,7 @@ if len(vis):
         sns.stripplot(data=tm, x="method", y="top1_drop_pp", order=order, ax=ax, alpha=0.5, size=4)
         ax.set_ylabel("top-1 drop (pp); 95% t interval over seeds")
         ax.set_xlabel("")
-        ax.set_title(f"{m} ({vexps[m].loaded.identity['source']}) on Fashion-MNIST:\nheads k={int(tm.k.iloc[0])} of "
+        ax.set_title(f"{m} ({vexps[m].identity['source']}) on Fashion-MNIST:\nheads k={int(tm.k.iloc[0])} of "
                      f"{R.n_heads[m]}, {profile} profile", fontsize=8)
         ax.tick_params(axis="x", rotation=30, labelsize=7)
     fig.tight_layout()

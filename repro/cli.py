@@ -1,4 +1,4 @@
-"""Headless entry point: ``python -m repro {ppl,heads,prune,bandit,zeroshot,notebook} ...``
+"""Headless entry point: ``python -m repro {ppl,heads,prune,bandit,zeroshot,notebook,run} ...``
 prints one JSON object on stdout.
 
   ppl       perplexity of a model (SparseGPT/Wanda protocol)
@@ -7,6 +7,7 @@ prints one JSON object on stdout.
   bandit    select heads / MLP groups one at a time (Paper 3), optionally evaluate (paired)
   zeroshot  zero-shot accuracy with lm-eval's task YAMLs (offline data)
   notebook  execute a paper notebook (jupytext .py) with a profile via papermill
+  run       compute a paper notebook's missing records as jobs (--jobs N, --executor local|ray)
 
 Options mean one thing everywhere: --method (the head scorer, pruning method or unit selector:
 ``python -m repro CMD --help`` lists the names), --calib-data, --calib-nsamples, --calib-seqlen,
@@ -194,6 +195,18 @@ def parser() -> argparse.ArgumentParser:
     n.add_argument("--out", default=None, help="executed .ipynb, in an existing folder (default: the .py's pair "
                    "beside it)")
     n.add_argument("--recompute", action="store_true", help="compute every cell again instead of reading records")
+
+    r = command("run", "compute the missing records of a paper notebook as independent jobs (then render it "
+                       "with 'notebook')")
+    r.add_argument("source", help="notebooks/NN_name.py")
+    r.add_argument("--profile", default=None, help="notebooks/profiles/<name>.yaml")
+    r.add_argument("--jobs", type=_positive, default=1, help="worker processes (default 1: in this process)")
+    r.add_argument("--executor", choices=["local", "ray"], default="local",
+                   help="local worker processes, or Ray tasks (pip install '.[cluster]')")
+    r.add_argument("--address", default=None, help="Ray cluster address, e.g. ray://head:10001 (default: a local "
+                                                   "Ray instance)")
+    r.add_argument("--threads", type=_positive, default=None, help="torch threads per worker (default: the cores "
+                                                                   "shared out)")
     return ap
 
 
@@ -475,15 +488,26 @@ def cmd_notebook(args) -> dict:
             "bytes": out.stat().st_size}
 
 
+def cmd_run(args) -> dict:
+    """Every input is checked (source, profile, executor, address) before any cell is computed."""
+    from repro.jobs import run_notebook
+
+    if not Path(args.source).is_file():
+        raise ReproError(f"notebook source {args.source}: no such file")
+    if args.profile is not None and not Path(args.profile).is_file():
+        raise ReproError(f"--profile: no such file {args.profile}")
+    return run_notebook(args.source, args.profile, args.jobs, args.executor, args.address, args.threads)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     warnings.simplefilter("default")
     try:
-        if args.command != "notebook":
+        if args.command not in ("notebook", "run"):
             _check_inputs(args)
         out = {"ppl": cmd_ppl, "heads": cmd_heads, "zeroshot": cmd_zeroshot, "prune": cmd_prune,
-               "bandit": cmd_bandit, "notebook": cmd_notebook}[args.command](args)
+               "bandit": cmd_bandit, "notebook": cmd_notebook, "run": cmd_run}[args.command](args)
     except ReproError as e:
         print(f"error: {' '.join(str(e).splitlines())}", file=sys.stderr)  # one line
         return 2

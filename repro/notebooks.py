@@ -65,7 +65,7 @@ class Session:
         out = {}
         for m in models:
             own = {k: v for k, v in self.model_settings.get(m, {}).items() if k in extra and k in kwargs}
-            loaded = {"loaded": shared[m].loaded} if shared and m in shared else {}
+            loaded = {"loaded": shared[m]} if shared and m in shared else {}  # shared when either loads it
             out[m] = cls(m, self.setup(m, extra, **(changes or {})), self.store, **{**kwargs, **own, **loaded})
         return out
 

@@ -10,17 +10,29 @@ read only the current protocol, never mix the two.
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
 import platform
+import re
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
 SCHEMA = 1
 PROTOCOL = 2  # 2: batch size, weights hash and protocol in every key; paired stats; validation split
+
+
+class Pending(Exception):
+    """A record asked for while planning (:attr:`Store.plan`) does not exist yet:
+    ``record = (experiment folder, key)``."""
+
+    def __init__(self, experiment: str, key: str):
+        super().__init__(f"{experiment}/{key}")
+        self.record = (experiment, key)
 
 
 def config_key(config: dict) -> str:
@@ -58,13 +70,40 @@ class Store:
     ``recompute=True`` computes every cell again (overwriting its record) instead of reading it.
     ``status[(experiment, key)]`` says, for each cell asked for in this session, whether it was
     ``"cached"`` (read from a record) or ``"computed"``; :meth:`cache_summary` counts them for
-    table captions."""
+    table captions.
+
+    ``plan``: while set (a :class:`repro.experiments.plan.Plan`), a missing record is not computed:
+    :meth:`run` raises :class:`Pending` instead. Several processes may share one ``root``: a cell
+    is computed under an exclusive lock on ``.locks/<experiment>/<key>.lock`` (released by the
+    kernel if its process dies), and a process that gets the lock after another wrote the record reads it."""
 
     def __init__(self, root: str | os.PathLike | None, recompute: bool = False):
         self.root = Path(root) if root is not None else None
         self.recompute = recompute
         self.status: dict[tuple[str, str], str] = {}
+        self.plan = None
         self._memory: dict[tuple[str, str], dict] = {}
+
+    # -- model cards: what the last load of a model said about it (repro.experiments.base.Experiment) --
+    def _card_path(self, name: str) -> Path:
+        safe = re.sub(r"[^\w.-]", "_", name)
+        return self.root / "models" / f"{safe if len(safe) < 120 and safe == name else config_key({'name': name})}.json"
+
+    def model_card(self, name: str) -> dict | None:
+        """The card of model ``name`` (its identity, window rule, layer and head counts), or None."""
+        if self.root is None:
+            return self._memory.get(("models", name))
+        p = self._card_path(name)
+        return json.loads(p.read_text()) if p.exists() else None
+
+    def save_model_card(self, name: str, card: dict) -> None:
+        card = json.loads(json.dumps(card, default=str))
+        if self.model_card(name) == card:
+            return
+        if self.root is None:
+            self._memory[("models", name)] = card
+        else:
+            atomic_write_text(self._card_path(name), json.dumps(card, indent=1, sort_keys=True) + "\n")
 
     def path(self, experiment: str, config: dict) -> Path:
         return self.root / experiment / f"{config_key(config)}.json"
@@ -96,15 +135,36 @@ class Store:
         """The record of ``config``: read if finished (unless ``recompute``), else computed,
         stored and returned."""
         key = (experiment, config_key(config))
-        record = None if (self.recompute and self.status.get(key) != "computed") else self.get(experiment, config)
+        fresh = self.recompute and self.status.get(key) != "computed"
+        record = None if fresh else self.get(experiment, config)
+        if record is None and self.plan is not None:
+            raise Pending(*key)
         if record is None:
-            t0 = time.perf_counter()
-            result = compute()
-            record = self.put(experiment, config, result, time.perf_counter() - t0)
-            self.status[key] = "computed"
-        else:
+            with self._claim(experiment, config):
+                record = None if fresh else self.get(experiment, config)  # another process may have written it
+                if record is None:
+                    t0 = time.perf_counter()
+                    result = compute()
+                    record = self.put(experiment, config, result, time.perf_counter() - t0)
+                    self.status[key] = "computed"
+        if record is not None:
             self.status.setdefault(key, "cached")
         return record
+
+    @contextmanager
+    def _claim(self, experiment: str, config: dict):
+        """Hold the cell's lock file while it is computed (nothing for an in-memory store)."""
+        if self.root is None:
+            yield
+            return
+        lock = self.root / ".locks" / experiment / f"{config_key(config)}.lock"
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        with open(lock, "a") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(f, fcntl.LOCK_UN)
 
     def cache_summary(self, keys) -> str:
         """'k of n cells read from cached records' for the (experiment, key) pairs ``keys``."""

@@ -425,14 +425,14 @@ def fake_report() -> BanditReport:
     setup = Setup(data="wikitext2:test", seqlen=128, max_windows=24, eval_dtype="float32", calib_data="wikitext2-train",
                   calib_nsamples=8, calib_seqlen=128)
     adapter = SimpleNamespace(n_layers=3, attention=lambda i: SimpleNamespace(n_heads=4))
-    lm = {"m": SimpleNamespace(loaded=SimpleNamespace(identity={"quantisation": "Q4_K_M", "upstream": "org/m"}),
+    lm = {"m": SimpleNamespace(identity={"quantisation": "Q4_K_M", "upstream": "org/m"},
+                               structure={"n_layers": 3, "heads_per_layer": [4, 4, 4]},
                                setup=setup, calib_batch_size=1, search_dtype="bfloat16", adapter=adapter,
                                windows=lambda: "24 x 128 tokens, <bos> + text windows",
                                data=SimpleNamespace(label="WikiText-2 test"))}
-    vision = {"v": SimpleNamespace(loaded=SimpleNamespace(identity={"source": "trained here", "seed": 0,
-                                                                    "test_top1": 0.9}),
+    vision = {"v": SimpleNamespace(identity={"source": "trained here", "seed": 0, "test_top1": 0.9},
                                    setup=setup, n_calib=512, calib_batch_size=32, n_eval=2000, search_dtype="float32",
-                                   adapter=SimpleNamespace(heads_per_layer=lambda: [4, 6]))}
+                                   structure={"heads_per_layer": [4, 6]})}
     params = {"profile": "cpu", "seeds": [1, 2, 3], "search": {"budget": 8, "pool_size": 16},
               "vision_search": {"budget": 32, "pool_size": 48}, "lambada_limit": 30,
               "unit_settings": {"m": {"head": [0.1], "mlp": [0.03, 0.05]}},

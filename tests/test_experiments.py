@@ -211,11 +211,11 @@ def test_grid_asks_every_cell_and_the_scores_frame_reads_only_this_models_record
     assert sorted(scores.method) == ["mpg", "wanda-head"] and scores.scores.iloc[0].shape == e.shape
     # a score record names its calibration windows; telling whose it is draws none
     fresh = HeadExperiment("tiny-llama", SMALL, Store(None), grad_nsamples=1, progress=False)
-    assert fresh.calibration_source("gradient-head") == e.method_calibration("gradient-head").source
-    assert fresh.calibration_source("wanda-head")["nsamples"] == 2 and fresh.calibration_source("mpg") is None
+    assert fresh.method_source("gradient-head") == e.method_calibration("gradient-head").source
+    assert fresh.method_source("wanda-head")["nsamples"] == 2 and fresh.method_source("mpg") is None
     assert not fresh._calib
     other = {"protocol": PROTOCOL, "model": model_key(e.loaded.identity), "method": "wanda-head",
-             "calibration": {**e.calibration_source("wanda-head"), "nsamples": 3}}
+             "calibration": {**e.method_source("wanda-head"), "nsamples": 3}}
     store.put("heads-scores", other, {"scores": [[0.0]], "seconds": 1.0})
     store.status[("heads-scores", config_key(other))] = "cached"
     assert not e.owns(other) and HeadExperiment("tiny-llama", SMALL.replace(calib_nsamples=3), Store(None)).owns(other)
@@ -239,7 +239,7 @@ def _scores(rows):
 
 def _fake_experiment(tie_seeds=(), group_size=3):
     attn = SimpleNamespace(group_size=group_size, n_kv_heads=1)
-    return SimpleNamespace(loaded=SimpleNamespace(identity={"quantisation": "q4", "source": "hub"}),
+    return SimpleNamespace(identity={"quantisation": "q4", "source": "hub"},
                            setup=SimpleNamespace(max_windows=2, eval_dtype="float32", seqlen=32),
                            data=SimpleNamespace(label="wiki:val"), feeding_note="", shape=(3, 2), tie_seeds=list(tie_seeds),
                            adapter=SimpleNamespace(attention=lambda layer: attn))

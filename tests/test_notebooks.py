@@ -2,11 +2,13 @@
 widget state or progress residue; every committed .ipynb holds exactly its source's cells."""
 import json
 import math
+import re
 
 import nbformat
 import pytest
 
 from repro.errors import ReproError
+from repro.jobs import run_notebook
 from repro.notebooks import clean, declared_parameters, execute, in_sync, load_profile, read_source
 
 from conftest import ROOT
@@ -95,11 +97,20 @@ def test_clean_drops_widgets_and_progress_only():
 
 @pytest.mark.parametrize("src", SOURCES, ids=[s.stem for s in SOURCES])
 def test_notebook_smoke(src, tmp_path):
-    params = load_profile(ROOT / "notebooks/profiles/smoke.yaml", None, src.stem)
+    """``make reproduce``'s path: the plan's cells computed by two workers, then the notebook renders
+    from those records, computing nothing (the plan asked for every cell the notebook asks for)."""
+    profile = ROOT / "notebooks/profiles/smoke.yaml"
+    params = load_profile(profile, None, src.stem)
     out = tmp_path / src.with_suffix(".ipynb").name
-    execute(src, out, ROOT / "notebooks/profiles/smoke.yaml", cwd=ROOT / "notebooks", log_output=False,
-            overrides={"results_dir": str(tmp_path / "results"), "figures_dir": str(tmp_path / "figures"),
-                       "update_readme": False})
+    overrides = {"results_dir": str(tmp_path / "results"), "figures_dir": str(tmp_path / "figures"),
+                 "update_readme": False}
+    summary = run_notebook(src, profile, jobs=2, overrides=overrides)
+    assert summary["cells"] > 0 and summary["retries"] == 0
+    before = {p: p.stat().st_mtime_ns for p in (tmp_path / "results").rglob("*.json")}
+    execute(src, out, profile, cwd=ROOT / "notebooks", log_output=False, overrides=overrides)
+    after = {p: p.stat().st_mtime_ns for p in (tmp_path / "results").rglob("*.json")}
+    assert after == before, "the notebook computed cells its plan did not list: " + \
+        ", ".join(str(p.relative_to(tmp_path)) for p in set(after) - set(before) or after)
     executed = json.loads(out.read_text())
     assert "widgets" not in executed["metadata"]
     outputs = [o for c in executed["cells"] for o in c.get("outputs", [])]
@@ -115,4 +126,6 @@ def test_notebook_smoke(src, tmp_path):
     figs = {p.name for p in (tmp_path / "figures").iterdir()}
     assert expected <= figs, sorted(expected - figs)
     table1 = (tmp_path / "figures" / first).read_text()
-    assert "Profile `smoke`" in table1 and data in table1 and "cells read from cached records" in table1
+    assert "Profile `smoke`" in table1 and data in table1
+    cached = re.search(r"(\d+) of (\d+) cells read from cached records", table1)
+    assert cached and cached[1] == cached[2], cached and cached[0]

@@ -47,6 +47,27 @@ def test_training_is_seeded_cached_and_reloads(tmp_path, monkeypatch):
     assert other != folder and json.loads((other / "training.json").read_text())["seed"] == 4
 
 
+@needs_data
+def test_training_gives_the_same_weights_whatever_thread_count_the_caller_runs(tmp_path, monkeypatch):
+    """Records are keyed by the trained weights' sha256: training twice, once from a 2-thread and
+    once from a 1-thread caller, must give the very same weights (fixed training threads,
+    deterministic algorithms), and leave the caller's thread count as it was."""
+    from repro.assets.files import folder_weights_sha256
+
+    shas = []
+    for n, cache in ((2, "a"), (1, "b")):
+        monkeypatch.setenv("REPRO_CACHE", str(tmp_path / cache))
+        torch.set_num_threads(n)
+        try:
+            folder = fashion_vit_folder(5, TINY, progress=False)
+            assert torch.get_num_threads() == n
+        finally:
+            torch.set_num_threads(2)
+        assert json.loads((folder / "training.json").read_text())["threads"] == 1
+        shas.append(folder_weights_sha256(folder))
+    assert shas[0] == shas[1]
+
+
 def test_an_interrupted_folder_save_leaves_the_old_folder(tmp_path):
     from repro.assets.files import save_folder_atomically
 

@@ -13,6 +13,7 @@ import hashlib
 import json
 import math
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -163,16 +164,36 @@ def train_fashion_vit(seed: int = 0, recipe: ViTRecipe = ViTRecipe(), progress: 
     return model.eval(), record
 
 
+TRAIN_THREADS = 1  # the committed records' models were trained with one thread; more threads sum in another order
+
+
+@contextmanager
+def reproducible_training(threads: int = TRAIN_THREADS):
+    """Training whose weights records depend on: a fixed torch thread count and deterministic
+    algorithms, so the same seed gives the same weights on any machine of the same kind, whatever
+    thread count the caller runs with (restored on exit)."""
+    n, det = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
+    torch.set_num_threads(threads)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(n)
+        torch.use_deterministic_algorithms(det)
+
+
 def trained_folder(prefix: str, seed: int, recipe, train, progress: bool = True) -> Path:
     """The cache folder ``<prefix>-s<seed>`` of a model trained here (a non-default ``recipe``
-    gets its hash in the name): trained by ``train(seed, recipe, progress) -> (model, record)`` and
-    saved atomically with ``training.json`` on first use, read afterwards."""
+    gets its hash in the name): trained by ``train(seed, recipe, progress) -> (model, record)``
+    under :func:`reproducible_training` and saved atomically with ``training.json`` on first use,
+    read afterwards."""
     tag = "" if recipe == type(recipe)() else "-" + hashlib.sha256(
         json.dumps(asdict(recipe), sort_keys=True).encode()).hexdigest()[:8]
     folder = cache_dir("models") / f"{prefix}-s{seed}{tag}"
     if (folder / "training.json").exists():
         return folder
-    model, record = train(seed, recipe, progress)
+    with reproducible_training():
+        model, record = train(seed, recipe, progress)
 
     def write(tmp: Path) -> None:
         model.save_pretrained(tmp)

@@ -495,16 +495,16 @@ class BanditReport:
 
     @property
     def n_heads(self) -> dict[str, int]:
-        return {n: sum(e.adapter.heads_per_layer()) for n, e in self.vision.items()}
+        return {n: sum(e.structure["heads_per_layer"]) for n, e in self.vision.items()}
 
     def describe(self) -> str:
         """One line per model: what it is, its evaluation and calibration data."""
-        lines = [f"{n}: {e.loaded.identity.get('upstream')}; {e.adapter.n_layers} layers; evaluation {e.data.label}, "
+        lines = [f"{n}: {e.identity.get('upstream')}; {e.structure['n_layers']} layers; evaluation {e.data.label}, "
                  f"first {e.setup.max_windows} x {e.setup.seqlen} tokens; calibration {e.setup.calib_nsamples} x "
                  f"{e.setup.calib_seqlen} tokens per seed in mini-batches of {e.calib_batch_size}"
                  for n, e in self.lm.items()]
-        lines += [f"{n}: {e.loaded.identity['source']}, seed {e.loaded.identity['seed']}, test top-1 "
-                  f"{e.loaded.identity.get('test_top1', float('nan')):.3f}; calibration {e.n_calib} training images "
+        lines += [f"{n}: {e.identity['source']}, seed {e.identity['seed']}, test top-1 "
+                  f"{e.identity.get('test_top1', float('nan')):.3f}; calibration {e.n_calib} training images "
                   f"per seed; evaluation on the first {e.n_eval} test images" for n, e in self.vision.items()]
         return "\n".join(lines)
 
@@ -514,8 +514,8 @@ class BanditReport:
         p = self.params
         cache = f" {self.store.cache_summary(frame.key)}." if frame is not None and len(frame) else ""
         if vision:
-            what = "; ".join(f"{n} ({e.loaded.identity['source']}, test top-1 "
-                             f"{e.loaded.identity.get('test_top1', float('nan')):.3f})" for n, e in self.vision.items())
+            what = "; ".join(f"{n} ({e.identity['source']}, test top-1 "
+                             f"{e.identity.get('test_top1', float('nan')):.3f})" for n, e in self.vision.items())
             e = next(iter(self.vision.values()))
             return (f"**{title}** Profile `{p['profile']}`. Models: {what}. Calibration {e.n_calib} training images "
                     f"per seed (mini-batches of {e.calib_batch_size}); evaluation on the first {e.n_eval} test "
@@ -523,7 +523,7 @@ class BanditReport:
                     f"{e.search_dtype}; seeds {p['seeds']}.{cache}")
         e0 = next(iter(self.lm.values()))
         s = e0.setup
-        parts = "; ".join(f"{n} ({e.loaded.identity.get('quantisation')}, evaluated on {e.windows()})"
+        parts = "; ".join(f"{n} ({e.identity.get('quantisation')}, evaluated on {e.windows()})"
                           for n, e in self.lm.items())
         return (f"**{title}** Profile `{p['profile']}`. Models: {parts}. Calibration {s.calib_nsamples} x "
                 f"{s.calib_seqlen} tokens of {s.calib_data} per seed (mini-batches of {e0.calib_batch_size}); "
@@ -546,13 +546,13 @@ class BanditReport:
                 self.caption("Rewards produced by r = sigmoid(-damage / 0.02).", frame))
 
     def layers(self, frame: pd.DataFrame) -> tuple[pd.DataFrame, str]:
-        t = layer_profile(frame, {n: e.adapter.n_layers for n, e in self.lm.items()})
+        t = layer_profile(frame, {n: e.structure["n_layers"] for n, e in self.lm.items()})
         return (_labelled(t).round(3), self.caption(
             "Where the selected units sit: mean layer and share in the first tenth of the layers.", frame))
 
     def head_maps(self, frame: pd.DataFrame) -> dict[str, tuple[np.ndarray, int]]:
         """:func:`head_maps` with each model's (layers, heads per layer)."""
-        return head_maps(frame, {n: (e.adapter.n_layers, e.adapter.attention(0).n_heads) for n, e in self.lm.items()})
+        return head_maps(frame, {n: (e.structure["n_layers"], e.structure["heads_per_layer"][0]) for n, e in self.lm.items()})
 
     def budget(self, frame: pd.DataFrame) -> tuple[pd.DataFrame, str]:
         return budget_table(frame), self.caption(
@@ -619,3 +619,30 @@ class BanditReport:
 def _labelled(table: pd.DataFrame) -> pd.DataFrame:
     """``table`` with its methods' labels instead of their names (an empty table as it is)."""
     return table.assign(method=table.method.map(LABELS)) if len(table) else table
+
+
+# ---- the notebook's experiments and its plan (repro.experiments.plan) ----------------------------------
+
+def build(session) -> tuple[dict, dict]:
+    """Notebook 3's experiments from its parameters: ``({model: BanditExperiment},
+    {model: VisionBanditExperiment})``."""
+    p = session.params
+    lm = session.experiments(BanditExperiment, p["models"], calib_batch_size=p["calib_batch_size"],
+                             search_dtype=p["search_dtype"])
+    vision = session.experiments(VisionBanditExperiment, p["vision_models"], n_calib=p["vision_n_calib"],
+                                 n_eval=p["vision_n_eval"], calib_batch_size=p["vision_calib_batch_size"],
+                                 search_dtype=p["search_dtype"])
+    return lm, vision
+
+
+def plan(session, built: tuple[dict, dict]) -> None:
+    """Ask for every cell notebook 3 asks for (see :func:`repro.experiments.mpg.plan`)."""
+    p, (lm, vision) = session.params, built
+    for name, e in lm.items():
+        e.grid(p["unit_settings"].get(name, {}), p["methods"], p["seeds"], p["search"], p["lambada_limit"])
+    for e in vision.values():
+        e.grid({"head": [p["vision_ratio"]]}, p["vision_methods"], p["seeds"], p["vision_search"])
+    rm = p["removal"]
+    if rm["model"] in lm:
+        lm[rm["model"]].removal(rm["method"], p["unit_settings"][rm["model"]], rm["seed"], p["search"], rm["batches"],
+                                p["seqlen"], rm["repeats"])

@@ -8,7 +8,8 @@ run draws calibration windows and evaluates exactly as the notebooks do.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, fields
+import warnings
+from dataclasses import asdict, dataclass, fields
 
 import torch
 
@@ -18,7 +19,7 @@ from repro.assets.feeding import bos_token, rule
 from repro.calib import Calibration, sample_windows
 from repro.errors import ReproError
 from repro.evaluate.ppl import perplexity, tokenize
-from repro.store import PROTOCOL, Store
+from repro.store import PROTOCOL, Store, config_key
 
 
 @dataclass(frozen=True)
@@ -68,25 +69,102 @@ def model_key(identity: dict) -> dict:
             if identity.get(k) is not None}
 
 
+_UNKNOWN = object()
+
+
+def structure(adapter) -> dict:
+    """What captions and unit counts need of a model's shape: layers, heads and MLP channels per layer."""
+    return {"n_layers": adapter.n_layers, "heads_per_layer": list(adapter.heads_per_layer()),
+            "mlp_channels_per_layer": [adapter.mlp(i).n_channels for i in range(adapter.n_layers)]}
+
+
 class Experiment:
-    """One model under one :class:`Setup`, cells cached in ``store``."""
+    """One model under one :class:`Setup`, cells cached in ``store``.
+
+    The model is loaded when a cell first needs it, not before: what keys and captions need (its
+    identity, window rule, layer and head counts) comes from the *model card* the store keeps of
+    the last load (:meth:`repro.store.Store.model_card`), so a notebook whose records all exist
+    renders without loading, training or converting a model. A load writes the card; if the
+    weights loaded differ from the card's, a warning says so, and the cells of the new weights
+    (new keys) are computed."""
 
     def __init__(self, model: str, setup: Setup, store: Store, progress: bool = True, loaded=None):
-        """``loaded``: an already loaded :class:`repro.assets.Loaded` of ``model`` to share (two
-        experiments on one model under different setups need one copy of its weights)."""
+        """``loaded``: an already loaded :class:`repro.assets.Loaded` of ``model``, or another
+        experiment on ``model`` whose model to share when either loads it (two experiments on one
+        model under different setups need one copy of its weights)."""
         self.setup, self.store, self.progress = setup, store, progress
-        self.loaded = loaded if loaded is not None else load_model(model, "float32", device=setup.device)
-        self.model = self.loaded.model
-        self.adapter = get_adapter(self.model)
-        # how this family's windows start (repro.assets.feeding): <bos> first for Gemma, plain text otherwise
-        self.bos = bos_token(self.model.config, self.loaded.tokenizer)
+        self.model_name = str(model)
+        self._loaded = self._adapter = None
+        self._bos = _UNKNOWN
+        self._share = loaded if isinstance(loaded, Experiment) else None
+        self.card = store.model_card(self.model_name) if self._share is None else self._share.card
+        if loaded is not None and self._share is None:
+            self._take(loaded)
+        elif self.card is None:
+            self.loaded  # noqa: B018 - nothing recorded about this model yet: load it now (and record it)
         self._data = self._calib_text = None
         self._eval = None
         self._calib: dict[int, Calibration] = {}
 
+    # -- the model, loaded on first use ------------------------------------------------------------
+    @property
+    def loaded(self):
+        if self._loaded is None:
+            self._take(self._share.loaded if self._share is not None else
+                       load_model(self.model_name, "float32", device=self.setup.device))
+        return self._loaded
+
+    def _take(self, loaded) -> None:
+        if self.card is not None and model_key(self.card["identity"]) != model_key(loaded.identity):
+            warnings.warn(f"{self.model_name}: the weights loaded here ({model_key(loaded.identity)}) differ from "
+                          f"those its records were made with ({model_key(self.card['identity'])}); their cells are "
+                          "computed again under the new weights", stacklevel=3)
+        self._loaded = loaded
+        self._adapter = get_adapter(loaded.model)
+        if self._bos is _UNKNOWN:
+            self._bos = bos_token(loaded.model.config, loaded.tokenizer)
+        self.card = {"name": self.model_name, "identity": loaded.identity, "task": loaded.task,
+                     "bos": bos_token(loaded.model.config, loaded.tokenizer),
+                     "structure": structure(self._adapter)}
+        self.store.save_model_card(self.model_name, self.card)
+
+    @property
+    def model(self) -> torch.nn.Module:
+        return self.loaded.model
+
+    @property
+    def adapter(self):
+        self.loaded  # noqa: B018
+        return self._adapter
+
+    @property
+    def identity(self) -> dict:
+        """The weights' identity (name, source, quantisation, sha256...): of the loaded model, else the card's."""
+        return self._loaded.identity if self._loaded is not None else self.card["identity"]
+
+    @property
+    def task(self) -> str:
+        return self._loaded.task if self._loaded is not None else self.card["task"]
+
+    @property
+    def structure(self) -> dict:
+        """``n_layers`` and ``heads_per_layer`` (the card's until the model is loaded)."""
+        return self.card["structure"]
+
+    @property
+    def bos(self) -> int | None:
+        """How this family's windows start (repro.assets.feeding): the BOS id for Gemma, None (plain text) otherwise."""
+        return self.card["bos"] if self._bos is _UNKNOWN else self._bos
+
     @property
     def name(self) -> str:
-        return self.loaded.name
+        return self.identity["name"]
+
+    @property
+    def address(self) -> str:
+        """This experiment among a notebook's: its class, model, setup and window rule (a planned
+        :class:`repro.experiments.plan.Job` names it; a worker finds its own copy by it)."""
+        return f"{type(self).__name__}:{self.name}:{config_key(asdict(self.setup))}:{rule(self.bos)}"
 
     @property
     def data(self):
@@ -105,7 +183,7 @@ class Experiment:
     def base_config(self) -> dict:
         """Everything an evaluated cell's number depends on, besides the method."""
         s = self.setup
-        return {"protocol": PROTOCOL, "model": model_key(self.loaded.identity),
+        return {"protocol": PROTOCOL, "model": model_key(self.identity),
                 "data": {k: self.data.identity[k] for k in ("name", "split", "sha256", "note")},
                 "seqlen": s.seqlen, "max_windows": s.max_windows, "batch_size": s.batch_size, "dtype": s.eval_dtype,
                 **self.feeding()}
@@ -130,7 +208,7 @@ class Experiment:
         input contract, for the one comparison that shows why the rule matters. Shares the loaded
         model and the evaluation copy."""
         other = copy.copy(self)
-        other.bos, other._calib = None, {}
+        other._bos, other._calib = None, {}
         return other
 
     def calibration(self, nsamples: int | None = None) -> Calibration:
@@ -143,6 +221,12 @@ class Experiment:
                                   self.bos)
             self._calib[n] = Calibration(wins, self.calibration_key(n))
         return self._calib[n]
+
+    def calibration_source(self, nsamples: int | None = None) -> dict:
+        """``calibration(nsamples).source`` without drawing the windows (tokenizing needs the
+        model's tokenizer): keys are known before, and without, loading the model."""
+        n = self.setup.calib_nsamples if nsamples is None else nsamples
+        return self._calib[n].source if n in self._calib else self.calibration_key(n)
 
     def calibration_key(self, nsamples: int, **extra) -> dict:
         """What identifies ``nsamples`` calibration windows in a key (``extra``: e.g. the seed and
@@ -165,7 +249,7 @@ class Experiment:
 
     def zeroshot_config(self, tasks: list[str], limit: int | None) -> dict:
         """Key fields of a zero-shot cell (lm-eval tasks; the text data and windows play no part)."""
-        return {"protocol": PROTOCOL, "model": model_key(self.loaded.identity), "tasks": list(tasks), "limit": limit,
+        return {"protocol": PROTOCOL, "model": model_key(self.identity), "tasks": list(tasks), "limit": limit,
                 "dtype": self.setup.eval_dtype}
 
     def zeroshot(self, model: torch.nn.Module, tasks: list[str], limit: int | None) -> dict:

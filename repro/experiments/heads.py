@@ -19,6 +19,7 @@ from repro.assets import parse_dtype
 from repro.calib import Calibration
 from repro.errors import ReproError
 from repro.evaluate.speed import attention_flops, attention_params, count_params, prefill_seconds
+from repro.experiments import plan
 from repro.experiments.base import Experiment, Setup, model_key
 from repro.methods.heads import get_method, score_heads, select_heads
 from repro.store import PROTOCOL, Store
@@ -43,7 +44,7 @@ class HeadExperiment(Experiment):
 
     @property
     def shape(self) -> tuple[int, int]:
-        return self.adapter.n_layers, self.adapter.attention(0).n_heads
+        return self.structure["n_layers"], self.structure["heads_per_layer"][0]
 
     def _calib_nsamples(self, method: str) -> int | None:
         """How many calibration windows ``method`` reads (None: it reads no data)."""
@@ -56,24 +57,21 @@ class HeadExperiment(Experiment):
         n = self._calib_nsamples(method)
         return None if n is None else self.calibration(n)
 
-    def calibration_source(self, method: str) -> dict | None:
+    def method_source(self, method: str) -> dict | None:
         """``method_calibration(method).source`` without drawing the windows (tokenizing the
-        calibration corpus takes seconds; telling which score records are this model's must not)."""
+        calibration corpus takes seconds and the model's tokenizer; telling which score records are
+        this model's must not)."""
         n = self._calib_nsamples(method)
-        if n is None:
-            return None
-        if n in self._calib:
-            return self._calib[n].source
-        return self.calibration_key(n)
+        return None if n is None else self.calibration_source(n)
 
     def owner_fields(self, config: dict) -> dict:
         """An evaluated cell shares the evaluation protocol (:meth:`base_config`); a score record
         (no evaluation data) the model and, for a method that reads data, its calibration windows."""
         if "data" in config:
             return super().owner_fields(config)
-        fields = {"protocol": PROTOCOL, "model": model_key(self.loaded.identity)}
+        fields = {"protocol": PROTOCOL, "model": model_key(self.identity)}
         if config.get("calibration") is not None:
-            fields["calibration"] = self.calibration_source(config["method"])
+            fields["calibration"] = self.method_source(config["method"])
         return fields
 
     def method_config(self, method: str, z: float = 2.0, seed: int = 0) -> dict:
@@ -81,12 +79,13 @@ class HeadExperiment(Experiment):
         m = get_method(method)
         cfg = {"method": method, **{k: v for k, v in (("z", z), ("seed", seed)) if k in m.params}}
         if m.calibration:
-            cfg["calibration"] = self.method_calibration(method).source
+            cfg["calibration"] = self.method_source(method)  # the windows' identity, without drawing them
         return cfg
 
-    # -- cells -----------------------------------------------------------------------------------
+    # -- cells (each asks for the records it depends on before its own: repro.experiments.plan) ----
+    @plan.cell
     def scores(self, method: str, z: float = 2.0, seed: int = 0) -> tuple[np.ndarray, float]:
-        cfg = {"protocol": PROTOCOL, "model": model_key(self.loaded.identity), **self.method_config(method, z, seed)}
+        cfg = {"protocol": PROTOCOL, "model": model_key(self.identity), **self.method_config(method, z, seed)}
 
         def compute():
             calib = self.method_calibration(method)
@@ -113,16 +112,18 @@ class HeadExperiment(Experiment):
             masks.heads = self.head_mask(pruned) if pruned else None
             return self.ppl(model)
 
+    @plan.cell
     def dense(self) -> dict:
         return self.run("heads-ppl", {**self.base_config(), "method": "dense"}, lambda: self._ppl(None))
 
+    @plan.cell
     def cell(self, method: str, sparsity: float, z: float = 2.0, tie_break: str = "index", seed: int = 0) -> dict:
+        scores, _ = self.scores(method, z, seed)
         cfg = {**self.base_config(), **self.method_config(method, z, seed), "sparsity": sparsity, "tie_break": tie_break}
         if tie_break == "random":
             cfg["tie_seed"] = seed
 
         def compute():
-            scores, _ = self.scores(method, z, seed)
             pruned = select_heads(scores, sparsity, tie_break, seed)
             return {**self._ppl(pruned), "pruned": [list(p) for p in pruned], "n_pruned": len(pruned)}
         return self.run("heads-ppl", cfg, compute)
@@ -141,16 +142,17 @@ class HeadExperiment(Experiment):
                 out += [self.cell(m, sp, z, tie_break, seed) for sp in sparsities for seed in seeds]
         return out
 
+    @plan.cell
     def zeroshot_cell(self, method: str, sparsity: float, tasks: list[str], limit: int | None = None,
                       z: float = 2.0) -> dict:
         """Zero-shot accuracy (lm-eval) of the model with ``method``'s heads at ``sparsity`` masked
         (``method="dense"``: nothing pruned)."""
+        pruned = [] if method == "dense" else select_heads(self.scores(method, z)[0], sparsity)
         cfg = {**self.zeroshot_config(tasks, limit), "method": method}
         if method != "dense":
             cfg.update(self.method_config(method, z), sparsity=sparsity)
 
         def compute():
-            pruned = [] if method == "dense" else select_heads(self.scores(method, z)[0], sparsity)
             model = self.eval_model()
             with Masks(get_adapter(model)) as masks:
                 masks.heads = self.head_mask(pruned) if pruned else None
@@ -161,11 +163,13 @@ class HeadExperiment(Experiment):
         """The zero-shot record of each ``(method, sparsity)`` of ``cells``."""
         return [self.zeroshot_cell(m, sp, tasks, limit) for m, sp in cells]
 
+    @plan.cell(exclusive=True)
     def efficiency(self, method: str, sparsities=(0.25, 0.5), batches=(1, 8), seqlen: int = 512,
                    repeats: int = 5, z: float = 2.0) -> dict:
         """Params, attention FLOPs and prefill time of the dense model and of the zeroed and the
         physically removed model at each sparsity, all timed round-robin in one cell."""
-        cfg = {"protocol": PROTOCOL, "model": model_key(self.loaded.identity), "method": method, "z": z,
+        scores, _ = self.scores(method, z)
+        cfg = {"protocol": PROTOCOL, "model": model_key(self.identity), "method": method, "z": z,
                "sparsities": list(sparsities),
                "batches": list(batches), "seqlen": seqlen, "repeats": repeats, "dtype": self.setup.eval_dtype,
                "threads": torch.get_num_threads(), **self.feeding()}
@@ -175,7 +179,7 @@ class HeadExperiment(Experiment):
             variants = {"dense": copy.deepcopy(self.model).to(dtype)}
             out = {"dense": {"sparsity": 0.0, "mode": "dense", "n_pruned": 0}}
             for sp in sparsities:
-                pruned = select_heads(self.scores(method, z)[0], sp)
+                pruned = select_heads(scores, sp)
                 for mode, op in (("zeroed", zero_heads), ("removed", remove_heads)):
                     model = copy.deepcopy(self.model)
                     op(get_adapter(model), pruned)

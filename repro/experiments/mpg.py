@@ -27,6 +27,7 @@ from repro.claims import (
 )
 from repro.evaluate.stats import Paired, paired_difference, paired_ratio, paired_ratio_t, speed_ratio
 from repro.experiments.base import owned
+from repro.experiments.heads import HeadExperiment
 from repro.methods.heads import HEAD_METHODS, select_heads
 from repro.report import fmt_ci, marked_table, rank_marks, to_markdown
 from repro.store import Store
@@ -57,7 +58,7 @@ def _and(words: list[str]) -> str:
 
 def describe(experiments) -> str:
     """One line per model: its source, shape and evaluation windows."""
-    return "\n".join(f"{name}: {e.loaded.identity.get('upstream', e.loaded.identity['source'])}; "
+    return "\n".join(f"{name}: {e.identity.get('upstream', e.identity['source'])}; "
                      f"L x H = {e.shape[0]} x {e.shape[1]}, KV heads {e.adapter.attention(0).n_kv_heads}; "
                      f"eval {e.data.label}, first {e.setup.max_windows} windows of {e.setup.seqlen}"
                      for name, e in experiments.items())
@@ -263,7 +264,7 @@ class Tables:
         """'**title** Profile `cpu`. Models: ... (quantisation, windows, data, dtype). Calibration:
         ...'; ``keys``: the cells' record keys, to say how many were read from cached records."""
         p = self.params
-        parts = [f"{n} ({e.loaded.identity.get('quantisation')}, first {e.setup.max_windows} x {p['seqlen']} tokens "
+        parts = [f"{n} ({e.identity.get('quantisation')}, first {e.setup.max_windows} x {p['seqlen']} tokens "
                  f"of {e.data.label}{e.feeding_note}, {e.setup.eval_dtype})" for n, e in self.experiments.items()]
         cache = f" {self.store.cache_summary(keys)}." if keys is not None else ""
         return (f"**{title}** Profile `{self.profile}`. Models: " + "; ".join(parts) +
@@ -688,3 +689,38 @@ def efficiency_claims(eff: dict, model: str) -> list[Claim]:
                                    setting, f"attention FLOPs x{f:.2f} ({r['heads']} of {dense['heads']} heads kept, "
                                    f"{kept} of them zero heads that GQA padding keeps)", f, (f, f), 0.55, "below"))
     return out
+
+
+# ---- the notebook's experiments and its plan (repro.experiments.plan) ----------------------------------
+
+def build(session) -> dict:
+    """Notebook 1's experiments, ``{model: HeadExperiment}``, from its parameters."""
+    p = session.params
+    return session.experiments(HeadExperiment, p["models"], grad_nsamples=p["grad_nsamples"], tie_seeds=p["tie_seeds"])
+
+
+def plan(session, exps: dict) -> None:
+    """Ask for every cell notebook 1 asks for, by the calls its cells make, in their order (while
+    the store plans, a missing record becomes a job; ``tests/test_notebooks.py`` runs the plan,
+    then the notebook, and checks that the notebook computed nothing)."""
+    p = session.params
+    for e in exps.values():
+        e.grid(p["methods"])  # scores
+    for e in exps.values():
+        e.grid(p["methods"], p["sparsities"], dense=True)  # Table I
+    for e in exps.values():
+        if e.bos is not None:
+            e.without_bos().dense()  # the feeding table
+    for e in exps.values():
+        e.grid(Z_METHODS, p["z_sparsities"], p["z_values"])  # Table II
+    if p["zeroshot_tasks"] and session.store.plan.empty:  # the cells follow Table I's ranking
+        cells = Tables(session, exps).zeroshot_cells(main_cells(ppl_frame(session.store, exps)),
+                                                     p["zeroshot_models"], p["zeroshot_sparsities"])
+        for n, c in cells.items():
+            exps[n].zeroshot_grid(c, p["zeroshot_tasks"], p["zeroshot_limit"])
+    for e in exps.values():
+        e.grid(["mpg"], p["sparsities"], tie_break="random")
+    for n in p["efficiency_models"]:
+        if n in exps:
+            exps[n].efficiency("mpg", p["efficiency_sparsities"], p["efficiency_batches"], p["efficiency_seqlen"],
+                               p["efficiency_repeats"])

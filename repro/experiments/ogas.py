@@ -118,7 +118,7 @@ def ratio_text(p: Paired, digits: int = 3) -> str:
 def caption(grid: OgasGrid, title: str, frame: pd.DataFrame | None = None) -> str:
     """A table's caption: ``title``, then the profile, models, calibration and evaluation of the
     first model's setups, and how many of ``frame``'s cells were read from cached records."""
-    parts = [f"{name} ({e.loaded.identity.get('quantisation')}, OGAS {grid.ogas_setting[name]} setting, evaluated on "
+    parts = [f"{name} ({e.identity.get('quantisation')}, OGAS {grid.ogas_setting[name]} setting, evaluated on "
              f"{e.windows()})" for name, e in grid.wt.items()]
     cache = f" {grid.store.cache_summary(frame.key)}." if frame is not None and len(frame) else ""
     s, c4 = grid.wt[grid.models[0]].setup, grid.c4[grid.models[0]].setup
@@ -464,3 +464,25 @@ def metrics(frame: pd.DataFrame, claims: pd.DataFrame, grid: OgasGrid) -> dict:
     """The run's summary numbers (the notebook's last line, read by the smoke test)."""
     return {"dense_ppl": dense_ppl(frame, grid), "n_cells": int(len(frame)), "n_claims": int(len(claims)),
             "verdicts": claims.verdict.value_counts().to_dict()}
+
+
+# ---- the notebook's experiments and its plan (repro.experiments.plan) ----------------------------------
+
+def build(session) -> OgasGrid:
+    """Notebook 2's grid from its parameters: per model a WikiText-2 and a C4 experiment sharing one
+    loaded model."""
+    p = session.params
+    wt = session.experiments(PruneExperiment, p["models"])
+    c4 = session.experiments(PruneExperiment, p["models"], shared=wt,
+                             changes={"data": p["c4_data"], "calib_data": p["c4_calib"]})
+    return OgasGrid.from_params(wt, c4, p)
+
+
+def plan(session, grid: OgasGrid) -> None:
+    """Ask for every cell notebook 2 asks for, section by section (see :func:`repro.experiments.mpg.plan`)."""
+    grid.run_main()
+    grid.run_nm()
+    for name in grid.zeroshot_models:  # the pruned models' zero-shot scores are in their main cells
+        grid.wt[name].dense_zeroshot(grid.zeroshot_tasks, grid.zeroshot_limit)
+    grid.run_ablation()
+    grid.run_curve()

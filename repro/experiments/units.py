@@ -29,11 +29,12 @@ from repro.errors import ReproError
 from repro.evaluate.ppl import tokenize
 from repro.evaluate.prefix import UnitEvaluator, image_batches, lm_batches
 from repro.evaluate.speed import count_params, prefill_seconds
+from repro.experiments import plan
 from repro.experiments.base import Experiment, Setup, model_key
-from repro.methods.bandit import SELECTORS, Unit, candidates, select_units
+from repro.methods.bandit import SELECTORS, Unit, candidates, check_kinds, select_units
 from repro.store import PROTOCOL, Store
 from repro.structure import remove_channels, remove_heads, save_pruned, zero_channels, zero_heads
-from repro.structure.masks import KINDS, Masks, group_range
+from repro.structure.masks import KINDS, Masks, group_range, n_groups
 
 LAMBADA = "lambada_openai"
 
@@ -51,12 +52,18 @@ def _search_dtype(search_dtype: str, setup: Setup) -> str:
     return search_dtype
 
 
-def units_for(adapter, kinds, ratio: float, group_size: int) -> tuple[int, int]:
+def units_for(structure, kinds, ratio: float, group_size: int) -> tuple[int, int]:
     """(k, number of candidates): ``k = round(ratio * candidates)``, at least 1; the effective
-    ratio is ``k / candidates`` (integer unit counts)."""
+    ratio is ``k / candidates`` (integer unit counts). ``structure``: an adapter, or a model card's
+    ``structure`` (heads and MLP channels per layer: counted without the model)."""
     if not 0 < ratio < 1:
         raise ReproError(f"ratio must be in (0, 1), got {ratio!r}")
-    n = len(candidates(adapter, kinds, group_size))
+    if isinstance(structure, dict):
+        kinds = check_kinds(kinds)
+        n = sum(("head" in kinds) * h + ("mlp" in kinds) * n_groups(c, group_size)
+                for h, c in zip(structure["heads_per_layer"], structure["mlp_channels_per_layer"]))
+    else:
+        n = len(candidates(structure, kinds, group_size))
     return max(1, int(round(ratio * n))), n
 
 
@@ -95,26 +102,29 @@ class BanditExperiment(Experiment):
             self._batches[seed] = self._draw(seed)
         return self._batches[seed]
 
+    def batches_source(self, seed: int) -> dict:
+        """What identifies the seed's calibration mini-batches in keys (known without drawing them)."""
+        return self.calibration_key(self.setup.calib_nsamples, seed=seed, batch_size=self.calib_batch_size)
+
     def _draw(self, seed: int) -> tuple[list[dict], dict]:
         s = self.setup
         wins = sample_windows(tokenize(self.loaded.tokenizer, self.calib_text), s.calib_nsamples, s.calib_seqlen, seed,
                               self.bos)
-        source = self.calibration_key(s.calib_nsamples, seed=seed, batch_size=self.calib_batch_size)
-        return lm_batches(wins, self.calib_batch_size), source
+        return lm_batches(wins, self.calib_batch_size), self.batches_source(seed)
 
     def k(self, kinds, ratio: float) -> int:
-        return units_for(self.adapter, kinds, ratio, self.group_size)[0]
+        return units_for(self.structure, kinds, ratio, self.group_size)[0]
 
     def select_config(self, method: str, kinds, ratio: float, seed: int, params: dict | None = None) -> dict:
         sel = SELECTORS[method]
         sel.check_params(params, "unit selector")
         kinds = sorted(kinds)
-        k, n = units_for(self.adapter, kinds, ratio, self.group_size)
+        k, n = units_for(self.structure, kinds, ratio, self.group_size)
         full = {**sel.defaults, **(params or {})}
         if sel.sequential and k * full["budget"] < min(full["pool_size"], n):
             raise ReproError(f"{method}: the whole budget, k x budget = {k} x {full['budget']}, is smaller than the "
                              f"pool ({min(full['pool_size'], n)} candidates): some would never be evaluated")
-        source = None if sel.calibration_free else self.calibration_batches(seed)[1]
+        source = None if sel.calibration_free else self.batches_source(seed)
         return {"protocol": PROTOCOL, "model": self.base_config()["model"], "method": method, "kinds": kinds,
                 "ratio": ratio, "k": k, "candidates": n, "group_size": self.group_size, "seed": seed,
                 "params": {**sel.defaults, **(params or {})}, "calibration": source,
@@ -137,6 +147,7 @@ class BanditExperiment(Experiment):
         raise ReproError(f"search dtype {dtype} needs eval_dtype {dtype} (the evaluation copy), got "
                          f"{self.setup.eval_dtype}")
 
+    @plan.cell
     def select(self, method: str, kinds=KINDS, ratio: float = 0.1, seed: int = 1, params: dict | None = None,
                ratios=()) -> dict:
         """The record of one selection (searched once, then read). ``ratios``: the other ratios
@@ -182,10 +193,12 @@ class BanditExperiment(Experiment):
     def owner_fields(self, config: dict) -> dict:
         return self.eval_config(config.get("lambada_limit"))
 
+    @plan.cell
     def dense(self, lambada_limit: int | None = None) -> dict:
         return self.run("bandit-ppl", {**self.eval_config(lambada_limit), "method": "dense"},
                         lambda: self._evaluate([], lambada_limit))
 
+    @plan.cell
     def cell(self, method: str, kinds=KINDS, ratio: float = 0.1, seed: int = 1, params: dict | None = None,
              lambada_limit: int | None = None, ratios=()) -> dict:
         """Select (or read the selection; ``ratios`` as in :meth:`select`), then evaluate the
@@ -205,6 +218,7 @@ class BanditExperiment(Experiment):
         return [self.cell(m, [kind], ratio, seed, search_params(m, search), lambada_limit, ratios=ratios)
                 for kind, ratios in unit_ratios.items() for ratio in ratios for m in methods for seed in seeds]
 
+    @plan.cell(exclusive=True)
     def removal(self, method: str, unit_ratios: dict, seed: int, search: dict | None = None, batches=(1, 4),
                 seqlen: int = 128, repeats: int = 5) -> dict:
         """:func:`removal_cell` of ``method`` and ``seed`` on each unit type's largest ratio
@@ -284,24 +298,26 @@ class VisionBanditExperiment(BanditExperiment):
             raise ReproError(f"need 1 <= calib_batch_size <= n_calib and n_eval >= 1, got {calib_batch_size}, "
                              f"{n_calib}, {n_eval}")
         Experiment.__init__(self, model, setup, store, progress, loaded)
-        if self.loaded.task != "image-classification":
-            raise ReproError(f"{model} is not an image classifier ({self.loaded.task})")
+        if self.task != "image-classification":
+            raise ReproError(f"{model} is not an image classifier ({self.task})")
         self.n_calib, self.calib_batch_size, self.n_eval, self.group_size = n_calib, calib_batch_size, n_eval, group_size
         self.search_dtype = _search_dtype(search_dtype, setup)
         self._batches = {}
 
     def pixels(self, images):
         """uint8 Fashion-MNIST images -> this model's pixel values (its resolution, channels, normalisation)."""
-        return pixels_for(self.loaded.identity, images)
+        return pixels_for(self.identity, images)
+
+    def batches_source(self, seed: int) -> dict:
+        return {"data": "fashion-mnist:train", "n": self.n_calib, "seed": seed, "batch_size": self.calib_batch_size}
 
     def _draw(self, seed: int) -> tuple[list[dict], dict]:
         images, labels = fashion_mnist("train")
         idx = torch.randperm(len(labels), generator=torch.Generator().manual_seed(seed))[:self.n_calib]
-        source = {"data": "fashion-mnist:train", "n": self.n_calib, "seed": seed, "batch_size": self.calib_batch_size}
-        return image_batches(self.pixels(images[idx]), labels[idx], self.calib_batch_size), source
+        return image_batches(self.pixels(images[idx]), labels[idx], self.calib_batch_size), self.batches_source(seed)
 
     def base_config(self) -> dict:
-        return {"protocol": PROTOCOL, "model": model_key(self.loaded.identity), "data": "fashion-mnist:test",
+        return {"protocol": PROTOCOL, "model": model_key(self.identity), "data": "fashion-mnist:test",
                 "n_eval": self.n_eval, "dtype": self.setup.eval_dtype}
 
     def eval_config(self, lambada_limit: int | None = None) -> dict:
@@ -323,9 +339,11 @@ class VisionBanditExperiment(BanditExperiment):
         return {"top1": float(right.float().mean()), "ce": float(ce.mean()), "per_image_ce": ce.tolist(),
                 "per_image_correct": right.int().tolist(), "n_eval": len(y)}
 
+    @plan.cell
     def dense(self, lambada_limit: int | None = None) -> dict:
         return self.run("bandit-vision", {**self.eval_config(), "method": "dense"}, lambda: self._evaluate([]))
 
+    @plan.cell
     def cell(self, method: str, kinds=("head",), ratio: float = 0.1, seed: int = 1, params: dict | None = None,
              lambada_limit: int | None = None, ratios=()) -> dict:
         sel = self.select(method, kinds, ratio, seed, params, ratios)

@@ -18,6 +18,7 @@ import numpy as np
 
 from repro.assets import parse_dtype
 from repro.assets.data import parse_spec
+from repro.experiments import plan
 from repro.experiments.base import Experiment
 from repro.methods.unstructured import auto_s_max, get_pruner, ogas_setting, parse_pattern, prune_model
 from repro.structure.sparsity import prunable_linears, zeros_sha256
@@ -43,7 +44,7 @@ class PruneExperiment(Experiment):
         cfg = {"method": method, "sparsity": pruner.sparsity, "pattern": str(pruner.pattern),
                "params": {k: (list(v) if isinstance(v, tuple) else v) for k, v in pruner.params.items()}}
         if pruner.calibrated:
-            cfg["calibration"] = self.calibration().source
+            cfg["calibration"] = self.calibration_source()  # without drawing the windows
         return cfg
 
     def prune(self, method: str, sparsity: float | None, pattern: str = "unstructured", params: dict | None = None):
@@ -54,9 +55,11 @@ class PruneExperiment(Experiment):
                              **(params or {}))
         return model, report
 
+    @plan.cell
     def dense(self) -> dict:
         return self.run("prune-ppl", {**self.base_config(), "method": "dense"}, lambda: self.ppl(self.eval_model()))
 
+    @plan.cell
     def dense_zeroshot(self, tasks: list[str], limit: int | None) -> dict:
         """The dense model's zero-shot record (the reference row of Tables 3-4)."""
         return self.run("prune-zeroshot", {**self.zeroshot_config(tasks, limit), "method": "dense"},
@@ -66,6 +69,7 @@ class PruneExperiment(Experiment):
         """The MLP down projections of the model's blocks, block 0 first (Figure 2's layer choice)."""
         return [n for n in prunable_linears(self.model) if n.endswith(DOWN_PROJECTIONS)]
 
+    @plan.cell
     def cell(self, method: str, sparsity: float | None, pattern: str = "unstructured", params: dict | None = None,
              zeroshot_tasks: list[str] | None = None, zeroshot_limit: int | None = None,
              keep_layers: tuple[str, ...] = ()) -> dict:
@@ -171,7 +175,7 @@ class OgasGrid:
         lines = []
         for name, e in self.wt.items():
             s = e.setup
-            lines.append(f"{name}: {e.loaded.identity.get('upstream')}; OGAS setting {self.ogas_setting[name]} "
+            lines.append(f"{name}: {e.identity.get('upstream')}; OGAS setting {self.ogas_setting[name]} "
                          f"{ogas_setting(self.ogas_setting[name])}; eval {e.data.label} / {self.c4[name].data.label}, "
                          f"first {s.max_windows} x {s.seqlen} tokens; calibration {s.calib_nsamples} x {s.calib_seqlen}")
         return "\n".join(lines)

@@ -1,0 +1,113 @@
+"""Cells as jobs: a notebook's grid listed without computing it.
+
+Every experiment cell is a method of an experiment object that ends in one
+:meth:`repro.store.Store.run` (the record of a configuration). Marked with :func:`cell`, such a
+method can be *planned*: while its store holds a :class:`Plan`, a missing record is not computed;
+the call is kept as a :class:`Job` (the experiment's :attr:`~repro.experiments.base.Experiment.address`,
+the method's name and its arguments), and the method returns None. A worker process that builds
+the same experiments replays the job (``getattr(experiment, call)(*args, **kwargs)``) and writes
+the record; the notebook then reads it.
+
+Rules that keep the plan honest:
+
+* A cell asks for the records it depends on (head scores, a bandit selection) *before* its own
+  record. A missing dependency becomes the job; the cell waits for a later wave (it is
+  *blocked*), so no two workers search or score the same thing.
+* One job per missing record: the first record a call finds missing names the job, and a second
+  call that meets the same record first (another ratio of the same bandit search) is the same job.
+* Code that needs a record's *value* to decide which cells exist (notebook 1's zero-shot cells
+  follow the perplexity ranking) plans them only once nothing before it is pending
+  (:attr:`Plan.empty`), i.e. in a later wave.
+
+The paper modules (:mod:`repro.experiments.mpg`, ``ogas``, ``bandit``) each define ``build(session)``
+(the notebook's experiments) and ``plan(session, built)`` (every cell the notebook asks for, by the
+same calls the notebook makes); :mod:`repro.jobs` runs the waves.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+
+from repro.store import Pending
+
+
+class Blocked(Exception):
+    """A cell waits for a record that another job of this plan will write."""
+
+
+@dataclass(frozen=True)
+class Job:
+    """One missing record's computation: ``getattr(experiment at address, call)(*args, **kwargs)``.
+    ``record``: the ``(experiment folder, key)`` it writes first (the job's identity)."""
+    address: str
+    call: str
+    args: tuple
+    kwargs: tuple  # sorted (name, value) pairs
+    record: tuple[str, str]
+    model: str
+    exclusive: bool = False  # it times something: run alone, with torch's own threads
+
+    @property
+    def label(self) -> str:
+        args = ", ".join([*map(_short, self.args), *(f"{k}={_short(v)}" for k, v in self.kwargs)])
+        return f"{self.model} {self.call}({args})"
+
+
+def _short(v) -> str:
+    text = repr(v)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+@dataclass
+class Plan:
+    """The jobs met so far, one per missing record, in the order the notebook asks for them."""
+    jobs: dict[tuple[str, str], Job] = field(default_factory=dict)
+    blocked: int = 0  # cells that wait for a job of this plan
+    depth: int = 0  # nesting of @cell calls (the outermost one swallows Pending / Blocked)
+
+    @property
+    def empty(self) -> bool:
+        """Nothing asked so far is missing: code that reads values to choose cells may run."""
+        return not self.jobs and not self.blocked
+
+    def add(self, job: Job) -> None:
+        self.jobs.setdefault(job.record, job)
+
+    def ordered(self) -> list[Job]:
+        """The jobs grouped by model (a worker keeps its model loaded between them), each model's
+        in the notebook's order."""
+        models = list(dict.fromkeys(j.model for j in self.jobs.values()))
+        return sorted(self.jobs.values(), key=lambda j: models.index(j.model))
+
+
+def cell(method=None, *, exclusive: bool = False):
+    """Mark an experiment method that computes (or reads) records through ``self.run``: while the
+    store plans (:attr:`repro.store.Store.plan`), a missing record makes this call a :class:`Job`
+    and the call returns None (see the module's rules). ``exclusive``: the cell times something,
+    so it runs alone (``@plan.cell(exclusive=True)``)."""
+    if method is None:
+        return functools.partial(cell, exclusive=exclusive)
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        plan = self.store.plan
+        if plan is None:
+            return method(self, *args, **kwargs)
+        outermost = plan.depth == 0
+        plan.depth += 1
+        try:
+            return method(self, *args, **kwargs)
+        except Pending as p:
+            plan.add(Job(self.address, method.__name__, args, tuple(sorted(kwargs.items())), p.record, self.name,
+                         exclusive))
+            if outermost:
+                return None
+            raise Blocked from None
+        except Blocked:
+            if outermost:
+                plan.blocked += 1
+                return None
+            raise
+        finally:
+            plan.depth -= 1
+    return wrapper

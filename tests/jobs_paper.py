@@ -1,0 +1,75 @@
+"""A paper module for tests/test_jobs.py: notebook 1's head experiment on tiny models, whose dense
+cell can kill its own worker process mid-cell (once: a marker file says it happened), and a
+notebook source that names this module."""
+import os
+import signal
+from pathlib import Path
+
+from repro.experiments import plan as P
+from repro.experiments.heads import HeadExperiment
+
+NOTEBOOK = '''# ---
+# jupyter:
+#   repro:
+#     module: jobs_paper
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% tags=["parameters"]
+profile = "test"
+results_dir = "results"
+figures_dir = "figures"
+models = ["tiny-llama"]
+methods = ["mpg", "mp"]
+sparsities = [0.25, 0.5]
+data = "wiki-sample"
+seqlen = 32
+max_windows = 2
+calib_data = "wiki-sample"
+calib_nsamples = 2
+calib_seqlen = 32
+kill_marker = ""
+
+# %%
+print("rendered")
+'''
+
+
+def write_notebook(folder: Path) -> Path:
+    path = Path(folder) / "nb.py"
+    path.write_text(NOTEBOOK)
+    return path
+
+
+class KillOnce(HeadExperiment):
+    """The dense cell kills its own process in the middle of its computation (record not yet
+    written, cell lock held) the first time, when ``kill_marker`` names a file that does not exist."""
+
+    def __init__(self, *args, kill_marker: str = "", **kwargs):
+        super().__init__(*args, **kwargs)
+        self.kill_marker = kill_marker
+
+    @P.cell
+    def dense(self) -> dict:
+        def compute():
+            out = self._ppl(None)
+            if self.kill_marker and not os.path.exists(self.kill_marker):
+                Path(self.kill_marker).write_text(str(os.getpid()))
+                os.kill(os.getpid(), signal.SIGKILL)
+            return out
+        return self.run("heads-ppl", {**self.base_config(), "method": "dense"}, compute)
+
+
+def build(session) -> dict:
+    p = session.params
+    return {m: KillOnce(m, session.setup(m), session.store, progress=False, kill_marker=p["kill_marker"])
+            for m in p["models"]}
+
+
+def plan(session, exps: dict) -> None:
+    p = session.params
+    for e in exps.values():
+        e.grid(p["methods"], p["sparsities"], dense=True)
