@@ -5,6 +5,9 @@ import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
+# tests never reach the network: no hub lookup before the packaged fallbacks (each process, workers and
+# papermill kernels included, would otherwise retry the hub for ~40 s where it is unreachable, as in CI)
+os.environ.setdefault("REPRO_OFFLINE", "1")
 torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
 
 

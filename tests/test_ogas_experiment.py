@@ -183,6 +183,7 @@ def test_run_nm_ablation_and_curve_ask_for_their_cells(grid):
 
 def fake_experiment(data, calib, store, quant="q4_0", windows="4 x 64 tokens"):
     return SimpleNamespace(identity={"quantisation": quant}, store=store, windows=lambda: windows,
+                           data=SimpleNamespace(name=data.split(":")[0]),
                            setup=Setup(data=data, seqlen=64, max_windows=20, calib_data=calib, calib_nsamples=8,
                                        calib_seqlen=32, eval_dtype="float32"))
 
