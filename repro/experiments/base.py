@@ -121,10 +121,10 @@ class Experiment:
                           "computed again under the new weights", stacklevel=3)
         self._loaded = loaded
         self._adapter = get_adapter(loaded.model)
+        bos = bos_token(loaded.model.config, loaded.tokenizer)
         if self._bos is _UNKNOWN:
-            self._bos = bos_token(loaded.model.config, loaded.tokenizer)
-        self.card = {"name": self.model_name, "identity": loaded.identity, "task": loaded.task,
-                     "bos": bos_token(loaded.model.config, loaded.tokenizer),
+            self._bos = bos
+        self.card = {"name": self.model_name, "identity": loaded.identity, "task": loaded.task, "bos": bos,
                      "structure": structure(self._adapter)}
         self.store.save_model_card(self.model_name, self.card)
 
