@@ -64,6 +64,7 @@ class Claim:
     paper_effect: float | None = None    # the paper's own effect for this claim, on the same scale
     paper: str = ""                      # where the paper's number comes from
     log: bool = False                    # a ratio: precision and the paper's effect are compared on the log scale
+    source: str = ""                     # the paper's sentence this row tests, with its section (with_sources)
 
     @classmethod
     def check(cls, claim: str, setting: str, measured: str, effect: float | None, ci, threshold: float = 1.0,
@@ -106,7 +107,20 @@ def with_paper(claims: list[Claim], effects: dict[str, tuple[float, str]]) -> li
     return claims
 
 
-COLUMNS = ["claim", "setting", "measured", "verdict", "power", "n", "paper effect", "half-width", "effect", "ci",
+def with_sources(claims: list[Claim], sources: dict[str, str]) -> list[Claim]:
+    """Attach to every claim whose statement starts with a key of ``sources`` the paper's own words it
+    tests, with the section they come from (``{statement prefix: '§4.2: "..."'}``). A sentence in
+    quotation marks is the paper's; one without is our paraphrase of where the paper says it (the
+    paper modules say which). A claim with no entry keeps ``source == ""`` and shows "—"; a row
+    beyond the paper says so in its source ("beyond the paper: ...")."""
+    for c in claims:
+        hit = next((v for k, v in sources.items() if c.claim.startswith(k)), None)
+        if hit is not None:
+            c.source = hit
+    return claims
+
+
+COLUMNS = ["claim", "source", "setting", "measured", "verdict", "power", "n", "paper effect", "half-width", "effect", "ci",
            "threshold", "side", "paper", "log"]
 
 
@@ -119,7 +133,7 @@ def claims_frame(claims: list[Claim]):
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-SHOWN = ["claim", "setting", "measured", "verdict", "power", "n", "paper effect", "half-width"]
+SHOWN = ["claim", "paper says", "setting", "measured", "verdict", "power", "n", "paper effect", "half-width"]
 
 
 def shown(claims):
@@ -135,7 +149,9 @@ def shown(claims):
         if h is None or h != h:
             return ""
         return f"x{np.exp(h):.3g}" if row["log"] else f"{h:.3g}"
-    out = claims.assign(**{"paper effect": claims.apply(paper, axis=1) if len(claims) else [],
+    said = claims["source"].map(lambda s: s if isinstance(s, str) and s else "—") if "source" in claims else ""
+    out = claims.assign(**{"paper says": said,
+                           "paper effect": claims.apply(paper, axis=1) if len(claims) else [],
                            "half-width": claims.apply(half, axis=1) if len(claims) else [],
                            "n": claims["n"].map(lambda n: "" if n is None or n != n else str(int(n)))})
     return out[SHOWN]

@@ -149,7 +149,19 @@ def test_paired_test_and_bh():
 def test_claims_frame_columns():
     c = Claim.check("x beats y", "m", "ratio 0.9", 0.9, (0.85, 0.95))
     df = claims_frame([c])
-    assert list(df.columns[:4]) == ["claim", "setting", "measured", "verdict"] and df.verdict[0] == HOLDS
+    assert list(df.columns[:5]) == ["claim", "source", "setting", "measured", "verdict"] and df.verdict[0] == HOLDS
+
+
+def test_every_row_shows_the_sentence_it_tests():
+    """with_sources matches by statement prefix like with_paper; a row without a source shows a dash,
+    never another row's sentence."""
+    from repro.claims import with_sources
+
+    claims = with_sources([Claim.check("OGAS below Wanda at 50%", "a", "", 0.9, (0.85, 0.95)),
+                           Claim.check("MP-G never collapses", "b", "", 0.9, (0.85, 0.95))],
+                          {"OGAS below Wanda": '§4.2: "OGAS outperforms Wanda"', "OGAS": "wrong: shorter key"})
+    assert claims[0].source == '§4.2: "OGAS outperforms Wanda"' and claims[1].source == ""
+    assert shown(claims_frame(claims))["paper says"].tolist() == ['§4.2: "OGAS outperforms Wanda"', "—"]
 
 
 def test_power_beside_the_verdict():
@@ -165,7 +177,7 @@ def test_power_beside_the_verdict():
     assert claims[0].verdict == HOLDS and claims[0].half_width == pytest.approx(0.15)
     df = claims_frame(claims)
     table = shown(df)
-    assert list(table.columns) == ["claim", "setting", "measured", "verdict", "power", "n", "paper effect",
+    assert list(table.columns) == ["claim", "paper says", "setting", "measured", "verdict", "power", "n", "paper effect",
                                    "half-width"]
     assert table["n"].tolist() == ["8", "64", "32", ""] and table["paper effect"][0] == "0.903 (Table 1)"
     assert underpowered(df).startswith("1 of 3 rows with a paper number are underpowered") and "(a)" in underpowered(df)
