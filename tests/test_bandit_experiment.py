@@ -41,7 +41,7 @@ from repro.experiments.units import (
     search_params,
     units_for,
 )
-from repro.store import Store
+from repro.store import Store, config_key
 
 SMALL = Setup(data="wiki-sample", seqlen=32, max_windows=3, calib_data="wiki-sample", calib_nsamples=4,
               calib_seqlen=16)
@@ -121,6 +121,19 @@ def test_search_dtype_follows_the_evaluation_copy(exp):
     assert exp.select_config("ucb", ["head"], 0.25, 1, FAST)["search_dtype"] == "float32"
     with pytest.raises(ReproError, match="search_dtype"):
         BanditExperiment("tiny-llama", SMALL, Store(None), loaded=exp.loaded, calib_batch_size=2, search_dtype="int8")
+
+
+def test_carry_over_keys_are_the_keys_records_had_before_memory_existed(exp):
+    """A carry-over selection keeps the key its record had before the bandits took ``memory`` (no
+    memory field: those searches ran that rule), the default "step" is written into the key, and the
+    two never share a record; greedy takes no memory."""
+    carry = exp.select_config("ucb", ["head"], 0.25, 1, {**FAST, "memory": "carry"})
+    step = exp.select_config("ucb", ["head"], 0.25, 1, FAST)
+    assert "memory" not in carry["params"] and step["params"]["memory"] == "step"
+    assert U.key_params({"budget": 4, "memory": "carry"}) == {"budget": 4}
+    assert config_key(carry) != config_key(step)
+    with pytest.raises(ReproError, match="memory"):
+        exp.select_config("greedy", ["head"], 0.25, 1, {**FAST, "memory": "step"})
 
 
 def test_frame_rows_and_unknown_parameters(exp):
@@ -481,7 +494,7 @@ def test_report_tables_come_with_their_captions():
     assert b2.iloc[1].comparisons == 12 and b2.iloc[0].comparisons == 2 and b2.iloc[1]["failures (non-finite)"] == 1
     assert list(tests.a) == ["MAB-UCB", "MAB-TS"] and (tests.b == "Budgeted greedy").all() and tests.q.notna().all()
     shown, cap, raw = r.claims(lm, vision_rows())
-    assert list(shown.columns[:5]) == ["claim", "setting", "measured", "verdict", "power"]
+    assert list(shown.columns[:6]) == ["claim", "paper says", "setting", "measured", "verdict", "power"]
     assert len(raw) == len(shown) == 8  # 5 + the paper's three summary counts
     top1 = raw[raw.claim.str.startswith("MAB-TS loses less top-1")].iloc[0]
     assert top1["paper effect"] == pytest.approx(0.97)  # drop 2.05 vs 3.02: TS's top-1 0.97 points higher

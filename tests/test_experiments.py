@@ -346,7 +346,7 @@ def test_tables_with_captions_from_constructed_cells():
     assert T.zeroshot_cells(main, ["m", "absent"], [0.25]) == {
         "m": [("dense", 0.0), ("mpg", 0.25), ("mp", 0.25), ("gradient-head", 0.25), ("sparsegpt-head", 0.25)]}
     shown, cap, claims = T.claims(frame, [0.25, 0.5], [1.5, 2.0, 2.5], [0.5])
-    assert shown.columns.tolist() == ["claim", "setting", "measured", "verdict", "power", "n", "paper effect",
+    assert shown.columns.tolist() == ["claim", "paper says", "setting", "measured", "verdict", "power", "n", "paper effect",
                                       "half-width"] and len(claims) == len(shown)
     z25 = claims[claims.claim.str.startswith("z = 2.5 rescues")].iloc[0]  # the paper's 7227 -> 282.8, attached
     assert z25["paper effect"] == pytest.approx(282.8 / 7227) and z25.n == 20

@@ -351,7 +351,7 @@ def test_figure_data(fake_grid):
 def test_claims_summary_metrics_and_readme(fake_grid):
     f = constructed_frame()
     shown, cap, claims = O.claims_table(f, fake_grid)
-    assert list(shown.columns) == ["claim", "setting", "measured", "verdict", "power", "n", "paper effect",
+    assert list(shown.columns) == ["claim", "paper says", "setting", "measured", "verdict", "power", "n", "paper effect",
                                    "half-width"] and len(claims) == len(shown)
     below = claims[(claims.claim == "OGAS below Wanda at 50%") & (claims.setting == "a, wikitext2")]
     assert below.verdict.tolist() == ["holds"]  # lower NLL on every window

@@ -37,9 +37,19 @@ units are pulled first, lowest magnitude first.
 - Thompson: fractional Beta posterior, prior Beta(1, 1), ``alpha += r``, ``beta += 1 - r`` per
   pull; pull argmax of one Beta draw per unit; the best posterior mean joins.
 
-*Our choice:* a unit's statistics persist across steps while it stays in the pool (they were
-gathered under smaller masks; treating them as samples of the same arm is what lets 32 pulls a
-step exploit rather than only explore a 48-unit pool). Ties go to the earlier pool position.
+**Memory: damage conditioned on the current mask.** The paper: "at each step, previously selected
+units remain suppressed while a new candidate is temporarily masked ... marginal damage
+conditioned on the current selected set". The default, ``memory="step"``, takes this literally:
+every step starts each pool unit with empty statistics, so a unit's estimate holds only pulls made
+under the mask it would join, and only a unit pulled under the current mask can join (t counts
+this step's pulls). ``memory="carry"`` is a named variant (the rule of every record made before
+this parameter existed): a unit's statistics persist across steps while it stays in the pool,
+pulls made under earlier, smaller masks counting as samples of the same arm. Unpulled units:
+UCB pulls them first in pool order (its bonus is infinite at n = 0) under both rules; Thompson
+draws them from the Beta(1, 1) prior under ``"step"`` and pulls them first under ``"carry"`` (as
+those records did). With a per-step budget below the pool size, ``"step"`` UCB evaluates each
+step's first ``budget`` pool units once and keeps the least damaging: its exploration bonus
+never acts. Ties go to the earlier pool position.
 
 **Baselines** (``SELECTORS``; one-shot scorers rank every candidate once, on the unmasked
 model, and take the k lowest): random; magnitude (the norm above); Wanda-style
@@ -81,6 +91,7 @@ BUDGET = 32             # paired evaluations per step
 TAU = 0.02              # reward temperature
 UCB_C = 1.5             # UCB exploration constant
 BATCHES_PER_EVAL = 2    # mini-batches averaged in one paired evaluation
+MEMORY = ("step", "carry")  # arm statistics: this step's pulls only (the paper's conditioning), or carried over
 
 
 class Unit(NamedTuple):
@@ -310,6 +321,7 @@ class Arm:
 class UCB:
     """MAB-UCB: pull argmax mean_r + c sqrt(ln t / n); the best empirical mean joins."""
     name = "ucb"
+    pulls_unpulled_first = True  # the bonus is infinite at n = 0
 
     def __init__(self, c: float = UCB_C):
         self.c = c
@@ -326,6 +338,7 @@ class Thompson:
     """Fractional-Beta Thompson sampling: Beta(1 + sum r, 1 + sum (1 - r)) per unit; pull argmax
     of one draw each; the best posterior mean joins."""
     name = "thompson"
+    pulls_unpulled_first = False  # an unpulled unit's draw comes from the prior
 
     def choose(self, pool: list[Unit], arms: dict[Unit, Arm], t: int, rng: np.random.Generator) -> Unit:
         return pool[int(np.argmax(rng.beta([arms[u].alpha for u in pool], [arms[u].beta for u in pool])))]
@@ -384,16 +397,22 @@ def _start(ev: Evaluator, units: Sequence[Unit], ranking: np.ndarray, k: int, se
 
 def bandit_search(ev: Evaluator, units: Sequence[Unit], ranking: np.ndarray, k: int, policy, seed: int = 0,
                   budget: int = BUDGET, pool_size: int = POOL_SIZE, tau: float = TAU,
-                  batches_per_eval: int = BATCHES_PER_EVAL) -> Selection:
-    """The sequential bandit over ``units`` pre-screened by ``ranking`` (lowest first)."""
+                  batches_per_eval: int = BATCHES_PER_EVAL, memory: str = "step") -> Selection:
+    """The sequential bandit over ``units`` pre-screened by ``ranking`` (lowest first); ``memory``
+    as in the module's docstring."""
+    if memory not in MEMORY:
+        raise ReproError(f"memory must be one of {', '.join(MEMORY)}, got {memory!r}")
     t0, stream, pool, policy_rng = _start(ev, units, ranking, k, seed, budget, pool_size, batches_per_eval)
     arms = {u: Arm() for u in pool.members}
     sel = Selection(policy.name, [], ev.budget)
+    unpulled_first = memory == "carry" or policy.pulls_unpulled_first
     t = 0
     for _ in range(k):
+        if memory == "step":  # only pulls under the current mask count
+            arms, t = {u: Arm() for u in pool.members}, 0
         step, pulled = [], []
         for _ in range(budget):
-            fresh = [u for u in pool.members if arms[u].n == 0]
+            fresh = [u for u in pool.members if arms[u].n == 0] if unpulled_first else []
             u = fresh[0] if fresh else policy.choose(pool.members, arms, t, policy_rng)
             d = ev.damage(u, stream.next())
             r = float(reward(d, tau))
@@ -565,6 +584,7 @@ select_ucb, select_thompson, select_greedy = _sequential(_ucb), _sequential(_tho
 
 
 _SEQ = {"budget": BUDGET, "pool_size": POOL_SIZE, "tau": TAU, "batches_per_eval": BATCHES_PER_EVAL}
+_MAB = _SEQ | {"memory": "step"}
 SELECTORS = Registry("unit selector", [
     Method("random", "Random", select_random),
     Method("magnitude", "Magnitude", select_magnitude),
@@ -572,8 +592,8 @@ SELECTORS = Registry("unit selector", [
     Method("taylor", "Taylor", select_taylor, calibration="gradients"),
     Method("fisher", "Fisher", select_fisher, calibration="gradients"),
     Method("greedy", "Budgeted greedy", select_greedy, _SEQ, calibration="losses"),
-    Method("ucb", "MAB-UCB", select_ucb, _SEQ | {"c": UCB_C}, calibration="losses"),
-    Method("thompson", "MAB-TS", select_thompson, _SEQ, calibration="losses"),
+    Method("ucb", "MAB-UCB", select_ucb, _MAB | {"c": UCB_C}, calibration="losses"),
+    Method("thompson", "MAB-TS", select_thompson, _MAB, calibration="losses"),
 ])
 
 
