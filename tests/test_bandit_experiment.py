@@ -22,11 +22,14 @@ from repro.experiments.bandit import (
     head_maps,
     layer_profile,
     lm_summary,
+    lm_table,
     mab_tests,
+    memory_ablation,
     per_seed_table,
     readme_blocks,
     removal_table,
     reward_table,
+    stale_picks,
     vision_frame,
     vision_summary,
     vision_table,
@@ -134,6 +137,38 @@ def test_carry_over_keys_are_the_keys_records_had_before_memory_existed(exp):
     assert config_key(carry) != config_key(step)
     with pytest.raises(ReproError, match="memory"):
         exp.select_config("greedy", ["head"], 0.25, 1, {**FAST, "memory": "step"})
+
+
+def test_memory_ablation_pairs_each_policy_with_its_carry_over_variant(exp, tmp_path):
+    """Both rules run on the same seeds and budget; the frames keep them apart (dense and the
+    baselines in both); the ablation pairs each policy over seeds, reports matched budgets, and a
+    carry-over run's picks without a pull under their mask; the verdict follows the interval."""
+    e = BanditExperiment("tiny-llama", SMALL.replace(max_windows=20), Store(tmp_path), calib_batch_size=2,
+                         progress=False, loaded=exp.loaded)
+    for memory in ("step", "carry"):
+        e.grid({"head": [0.25]}, ["ucb", "thompson", "greedy"] if memory == "step" else ["ucb", "thompson"],
+               [1, 2, 3], {**FAST, "memory": memory} if memory == "carry" else FAST)
+    step, carry = (bandit_frame(e.store, [e], memory=m) for m in ("step", "carry"))
+    assert set(step.memory.dropna()) == {"step"} and set(carry.memory.dropna()) == {"carry"}
+    assert set(step.method) == {"dense", "ucb", "thompson", "greedy"} and len(step) == 10
+    assert set(carry.method) == {"dense", "ucb", "thompson", "greedy"} and len(carry) == 10  # greedy has no memory
+    assert (step.pulled.dropna().map(len) == 3).all()
+    for units, pulled in zip(step[step.method == "ucb"].units, step[step.method == "ucb"].pulled):
+        assert stale_picks(units, pulled) == 0.0
+    t = memory_ablation(lm_table(step), lm_table(carry), step, carry, "change_pct")
+    assert list(t.method) == ["MAB-UCB", "MAB-TS"] and (t.seeds == 3).all()
+    assert (t["paired evaluations (step / carry)"] == "12 / 12").all()  # 3 heads x budget 4, both rules
+    np.testing.assert_allclose(t["carry - step"], t["carry-over"] - t["step (paper)"])
+    assert t["carry-over picks with no pull under their mask"].between(0, 1).all()
+    for _, r in t.iterrows():
+        assert r["verdict (step better)"] == ("holds" if r.ci_lo > 0 else "does not hold" if r.ci_hi < 0
+                                              else "inconclusive")
+
+
+def test_stale_picks_counts_units_without_a_pull_in_their_step():
+    units = [["head", 0, 1], ["head", 1, 2]]
+    assert stale_picks(units, [["head0.1", "head0.3"], ["head0.3"]]) == 0.5
+    assert stale_picks(units, [["head0.1"], ["head1.2"]]) == 0.0 and np.isnan(stale_picks([], []))
 
 
 def test_frame_rows_and_unknown_parameters(exp):

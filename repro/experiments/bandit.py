@@ -9,7 +9,17 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from repro.claims import Claim, claims_frame, count_verdicts, difference_claim, shown, underpowered, with_paper
+from repro.claims import (
+    Claim,
+    claims_frame,
+    count_verdicts,
+    difference_claim,
+    shown,
+    underpowered,
+    verdict,
+    with_paper,
+    with_sources,
+)
 from repro.evaluate.stats import bh, paired_difference, paired_ratio, paired_t, paired_test, speed_ratio
 from repro.experiments.base import owned
 from repro.experiments.units import LAMBADA, BanditExperiment, VisionBanditExperiment, removal_parts
@@ -27,9 +37,16 @@ CELL = SETTING + ["method"]
 
 # ---- frames: one row per evaluated cell ------------------------------------------------------
 
-def bandit_frame(store: Store, experiments, session: bool = True) -> pd.DataFrame:
+def _keep(rows: list[dict], memory: str) -> pd.DataFrame:
+    """The rows of the MAB searches run with ``memory`` (``repro.methods.bandit``: "step", the
+    default, or the "carry" variant), and every other row (dense, baselines: they have no memory)."""
+    return pd.DataFrame([r for r in rows if r["memory"] in (None, memory)])
+
+
+def bandit_frame(store: Store, experiments, session: bool = True, memory: str = "step") -> pd.DataFrame:
     """One row per evaluated cell (dense included) of ``experiments`` (a list or ``{name:
-    BanditExperiment}``); ``session``: only the cells asked for in this session."""
+    BanditExperiment}``); ``session``: only the cells asked for in this session; ``memory``: which
+    MAB searches (:func:`_keep`)."""
     selections = {r["key"]: r for r in store.records("bandit-select")}
     rows = []
     for r, e in owned(store, "bandit-ppl", experiments, session):
@@ -42,12 +59,12 @@ def bandit_frame(store: Store, experiments, session: bool = True) -> pd.DataFram
                      "lambada_acc": None if lam is None else lam["metrics"]["acc"]["value"],
                      "lambada_per_doc": None if lam is None else lam["per_doc"],
                      "finite": bool(np.isfinite(res["ppl"]))})
-    return pd.DataFrame(rows)
+    return _keep(rows, memory)
 
 
-def vision_frame(store: Store, experiments, session: bool = True) -> pd.DataFrame:
+def vision_frame(store: Store, experiments, session: bool = True, memory: str = "step") -> pd.DataFrame:
     """One row per evaluated vision cell (dense included) of ``experiments`` (a list or ``{name:
-    VisionBanditExperiment}``)."""
+    VisionBanditExperiment}``); ``memory`` as in :func:`bandit_frame`."""
     selections = {r["key"]: r for r in store.records("bandit-select")}
     rows = []
     for r, e in owned(store, "bandit-vision", experiments, session):
@@ -56,16 +73,25 @@ def vision_frame(store: Store, experiments, session: bool = True) -> pd.DataFram
                      **_selection_fields(selections.get(c.get("selection"), {})),
                      "top1": res["top1"], "ce": res["ce"], "per_image_ce": res["per_image_ce"],
                      "per_image_correct": res["per_image_correct"]})
-    return pd.DataFrame(rows)
+    return _keep(rows, memory)
 
 
 def _selection_fields(sel: dict) -> dict:
     """The frame columns a cell takes from its selection record (empty record: the dense cell)."""
     sc, sr = sel.get("config", {}), sel.get("result", {})
+    memory = sc.get("params", {}).get("memory", "carry") if sc.get("method") in MAB else None  # key_params
     return {"kinds": "+".join(sc.get("kinds", [])) or "dense", "ratio": sc.get("ratio", 0.0), "k": sc.get("k", 0),
             "candidates": sc.get("candidates"), "seed": sc.get("seed"), "units": sr.get("units"),
             "budget": sr.get("budget"), "pulls": sr.get("pulls"), "rewards": sr.get("rewards"),
-            "damages": sr.get("damages")}
+            "damages": sr.get("damages"), "pulled": sr.get("pulled"), "memory": memory}
+
+
+def stale_picks(units, pulled) -> float:
+    """The share of a sequential run's joined units that had no pull in the step they joined (under
+    the mask they joined): 0 by construction for ``memory="step"``; what carry-over allows."""
+    if not units or not pulled:
+        return np.nan
+    return float(np.mean([f"{u[0]}{u[1]}.{u[2]}" not in step for u, step in zip(units, pulled)]))
 
 
 def first_run(frame: pd.DataFrame, model: str, method: str, kinds: str, ratio: float):
@@ -351,6 +377,37 @@ def _seed_diff(table, a: str, b: str, value: str):
     return None if not seeds else paired_t(x.loc[seeds].to_numpy(), y.loc[seeds].to_numpy())
 
 
+def memory_ablation(step: pd.DataFrame, carry: pd.DataFrame, step_frame: pd.DataFrame, carry_frame: pd.DataFrame,
+                    value: str) -> pd.DataFrame:
+    """Per setting and MAB policy: the paper's conditioning (``memory="step"``, the per-seed rows
+    ``step`` of :func:`lm_table` / :func:`vision_table`) against carried-over statistics (``carry``),
+    same seeds, budget and pool: the mean difference carry - step of ``value`` over seeds with its t
+    interval and paired t-test (:func:`across_seeds`), the paired evaluations of each (matched by
+    construction) and the share of carry-over picks made without a pull under the mask they joined
+    (:func:`stale_picks`)."""
+    rows = []
+    for m in MAB:
+        both = pd.concat([step[step.method == m], carry[carry.method == m].assign(method=f"{m}:carry")])
+        t = across_seeds(both, f"{m}:carry", m, value) if len(both) else pd.DataFrame()
+        for _, r in t.iterrows():
+            at = [(f.model == r.model) & (f.kinds == r.kinds) & (f.ratio == r.ratio) & (f.method == m)
+                  for f in (step_frame, carry_frame)]
+            runs = [f[a] for f, a in zip((step_frame, carry_frame), at)]
+            evals = [f.budget.map(lambda b: (b or {}).get("paired_evaluations")).mean() for f in runs]
+            rows.append({"model": r.model, "kinds": r.kinds, "ratio": r.ratio, "method": LABELS[m], "value": value,
+                         "seeds": r.seeds, "step (paper)": r.mean_b, "carry-over": r.mean_a,
+                         "carry - step": r.mean_diff, "ci_lo": r.ci_lo, "ci_hi": r.ci_hi, "p": r.p,
+                         "verdict (step better)": verdict((r.ci_lo, r.ci_hi), 0.0,
+                                                          "above" if value in LOWER_IS_BETTER else "below"),
+                         "paired evaluations (step / carry)": f"{evals[0]:.0f} / {evals[1]:.0f}",
+                         "carry-over picks with no pull under their mask": float(np.nanmean(
+                             [stale_picks(u, p) for u, p in zip(runs[1].units, runs[1].pulled)]))})
+    return pd.DataFrame(rows)
+
+
+LOWER_IS_BETTER = ("change_pct", "top1_drop_pp", "ce", "lambada_change_pct")
+
+
 def bandit_claims(lm: pd.DataFrame, vision: pd.DataFrame | None = None) -> list:
     """Paper 3's claims, each judged by :func:`repro.claims.verdict` on an interval paired over
     seeds (:func:`repro.claims.difference_claim`)."""
@@ -416,6 +473,24 @@ def summary_claims(tests: pd.DataFrame, alpha: float = 0.05) -> list:
 # (repro.claims.with_paper): MAB-TS against budgeted greedy, top-1 drop 2.05 vs 3.02 points.
 PAPER_EFFECTS = {
     "MAB-TS loses less top-1 than budgeted greedy": (3.02 - 2.05, "top-1 drop MAB-TS 2.05 vs greedy 3.02 pp"),
+}
+
+
+# The paper's words each claim row tests (repro.claims.with_sources). The paper's full text is not
+# available here: words in quotation marks are the paper's as quoted in this project's issues; the
+# rest names where the paper makes the claim and paraphrases it.
+PAPER_SOURCES = {
+    MAB_VS_GREEDY: "paraphrase: language-model results (Table 1), MAB selection degrades perplexity less than "
+                   "budgeted greedy at the same budget",
+    "MAB has the lowest LAMBADA degradation": "paraphrase: cross-dataset LAMBADA results, MAB has the lowest "
+                                              "degradation",
+    "MAB-TS loses less top-1": "paraphrase: vision results at a matched budget (ViT), MAB-TS top-1 drop 2.05 vs "
+                               "budgeted greedy 3.02 points",
+    "MAB-UCB raises cross-entropy less": "paraphrase: vision results, MAB-UCB's cross-entropy increase below "
+                                         "budgeted greedy's on Swin-Tiny",
+    "MAB-UCB is best at every MLP ratio": '"MAB-UCB best at every MLP ratio" (MLP channel groups at 3, 5 and 8%)',
+    "Paper's summary": 'summary of the statistical tests (Table B2): "23/28 CIs exclude zero, 11/28 p < 0.05, '
+                       '6/28 q < 0.05"',
 }
 
 
@@ -578,9 +653,27 @@ class BanditReport:
                                      "top-1 drop, pp): mean difference with its 95% t interval and the paired t-test; "
                                      "q: BH over this family (Table B2's first row).", frame)))
 
+    def memory_ablation(self, lm: pd.DataFrame, frame: pd.DataFrame, vis: pd.DataFrame,
+                        vframe: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+        """:func:`memory_ablation` on the language models (WikiText-2 perplexity change) and the vision
+        models (top-1 drop): this session's carry-over cells against the default ones."""
+        carry = bandit_frame(self.store, self.lm, memory="carry")
+        vcarry = vision_frame(self.store, self.vision, memory="carry")
+        parts = [memory_ablation(lm, lm_table(carry), frame, carry, "change_pct") if len(carry) else None,
+                 memory_ablation(vis, vision_table(vcarry), vframe, vcarry, "top1_drop_pp") if len(vcarry) else None]
+        t = pd.concat([x for x in parts if x is not None and len(x)] or [pd.DataFrame()], ignore_index=True)
+        cap = self.caption(
+            "Ablation: damage conditioned on the current mask (step, the paper's rule and our default) against "
+            "arm statistics carried over from earlier, smaller masks (carry-over), same seeds, per-step budget and "
+            "pool. carry - step: mean over seeds of the WikiText-2 ppl change (%; vision: top-1 drop, pp) with its "
+            "95% t interval and paired t-test; the verdict is the one rule for \"step is better\". Language models "
+            f"{self.params['search']}, vision {self.params['vision_search']} per step.",
+            pd.concat([carry, vcarry], ignore_index=True) if len(carry) or len(vcarry) else None)
+        return (t.round(4) if len(t) else t), cap
+
     def claims(self, lm: pd.DataFrame, vis: pd.DataFrame) -> tuple[pd.DataFrame, str, pd.DataFrame]:
         """The claims table (claim, setting, measured, verdict), its caption, and every claim's numbers."""
-        claims = claims_frame(with_paper(bandit_claims(lm, vis), PAPER_EFFECTS))
+        claims = claims_frame(with_sources(with_paper(bandit_claims(lm, vis), PAPER_EFFECTS), PAPER_SOURCES))
         caption = (f"**Claims checked (Paper 3).** Profile `{self.params['profile']}`; seeds {self.params['seeds']}; "
                    f"verdicts from 95% t intervals of the difference paired over seeds.")
         return shown(claims), caption, claims
@@ -642,6 +735,12 @@ def plan(session, built: tuple[dict, dict]) -> None:
         e.grid(p["unit_settings"].get(name, {}), p["methods"], p["seeds"], p["search"], p["lambada_limit"])
     for e in vision.values():
         e.grid({"head": [p["vision_ratio"]]}, p["vision_methods"], p["seeds"], p["vision_search"])
+    if p.get("memory_ablation"):  # the carry-over variant of the MAB searches, same seeds and budgets
+        for name, e in lm.items():
+            e.grid(p["unit_settings"].get(name, {}), list(MAB), p["seeds"], {**p["search"], "memory": "carry"},
+                   p["lambada_limit"])
+        for e in vision.values():
+            e.grid({"head": [p["vision_ratio"]]}, list(MAB), p["seeds"], {**p["vision_search"], "memory": "carry"})
     rm = p["removal"]
     if rm["model"] in lm:
         lm[rm["model"]].removal(rm["method"], p["unit_settings"][rm["model"]], rm["seed"], p["search"], rm["batches"],
