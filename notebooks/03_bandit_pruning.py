@@ -351,7 +351,7 @@ display(Markdown(B.claims_summary(claims)))
 # each setting against the two bandits, and what the verdicts mean.
 
 # %%
-display(Markdown(R.discussion(frame, lm, vis, claims)))
+display(Markdown(R.discussion(frame, lm, vis, claims, ablation if memory_ablation else None)))
 
 # %% [markdown]
 # ## 8. Beyond the paper: physically removing the selected units

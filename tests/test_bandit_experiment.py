@@ -165,6 +165,17 @@ def test_memory_ablation_pairs_each_policy_with_its_carry_over_variant(exp, tmp_
                                               else "inconclusive")
 
 
+def test_discussion_reads_the_memory_ablation():
+    r, f, lm = fake_report(), cells_frame(), lm_rows()
+    ab = pd.DataFrame([{"model": "m", "kinds": "head", "ratio": 0.1, "method": "MAB-UCB", "value": "change_pct",
+                        "carry - step": 2.5, "ci_lo": 0.5, "ci_hi": 4.5, "verdict (step better)": "holds",
+                        "carry-over picks with no pull under their mask": 0.25}])
+    text = r.discussion(f, lm, vision_rows(), claims_frame([]), ab)
+    assert ("m head 10% MAB-UCB: +2.50 [+0.50, +4.50] ppl change, holds, 25% of carry-over picks unpulled under "
+            "their mask") in text
+    assert "carried-over statistics" not in r.discussion(f, lm, vision_rows(), claims_frame([]))
+
+
 def test_stale_picks_counts_units_without_a_pull_in_their_step():
     units = [["head", 0, 1], ["head", 1, 2]]
     assert stale_picks(units, [["head0.1", "head0.3"], ["head0.3"]]) == 0.5
@@ -574,3 +585,9 @@ def test_removal_caption_says_how_many_heads_padding_keeps():
                                    "selections": [sel["key"]]}, "result": res})
     assert ("3 heads selected (2 physically removed, 1 kept as zero heads by GQA padding, so the parameter drop is "
             "2 heads' worth)") in cap
+    # a card that counts K/V heads renders the same caption without the model
+    r.lm["m"].structure = {**r.lm["m"].structure, "kv_heads_per_layer": [2, 2, 2]}
+    del r.lm["m"].adapter  # reading it now raises AttributeError
+    _, from_card = r.removal({"config": {"seqlen": 128, "repeats": 15, "dtype": "bfloat16", "batches": [1],
+                                         "selections": [sel["key"]]}, "result": res})
+    assert from_card == cap

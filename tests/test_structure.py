@@ -92,6 +92,7 @@ def test_removed_gqa_model_keeps_logits_with_uneven_groups():
     rep = remove_heads(adapter(removed), heads)
     # 5 selected: layer 1 loses 3 heads, layers 0 and 2 keep their one selected head as a zero (padding)
     assert counts == {"selected": 5, "removed": 3, "kept_as_zeros": 2}
+    assert removal_counts(([4, 4, 4], [2, 2, 2]), heads) == counts  # from a model card's head counts
     assert counts["removed"] == sum(4 - r["n_heads"] for r in rep.values())
     assert rep == {0: {"n_heads": 4, "n_kv_heads": 2, "mode": "pad"},
                    1: {"n_heads": 1, "n_kv_heads": 1, "mode": "gqa"},

@@ -509,11 +509,11 @@ def readme_blocks(table1: pd.DataFrame, table1_caption: str, claims: pd.DataFram
 
 
 def discussion(frame: pd.DataFrame, lm: pd.DataFrame, vis: pd.DataFrame, claims: pd.DataFrame, search: dict,
-               batch: str) -> str:
+               batch: str, ablation: pd.DataFrame | None = None) -> str:
     """What the results say, as Markdown bullets generated from the records: the dense references,
     the best method of each setting (mean over seeds) against the two bandits, and what the verdicts
     mean (with the rows too imprecise to decide). ``search``: the language-model searches' budget and
-    pool; ``batch``: what one of their mini-batches holds."""
+    pool; ``batch``: what one of their mini-batches holds; ``ablation``: :func:`memory_ablation`'s rows."""
     lines = []
     dense = frame[frame.method == "dense"] if len(frame) else frame
     if len(dense):
@@ -540,6 +540,17 @@ def discussion(frame: pd.DataFrame, lm: pd.DataFrame, vis: pd.DataFrame, claims:
                      "*Inconclusive* means the 95% interval over seeds contains no difference: with five seeds the "
                      "t interval is wide (t = 2.78 times the standard error), so an effect of the paper's size is "
                      f"often not resolvable. {underpowered(claims)}")
+    if ablation is not None and len(ablation):
+        what = {"change_pct": "ppl change", "top1_drop_pp": "top-1 drop"}
+        rows = "; ".join(f"{r.model} {r.kinds} {r.ratio:.0%} {r.method}: {r['carry - step']:+.2f} [{r.ci_lo:+.2f}, "
+                         f"{r.ci_hi:+.2f}] {what.get(r.value, r.value)}, {r['verdict (step better)']}, "
+                         f"{r['carry-over picks with no pull under their mask']:.0%} of carry-over picks unpulled "
+                         "under their mask" for _, r in ablation.iterrows())
+        lines.append("- **The paper's conditioning against carried-over statistics** (section 5b, carry - step, "
+                     f"mean over seeds [t interval]; positive: the paper's rule degrades less): {rows}. With "
+                     f"{search.get('budget')} pulls a step on a pool of {search.get('pool_size')}, the paper's rule "
+                     "leaves UCB no room to exploit (it measures the pool's first candidates once each step); "
+                     "carry-over lets it, at the price of picks on damages measured under smaller masks.")
     lines.append("- **Likely reasons where a one-shot score beats the bandits** (e.g. Fisher on SmolLM2 heads, "
                  "magnitude on the Fashion-MNIST ViT): the one-shot scorers rank every candidate at once from the "
                  f"whole calibration set, while each bandit step sees only its pool ({search.get('pool_size')} "
@@ -678,11 +689,12 @@ class BanditReport:
                    f"verdicts from 95% t intervals of the difference paired over seeds.")
         return shown(claims), caption, claims
 
-    def discussion(self, frame: pd.DataFrame, lm: pd.DataFrame, vis: pd.DataFrame, claims: pd.DataFrame) -> str:
+    def discussion(self, frame: pd.DataFrame, lm: pd.DataFrame, vis: pd.DataFrame, claims: pd.DataFrame,
+                   ablation: pd.DataFrame | None = None) -> str:
         """The generated discussion (:func:`discussion`) with this run's search parameters."""
         p = self.params
         return discussion(frame, lm, vis, claims, p["search"],
-                          f"{p['calib_batch_size']} window(s) of {p['calib_seqlen']} tokens")
+                          f"{p['calib_batch_size']} window(s) of {p['calib_seqlen']} tokens", ablation)
 
     def removal(self, record: dict) -> tuple[pd.DataFrame, str]:
         """The removal record of the ``removal`` parameter's (model, method, seed) as a table
@@ -691,7 +703,10 @@ class BanditReport:
         which = " and ".join(f"{k[0]} {r:.0%}" for k, r in removal_parts(self.params["unit_settings"][rm["model"]]))
         sels = [r for r in self.store.records("bandit-select") if r["key"] in c.get("selections", [])]
         heads = list(dict.fromkeys((u[1], u[2]) for r in sels for u in r["result"]["units"] if u[0] == "head"))
-        n = removal_counts(self.lm[rm["model"]].adapter, heads) if heads else None
+        st = self.lm[rm["model"]].structure
+        shape = (st["heads_per_layer"], st["kv_heads_per_layer"]) if "kv_heads_per_layer" in st else \
+            self.lm[rm["model"]].adapter  # a card written before it counted K/V heads: load the model
+        n = removal_counts(shape, heads) if heads else None
         split = "" if n is None else (f" selected ({n['removed']} physically removed, {n['kept_as_zeros']} kept as "
                                       f"zero heads by GQA padding, so the parameter drop is {n['removed']} heads' worth)")
         caption = (f"**Removal.** {rm['model']}, {LABELS[rm['method']]} seed {rm['seed']}: {res['heads']} heads{split} "

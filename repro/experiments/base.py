@@ -73,8 +73,10 @@ _UNKNOWN = object()
 
 
 def structure(adapter) -> dict:
-    """What captions and unit counts need of a model's shape: layers, heads and MLP channels per layer."""
+    """What captions and unit counts need of a model's shape: layers, query and K/V heads and MLP channels
+    per layer."""
     return {"n_layers": adapter.n_layers, "heads_per_layer": list(adapter.heads_per_layer()),
+            "kv_heads_per_layer": [adapter.attention(i).n_kv_heads for i in range(adapter.n_layers)],
             "mlp_channels_per_layer": [adapter.mlp(i).n_channels for i in range(adapter.n_layers)]}
 
 

@@ -77,16 +77,20 @@ def apply_layer(adapter: Adapter, layer: int, q_units: list, kv_units: list) -> 
     adapter.set_heads(attn.module, len(q_units), len(kv_units))
 
 
-def removal_counts(adapter: Adapter, heads: Iterable[Head]) -> dict[str, int]:
+def removal_counts(shape, heads: Iterable[Head]) -> dict[str, int]:
     """What :func:`remove_heads` would do with ``heads``, without touching the model: how many query
-    heads it takes out of the matrices and how many GQA padding keeps as zero heads (:func:`plan_layer`)."""
+    heads it takes out of the matrices and how many GQA padding keeps as zero heads (:func:`plan_layer`).
+    ``shape``: an adapter, or ``(heads_per_layer, kv_heads_per_layer)`` (a model card's counts: no model needed)."""
+    if isinstance(shape, Adapter):
+        shape = ([shape.attention(i).n_heads for i in range(shape.n_layers)],
+                 [shape.attention(i).n_kv_heads for i in range(shape.n_layers)])
+    n_heads, n_kv = shape
     heads = list(heads)
     removed = kept = 0
-    for layer, pruned in by_layer(heads, adapter.n_layers).items():
-        attn = adapter.attention(layer)
-        q, _, _ = plan_layer(attn.n_heads, attn.n_kv_heads, pruned)
+    for layer, pruned in by_layer(heads, len(n_heads)).items():
+        q, _, _ = plan_layer(n_heads[layer], n_kv[layer], pruned)
         kept += sum(u is None for u in q)
-        removed += attn.n_heads - len(q)
+        removed += n_heads[layer] - len(q)
     return {"selected": len(heads), "removed": removed, "kept_as_zeros": kept}
 
 
