@@ -6,14 +6,21 @@
   gives both Wanda's ``||X_j||_2 = sqrt(sum_t x_tj^2)`` and the diagonal of SparseGPT's input
   Hessian ``H_jj = (2/n) sum_t x_tj^2``.
 - :func:`loss_gradients`: language-model loss gradients accumulated on every parameter.
+
+Calibration "windows" are token ids ``[N, T]`` for a language model, or labelled images for an
+image classifier: a mapping ``{"pixel_values": [N, C, H, W], "labels": [N]}`` (:func:`image_windows`).
+Both go through the same capture and gradient code; only the forward call and the loss differ
+(next-token NLL; cross-entropy against the labels).
 """
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from repro.assets.devices import input_device
@@ -71,15 +78,38 @@ class InputStats:
         return 2.0 * self.sumsq / max(self.n, 1)
 
 
-def _batches(windows: torch.Tensor, batch_size: int):
-    if windows.numel() == 0 or len(windows) == 0:
+def image_windows(pixel_values: torch.Tensor, labels: torch.Tensor) -> dict:
+    """Labelled calibration images as calibration windows (see the module docstring)."""
+    if len(pixel_values) != len(labels):
+        raise ReproError(f"need as many labels as images, got {len(pixel_values)} images, {len(labels)} labels")
+    return {"pixel_values": pixel_values, "labels": labels}
+
+
+def n_windows(windows) -> int:
+    """How many windows (token-id rows, or labelled images) ``windows`` holds."""
+    if isinstance(windows, Mapping):
+        return len(windows["labels"])
+    return 0 if windows is None or windows.numel() == 0 else len(windows)
+
+
+def _batches(windows, batch_size: int):
+    n = n_windows(windows)
+    if n == 0:
         raise ReproError("the calibration set is empty")
-    for s in range(0, len(windows), batch_size):
-        yield windows[s:s + batch_size]
+    for s in range(0, n, batch_size):
+        yield ({k: v[s:s + batch_size] for k, v in windows.items()} if isinstance(windows, Mapping)
+               else windows[s:s + batch_size])
+
+
+def _forward(model: nn.Module, batch, device):
+    """The model's output on one batch: logits of token ids, or of images (in the model's dtype)."""
+    if isinstance(batch, Mapping):
+        return model(pixel_values=batch["pixel_values"].to(device, next(model.parameters()).dtype))
+    return model(input_ids=batch.to(device), use_cache=False)
 
 
 @torch.inference_mode()
-def input_sumsq(model: nn.Module, modules: list[nn.Module], windows: torch.Tensor, batch_size: int = 4,
+def input_sumsq(model: nn.Module, modules: list[nn.Module], windows, batch_size: int = 4,
                 progress: bool = True) -> dict[nn.Module, InputStats]:
     """Run the calibration windows through the model and collect input statistics of ``modules``."""
     stats = {m: None for m in modules}
@@ -94,7 +124,7 @@ def input_sumsq(model: nn.Module, modules: list[nn.Module], windows: torch.Tenso
     device = input_device(model)
     try:
         for batch in tqdm(list(_batches(windows, batch_size)), desc="calibrate", leave=False, disable=not progress):
-            model(input_ids=batch.to(device), use_cache=False)
+            _forward(model, batch, device)
     finally:
         for h in handles:
             h.remove()
@@ -105,8 +135,8 @@ class Calibration:
     """Calibration windows plus a memo of what has been captured from them, so several methods
     (Wanda-Head, SparseGPT-Head, Hybrid) share one pass over the data."""
 
-    def __init__(self, windows: torch.Tensor, source: dict | None = None):
-        if windows is None or len(windows) == 0:
+    def __init__(self, windows, source: dict | None = None):
+        if windows is None or n_windows(windows) == 0:
             raise ReproError("the calibration set is empty")
         self.windows = windows
         self.source = source or {}
@@ -114,7 +144,7 @@ class Calibration:
         self.capture_seconds = 0.0  # wall time of the last real capture (not of memo hits)
 
     def __len__(self) -> int:
-        return len(self.windows)
+        return n_windows(self.windows)
 
     def input_stats(self, model: nn.Module, modules: list[nn.Module]) -> dict[nn.Module, InputStats]:
         key = (id(model), tuple(id(m) for m in modules))
@@ -133,16 +163,21 @@ def as_calibration(calib) -> Calibration:
         return calib
     if calib is None:
         raise ReproError("this method needs calibration windows (calib=...)")
-    return Calibration(torch.as_tensor(calib))
+    return Calibration(calib if isinstance(calib, Mapping) else torch.as_tensor(calib))
 
 
-def loss_gradients(model: nn.Module, windows: torch.Tensor, batch_size: int = 1, progress: bool = True) -> None:
-    """Accumulate d(mean LM loss over windows)/d(weights) into ``param.grad`` (zeroed first)."""
+def loss_gradients(model: nn.Module, windows, batch_size: int = 1, progress: bool = True) -> None:
+    """Accumulate d(mean loss over windows)/d(weights) into ``param.grad`` (zeroed first): the LM
+    loss of token windows, or the mean cross-entropy of labelled images against their labels."""
     model.zero_grad(set_to_none=True)
     device = input_device(model)
-    n = len(windows)
+    n = n_windows(windows)
     with torch.enable_grad():
         for batch in tqdm(list(_batches(windows, batch_size)), desc="gradients", leave=False, disable=not progress):
-            batch = batch.to(device)
-            loss = model(input_ids=batch, labels=batch, use_cache=False).loss * (len(batch) / n)
+            if isinstance(batch, Mapping):
+                logits = _forward(model, batch, device).logits.float()
+                loss = F.cross_entropy(logits, batch["labels"].to(device)) * (len(batch["labels"]) / n)
+            else:
+                batch = batch.to(device)
+                loss = model(input_ids=batch, labels=batch, use_cache=False).loss * (len(batch) / n)
             loss.backward()

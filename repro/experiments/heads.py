@@ -5,6 +5,10 @@
 Pruned models are evaluated through :class:`repro.structure.Masks` on one copy of the dense model
 in the evaluation dtype: masking a head's O-projection input equals Algorithm 1's zeroing exactly
 (see tests/test_structure.py), and needs no weight copy per cell.
+
+:class:`VisionHeadExperiment` runs the same scorers and cells on an MHA image classifier (the
+Fashion-MNIST ViT and the DINOv2 probe): calibration windows are labelled *training* images,
+evaluation is top-1 and cross-entropy per *test* image.
 """
 from __future__ import annotations
 
@@ -13,10 +17,13 @@ import time
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 from repro.arch import adapter as get_adapter
 from repro.assets import parse_dtype
-from repro.calib import Calibration
+from repro.assets.data import fashion_mnist
+from repro.assets.vision import pixels_for
+from repro.calib import Calibration, image_windows
 from repro.errors import ReproError
 from repro.evaluate.speed import attention_flops, attention_params, count_params, prefill_seconds
 from repro.experiments import plan
@@ -33,6 +40,7 @@ class HeadExperiment(Experiment):
     ``tie_seeds``: the seeds of the random tie-break cells (:meth:`grid` with ``tie_break="random"``)."""
 
     settings = ("grad_nsamples", "tie_seeds")  # per-model notebook settings beyond Setup's fields
+    records = "heads-ppl"  # the record folder of evaluated cells (dense and pruned)
 
     def __init__(self, model: str, setup: Setup, store: Store, grad_nsamples: int = 32, progress: bool = True,
                  loaded=None, tie_seeds=()):
@@ -106,15 +114,22 @@ class HeadExperiment(Experiment):
             mask[layer, head] = 0
         return mask
 
-    def _ppl(self, pruned: list | None) -> dict:
+    def _evaluate(self, pruned: list | None) -> dict:
+        """The evaluation copy with ``pruned`` heads masked, under the setup's protocol (perplexity)."""
         model = self.eval_model()
         with Masks(get_adapter(model)) as masks:
             masks.heads = self.head_mask(pruned) if pruned else None
-            return self.ppl(model)
+            return self.measure(model)
+
+    def measure(self, model) -> dict:
+        return self.ppl(model)
+
+    def _ppl(self, pruned: list | None) -> dict:  # the name tests/jobs_paper.py calls
+        return self._evaluate(pruned)
 
     @plan.cell
     def dense(self) -> dict:
-        return self.run("heads-ppl", {**self.base_config(), "method": "dense"}, lambda: self._ppl(None))
+        return self.run(self.records, {**self.base_config(), "method": "dense"}, lambda: self._evaluate(None))
 
     @plan.cell
     def cell(self, method: str, sparsity: float, z: float = 2.0, tie_break: str = "index", seed: int = 0) -> dict:
@@ -125,8 +140,8 @@ class HeadExperiment(Experiment):
 
         def compute():
             pruned = select_heads(scores, sparsity, tie_break, seed)
-            return {**self._ppl(pruned), "pruned": [list(p) for p in pruned], "n_pruned": len(pruned)}
-        return self.run("heads-ppl", cfg, compute)
+            return {**self._evaluate(pruned), "pruned": [list(p) for p in pruned], "n_pruned": len(pruned)}
+        return self.run(self.records, cfg, compute)
 
     def grid(self, methods, sparsities=(), z_values=(2.0,), tie_break: str = "index",
              dense: bool = False) -> list[dict]:
@@ -195,3 +210,96 @@ class HeadExperiment(Experiment):
                     out[name][f"prefill_b{b}"] = t
             return out
         return self.run("heads-efficiency", cfg, compute)
+
+
+# ---- MHA encoders: image classifiers ---------------------------------------------------------------
+
+class VisionHeadExperiment(HeadExperiment):
+    """MP-G's cells for an image classifier with multi-head attention (``H_kv = H``): the Fashion-MNIST
+    ViT and the DINOv2 ViT-S/14 probe (both trained here, :mod:`repro.assets.vision`,
+    :mod:`repro.assets.dinov2`).
+
+    The scorers are :mod:`repro.methods.heads`' own, through the ViT adapter. Their calibration
+    "windows" are ``n_calib`` labelled Fashion-MNIST **training** images drawn with
+    ``setup.calib_seed`` (a seeded permutation's first ``n``: Gradient-Head's ``grad_nsamples``
+    images are a prefix of the same draw when fewer), never test images; Gradient-Head takes
+    cross-entropy gradients against their labels. Every cell is evaluated on the first ``n_eval``
+    **test** images (those notebook 3 evaluates on): top-1 accuracy and cross-entropy, kept per image
+    so that methods compare paired on the same images. Records: ``heads-scores`` and ``heads-vision``."""
+
+    settings = ("grad_nsamples", "n_calib", "n_eval")
+    records = "heads-vision"
+
+    def __init__(self, model: str, setup: Setup, store: Store, n_calib: int = 256, grad_nsamples: int = 256,
+                 n_eval: int = 2000, progress: bool = True, loaded=None):
+        if n_calib < 1 or n_eval < 1:
+            raise ReproError(f"n_calib and n_eval must be positive, got {n_calib}, {n_eval}")
+        super().__init__(model, setup, store, grad_nsamples, progress, loaded)
+        if self.task != "image-classification":
+            raise ReproError(f"{model} is not an image classifier ({self.task})")
+        self.n_calib, self.n_eval = n_calib, n_eval
+        self._test = None
+
+    @property
+    def kv_heads(self) -> int:
+        """K/V heads per layer: the loaded model's; without loading, H (ViT, DeiT and DINOv2
+        attention is multi-head: one K/V head per query head)."""
+        return self.adapter.attention(0).n_kv_heads if self._loaded is not None else self.shape[1]
+
+    def pixels(self, images: torch.Tensor) -> torch.Tensor:
+        """uint8 Fashion-MNIST images -> this model's pixel values (its resolution, channels, normalisation)."""
+        return pixels_for(self.identity, images)
+
+    def _calib_nsamples(self, method: str) -> int | None:
+        kind = get_method(method).calibration
+        if kind is None:
+            return None
+        return self.grad_nsamples if kind == "gradients" else self.n_calib
+
+    def calibration(self, nsamples: int | None = None) -> Calibration:
+        """``nsamples`` (default ``n_calib``) labelled training images, drawn once per size."""
+        n = self.n_calib if nsamples is None else nsamples
+        if n not in self._calib:
+            images, labels = fashion_mnist("train")
+            idx = torch.randperm(len(labels), generator=torch.Generator().manual_seed(self.setup.calib_seed))[:n]
+            self._calib[n] = Calibration(image_windows(self.pixels(images[idx]), labels[idx]), self.calibration_key(n))
+        return self._calib[n]
+
+    def calibration_source(self, nsamples: int | None = None) -> dict:
+        return self.calibration_key(self.n_calib if nsamples is None else nsamples)
+
+    def calibration_key(self, nsamples: int, **extra) -> dict:
+        return {"data": "fashion-mnist:train", "n": nsamples, "seed": self.setup.calib_seed, **extra}
+
+    def base_config(self) -> dict:
+        return {"protocol": PROTOCOL, "model": model_key(self.identity), "data": "fashion-mnist:test",
+                "n_eval": self.n_eval, "dtype": self.setup.eval_dtype}
+
+    def feeding(self) -> dict:
+        return {}
+
+    def test_images(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The first ``n_eval`` test images as this model's pixel values, and their labels."""
+        if self._test is None:
+            images, labels = fashion_mnist("test")
+            self._test = self.pixels(images[:self.n_eval]), labels[:self.n_eval]
+        return self._test
+
+    @torch.no_grad()
+    def measure(self, model, batch_size: int = 500) -> dict:
+        """Top-1 and mean cross-entropy of ``model`` (as it is: masked) on the test images, per image too."""
+        x, y = self.test_images()
+        ce, right = [], []
+        for s in range(0, len(y), batch_size):
+            logits = model(pixel_values=x[s:s + batch_size].to(model.dtype)).logits.float()
+            ce.append(F.cross_entropy(logits, y[s:s + batch_size], reduction="none"))
+            right.append(logits.argmax(-1) == y[s:s + batch_size])
+        ce, right = torch.cat(ce), torch.cat(right)
+        return {"top1": float(right.float().mean()), "ce": float(ce.mean()), "per_image_ce": ce.tolist(),
+                "per_image_correct": right.int().tolist(), "n_eval": len(y), "dtype": str(model.dtype).split(".")[-1]}
+
+    def zeroshot_cell(self, *args, **kwargs):
+        raise ReproError("zero-shot cells are for language models")
+
+    def efficiency(self, *args, **kwargs):
+        raise ReproError("efficiency cells are for language models")
