@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from repro.claims import Claim, claims_frame, count_verdicts, ratio_claim, shown, underpowered, with_paper
-from repro.evaluate.stats import Paired, paired_difference, paired_ratio
+from repro.claims import Claim, claims_frame, count_verdicts, ratio_claim, shown, underpowered, with_paper, with_sources
+from repro.evaluate.stats import Paired, bootstrap_ci, paired_difference, paired_ratio
 from repro.experiments.base import owned
 from repro.experiments.unstructured import ABLATION, QUANTILES, OgasGrid, PruneExperiment, own_headroom
 from repro.methods.registry import minmax
@@ -225,6 +225,51 @@ def zeroshot_tables(results: dict[str, dict[str, dict]], grid: OgasGrid) -> list
     return out
 
 
+# accuracy of a uniform guess per task: ARC (mostly 4 choices, a few 3 or 5) and HellaSwag 4 endings; BoolQ,
+# WinoGrande and PIQA two answers (BoolQ's majority answer, "yes", is right more often than half the time)
+CHANCE = {"arc_challenge": 0.25, "arc_easy": 0.25, "hellaswag": 0.25, "openbookqa": 0.25, "boolq": 0.5,
+          "winogrande": 0.5, "piqa": 0.5, "sst2": 0.5, "mrpc": 0.5, "rte": 0.5}
+
+
+def dense_vs_chance(results: dict[str, dict[str, dict]], tasks: list[str]) -> tuple[pd.DataFrame, str]:
+    """(table, caption): each zero-shot model's *dense* accuracy per task beside a uniform guess's
+    (:data:`CHANCE`), with a 95% bootstrap interval over the documents and where the interval lies
+    (above / at / below chance): a dense model at or below chance on a task cannot show what pruning
+    costs there, and a dense number far below chance would be a bug in the feeding or scoring."""
+    rows = []
+    for name, res in results.items():
+        d = res["dense"]["tasks"]
+        for task in tasks:
+            acc = np.asarray(d[task]["per_doc"]["acc"], float)
+            ci = bootstrap_ci(acc) or (float(acc.mean()), float(acc.mean()))
+            chance = CHANCE.get(task)
+            where = ("" if chance is None else "above chance" if ci[0] > chance else
+                     "below chance" if ci[1] < chance else "at chance")
+            rows.append({"model": name, "task": task, "paper's task": task in PAPER_ZEROSHOT, "documents": acc.size,
+                         "dense accuracy": round(float(acc.mean()), 3), "95% interval": f"[{ci[0]:.3f}, {ci[1]:.3f}]",
+                         "chance": chance, "dense vs chance": where})
+    cap = ("**Dense zero-shot accuracy against a uniform guess.** Per task, the dense model's accuracy (lm-eval "
+           "`acc`) over the documents evaluated, its 95% bootstrap interval over documents, and the accuracy of "
+           "guessing uniformly among the answers (ARC and HellaSwag: 4 choices; BoolQ, WinoGrande, PIQA: 2). "
+           "Where the dense model is at chance, its pruned copies can only tie it or fall below it by noise.")
+    return pd.DataFrame(rows), cap
+
+
+def chance_summary(chance: pd.DataFrame) -> str:
+    """One Markdown bullet per model from :func:`dense_vs_chance`'s table: the tasks where its dense
+    accuracy lies above, at and below chance (the paper's four tasks marked *)."""
+    lines = []
+    for name, g in chance.groupby("model", sort=False):
+        parts = []
+        for where in ("above chance", "at chance", "below chance"):
+            t = g[g["dense vs chance"] == where]
+            if len(t):
+                parts.append(f"{where} on " + ", ".join(f"{task}{'*' if paper else ''} {acc:.2f}" for task, paper, acc
+                                                        in zip(t.task, t["paper's task"], t["dense accuracy"])))
+        lines.append(f"- **{name}** dense: " + "; ".join(parts) + ".")
+    return "\n".join(lines) + "\n\n(* the paper's four tasks; accuracy over the documents evaluated.)"
+
+
 def ablation_table(frame: pd.DataFrame, grid: OgasGrid) -> tuple[pd.DataFrame, str]:
     """Table 5: Wanda, OGAS energy-only, PAPR-only and OGAS on WikiText-2 for ``ablation_models``,
     each with its lambda, perplexity and ratio to Wanda paired over windows (empty if none ran)."""
@@ -375,7 +420,7 @@ def ogas_claims(frame: pd.DataFrame, models: list[str], sparsity: float, zerosho
         if zeroshot_tasks and a is not None and b is not None and a.zeroshot and b.zeroshot:
             tasks = [t for t in zeroshot_tasks if t in PAPER_ZEROSHOT] or zeroshot_tasks
             p = zeroshot_paired(a.zeroshot, b.zeroshot, tasks)
-            out.append(Claim.check("OGAS zero-shot mean accuracy above Wanda's (the paper's Table 3 tasks)", model,
+            out.append(Claim.check("OGAS zero-shot mean accuracy above Wanda's (the paper's four tasks)", model,
                                    f"mean accuracy difference {p.estimate:+.3f} [{p.ci[0]:+.3f}, {p.ci[1]:+.3f}] over "
                                    f"{p.n} paired documents ({', '.join(tasks)})", p.estimate, p.ci, 0.0, "above",
                                    p.n))
@@ -426,13 +471,48 @@ PAPER_EFFECTS = {
 }
 
 
+# The paper's statement each claim row tests (repro.claims.with_sources), by claim prefix: every row of
+# ogas_claims. The paper's full text is not available offline: words in quotation marks are only those that
+# issue 15 quotes from the paper; everything else names the table or figure and paraphrases it ("paraphrase:",
+# no quotation marks); the numbers are the paper's as the issues give them.
+PAPER_SOURCES = {
+    "OGAS below Wanda": "Tables 1-2 (WikiText-2 and C4 perplexity, 50% unstructured); Table 1, LLaMA-3.1-8B, "
+                        "WikiText-2: Wanda 8.85 -> OGAS 7.99. paraphrase: OGAS has a lower perplexity than Wanda at 50%",
+    "OGAS below RIA": "Tables 1-2 (WikiText-2 and C4 perplexity, 50% unstructured). paraphrase: OGAS has a lower "
+                      "perplexity than RIA at 50%",
+    "OGAS at or below SparseGPT": "Tables 1-2 (WikiText-2 and C4 perplexity, 50% unstructured). paraphrase: OGAS "
+                                  "matches or improves on SparseGPT's perplexity at 50%",
+    "Each single signal improves on Wanda": "Table 5 (ablation, LLaMA-3.1-8B, WikiText-2, 50%): Wanda 8.85 -> "
+                                            "energy-only 8.16, PAPR-only similar. paraphrase: either signal alone "
+                                            "(energy, lambda 0; PAPR, lambda 1) improves on Wanda's uniform sparsity",
+    "Each single signal is improved on by OGAS": "Table 5 (ablation, LLaMA-3.1-8B, WikiText-2, 50%): energy-only 8.16 "
+                                                 "-> OGAS 7.99. paraphrase: combining energy and PAPR improves on "
+                                                 "either signal alone",
+    "OGAS zero-shot mean accuracy above Wanda's": "Table 3 (LLaMA setting: SmolLM2 here) and Table 4 (Mistral setting: "
+                                                  "Gemma here), ARC-Challenge, BoolQ, HellaSwag, WinoGrande and their "
+                                                  "mean. paraphrase: OGAS's mean zero-shot accuracy at 50% is at or "
+                                                  "above Wanda's",
+    "OGAS beats Wanda on HellaSwag": 'Table 3 (LLaMA-3.1-8B, 50%): "HellaSwag +3.39% over Wanda"',
+    "OGAS has the lowest perplexity at 80% and 90%": 'Figure 4 (its text): "OGAS has the lowest perplexity at 80% '
+                                                     'and 90%"',
+    "Magnitude and SparseGPT collapse": 'Figure 4 (its text, as issue 15 quotes it): "magnitude and SparseGPT '
+                                        'collapse at high sparsity" (the paper gives no threshold; x100 the dense '
+                                        'perplexity is our reading)',
+    "OGAS degrades least from": "Figure 4 (perplexity vs sparsity, 30-90%). paraphrase: OGAS's curve rises least "
+                                "from 70% to 90% sparsity (the flattest of the methods)",
+}
+
+
 def claims_table(frame: pd.DataFrame, grid: OgasGrid) -> tuple[pd.DataFrame, str, pd.DataFrame]:
-    """The claims checked on the grid's cells: the shown columns, the caption, the full frame."""
-    claims = claims_frame(with_paper(ogas_claims(frame, grid.models, grid.sparsity,
-                                                 grid.zeroshot_tasks if grid.zeroshot_models else [], grid.curve_models,
-                                                 grid.ablation_models, wt=grid.wt_name), PAPER_EFFECTS))
+    """The claims checked on the grid's cells: the shown columns (with the paper's statement each row
+    tests, :data:`PAPER_SOURCES`), the caption, the full frame."""
+    claims = claims_frame(with_sources(with_paper(ogas_claims(frame, grid.models, grid.sparsity,
+                                                              grid.zeroshot_tasks if grid.zeroshot_models else [],
+                                                              grid.curve_models, grid.ablation_models,
+                                                              wt=grid.wt_name), PAPER_EFFECTS), PAPER_SOURCES))
     cap = (f"**Claims checked (Paper 2).** Profile `{grid.profile}`; models {', '.join(grid.models)}; verdicts by "
-           "one rule from paired 95% intervals.")
+           "one rule from paired 95% intervals. 'paper says': the table or figure a row tests; words in quotation "
+           "marks are the paper's, 'paraphrase:' marks ours (the paper's text is not available offline).")
     return shown(claims), cap, claims
 
 
