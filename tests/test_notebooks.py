@@ -18,12 +18,13 @@ PROFILES = sorted((ROOT / "notebooks/profiles").glob("*.yaml"))
 # what each notebook's smoke run must write (tables as .md, figures as .png), and its first table
 WRITES = {
     "01_mpg_head_pruning": ({"table1_ppl.md", "claims.md", "efficiency.md", "paired_vs_mpg.md", "feeding_bos.md",
-                             "mpg_scores_heatmap.png"}, "table1_ppl.md", "wikitext2:validation"),
+                             "mpg_scores_heatmap.png", "mha_encoders.md", "mha_z_sweep.md", "claims_mha.md"},
+                            "table1_ppl.md", "wikitext2:validation"),
     "02_ogas_unstructured": ({"table12_ppl.md", "table_nm.md", "table3_zeroshot_tiny-llama.md", "table5_ablation.md",
                               "rounding_worth.md", "claims.md", "fig2_energy_papr.png", "fig4_ppl_vs_sparsity.png",
                               "gamma_and_channel_sparsity_tiny-llama.png"}, "table12_ppl.md", "wikitext2:test"),
     "03_bandit_pruning": ({"table1_lm.md", "table1_per_seed.md", "table_rewards.md", "table_unit_layers.md", "table_b1_budget.md",
-                           "table_b2_statistics.md", "table2_vision.md", "table_removal.md", "claims.md", "fig_ppl_change_seeds.png", "fig_pulls_rewards.png",
+                           "table_b2_statistics.md", "table2_vision.md", "table_removal.md", "claims.md", "table_memory_ablation.md", "fig_ppl_change_seeds.png", "fig_pulls_rewards.png",
                            "fig_head_map.png", "fig_vision_top1_drop.png"}, "table1_lm.md", "wikitext2:test"),
 }
 
