@@ -271,7 +271,10 @@ def test_caption_names_the_setups_and_the_cache(fake_grid):
 def test_table12_marks_ranks_and_pairs_to_wanda(fake_grid):
     f = constructed_frame()
     table, cap, vals = O.table12(f, fake_grid)
-    assert list(vals.columns) == ["a wikitext2", "a c4-sample", "b wikitext2"]  # b has no C4 cell: no column
+    assert list(vals.columns) == ["a wikitext2", "a c4-sample", "b wikitext2", "a average"]  # b: no C4 cell, no average
+    both = vals[["a wikitext2", "a c4-sample"]].astype(float)
+    np.testing.assert_allclose(vals["a average"].astype(float), (both.iloc[:, 0] + both.iloc[:, 1]) / 2)
+    assert not table.at["Dense", "a average"].startswith("*") and "[" not in table.at["Wanda", "a average"]
     assert list(table.index) == ["Dense", "Magnitude", "Wanda", "OGAS", "OGAS (exact target)"]
     assert table.at["OGAS (exact target)", "a wikitext2"].startswith("**")  # best, dense not ranked
     assert table.at["OGAS", "a wikitext2"].startswith("<u>") and not table.at["Dense", "a wikitext2"].startswith("*")

@@ -157,9 +157,15 @@ def table12(frame: pd.DataFrame, grid: OgasGrid) -> tuple[pd.DataFrame, str, pd.
     paired ratios to Wanda), its caption and the raw perplexities."""
     vals, cis, paired = ppl_table(frame, grid.models, [grid.wt_name, grid.c4_name], rows=main_rows(grid),
                                   sparsity=grid.sparsity)
+    for name in grid.models:  # the paper's average column: the mean of the model's two perplexities
+        both = [f"{name} {d}" for d in (grid.wt_name, grid.c4_name) if f"{name} {d}" in vals]
+        if len(both) == 2:
+            vals[f"{name} average"] = vals[both].astype(float).mean(axis=1, skipna=False)
+            cis[f"{name} average"] = None
     table = marked_table(vals.astype(float), cis, skip_rows=["Dense"]).join(paired)
     cap = caption(grid, f"Tables 1-2. WikiText-2 test and C4 (held-out half) perplexity at {grid.sparsity:.0%} "
-                        "unstructured sparsity, and each method's paired ratio to Wanda.", frame)
+                        "unstructured sparsity, their average per model (the paper's average column: the mean of the "
+                        "two perplexities, no interval), and each method's paired ratio to Wanda.", frame)
     return table, cap, vals
 
 
