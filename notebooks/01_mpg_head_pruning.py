@@ -77,11 +77,12 @@ vision_n_eval = 2000  # the first n Fashion-MNIST test images (those notebook 3 
 import json
 
 import matplotlib.pyplot as plt
+import numpy as np
 import seaborn as sns
 from IPython.display import Markdown, display
 
 from repro.experiments import mpg as R
-from repro.methods.heads import excess, norms, select_heads
+from repro.methods.heads import excess, select_heads
 from repro.notebooks import start
 
 nb = start(globals())
@@ -134,17 +135,19 @@ nb.this_run()  # the values that ran, where the profile changed the parameters c
 # features right of the dashed threshold contribute to MP-G.
 
 # %%
+import torch
+
 name = models[0]
 e = exps[name]
 layer = e.shape[0] // 2
-attn = e.adapter.attention(layer)
+profile_norms = e.norm_profile(layer)["result"]  # eq. 1's norms of each role, recorded (no model loaded)
 fig, axes = plt.subplots(1, 4, figsize=(15, 2.8))
 for ax, role in zip(axes, "qkvo"):
-    r = norms(attn, role).numpy()
+    r = np.asarray(profile_norms[role])
     thr = r.mean() + 2.0 * r.std()
     ax.hist(r, bins=50, color="tab:blue", alpha=.8)
     ax.axvline(thr, color="k", ls="--", lw=1)
-    n_above = int((excess(norms(attn, role), 2.0) > 0).sum())
+    n_above = int((excess(torch.as_tensor(r), 2.0) > 0).sum())
     ax.set_title(f"W_{role.upper()} {'columns' if role == 'o' else 'rows'}: {n_above} above mu+2sigma")
     ax.set_xlabel("L2 norm")
 fig.suptitle(f"{name}, layer {layer}: feature-norm profile and the z = 2 threshold", y=1.05)
@@ -164,7 +167,6 @@ cost_table, cap, cost = T.scoring_cost(scores, methods)
 nb.show(cost_table, "scoring_cost", cap)
 
 # %%
-import numpy as np
 from matplotlib.colors import LogNorm
 
 name = models[0]

@@ -117,6 +117,19 @@ def test_memory_store_writes_nothing(tmp_path, monkeypatch):
     assert [r["result"] for r in s.records("x")] == [{"v": 1}] and list(tmp_path.iterdir()) == []
 
 
+def test_norm_profile_is_recorded_and_read_without_the_model(tmp_path, monkeypatch):
+    """The norm-profile figure's numbers are eq. 1's norms of the layer, recorded once; a second
+    experiment on the same records reads them without loading the model."""
+    from repro.methods.heads import norms
+
+    e = HeadExperiment("tiny-llama", SMALL, Store(tmp_path), grad_nsamples=1, progress=False)
+    rec = e.norm_profile(1)["result"]
+    assert rec["o"] == norms(e.adapter.attention(1), "o").tolist() and set(rec) == set("qkvo")
+    monkeypatch.setattr(base, "load_model", lambda *a, **k: pytest.fail("loaded the model"))
+    again = HeadExperiment("tiny-llama", SMALL, Store(tmp_path), grad_nsamples=1, progress=False)
+    assert again.norm_profile(1)["result"] == rec
+
+
 def test_head_experiment_cells_and_frame(tmp_path):
     """Cells of a tiny run land in the frame; records of another protocol never do."""
     store = Store(tmp_path)

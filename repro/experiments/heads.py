@@ -28,7 +28,7 @@ from repro.errors import ReproError
 from repro.evaluate.speed import attention_flops, attention_params, count_params, prefill_seconds
 from repro.experiments import plan
 from repro.experiments.base import Experiment, Setup, model_key
-from repro.methods.heads import get_method, score_heads, select_heads
+from repro.methods.heads import get_method, norms, score_heads, select_heads
 from repro.store import PROTOCOL, Store
 from repro.structure import Masks, remove_heads, zero_heads
 
@@ -107,6 +107,14 @@ class HeadExperiment(Experiment):
                     "scoring_seconds": elapsed}
         rec = self.run("heads-scores", cfg, compute)
         return np.asarray(rec["result"]["scores"]), rec["result"]["seconds"]
+
+    @plan.cell
+    def norm_profile(self, layer: int) -> dict:
+        """The L2 norms of layer ``layer``'s W_Q/W_K/W_V rows and W_O columns (eq. 1), recorded so
+        that the notebook's norm-profile figure renders without loading the model."""
+        cfg = {"protocol": PROTOCOL, "model": model_key(self.identity), "layer": int(layer)}
+        return self.run("heads-norms", cfg, lambda: {role: norms(self.adapter.attention(layer), role).tolist()
+                                                      for role in "qkvo"})
 
     def head_mask(self, pruned) -> torch.Tensor:
         mask = torch.ones(self.shape)

@@ -92,10 +92,24 @@ def _and(words: list[str]) -> str:
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
+def _kv_heads(e) -> int:
+    """Layer 0's K/V heads, from the model card (the model itself only for a card written before it counted them)."""
+    st = getattr(e, "structure", None) or {}
+    return st["kv_heads_per_layer"][0] if "kv_heads_per_layer" in st else e.adapter.attention(0).n_kv_heads
+
+
+def _group_size(e) -> int:
+    """Query heads per K/V head in layer 0, from the model card where it counts K/V heads."""
+    st = getattr(e, "structure", None) or {}
+    if "kv_heads_per_layer" in st:
+        return st["heads_per_layer"][0] // st["kv_heads_per_layer"][0]
+    return e.adapter.attention(0).group_size
+
+
 def describe(experiments) -> str:
     """One line per model: its source, shape and evaluation windows."""
     return "\n".join(f"{name}: {e.identity.get('upstream', e.identity['source'])}; "
-                     f"L x H = {e.shape[0]} x {e.shape[1]}, KV heads {e.adapter.attention(0).n_kv_heads}; "
+                     f"L x H = {e.shape[0]} x {e.shape[1]}, KV heads {_kv_heads(e)}; "
                      f"eval {e.data.label}, first {e.setup.max_windows} windows of {e.setup.seqlen}"
                      for name, e in experiments.items())
 
@@ -537,7 +551,7 @@ class Tables:
         """(table, caption, claims): the claims checked (:func:`mpg_claims`) on this session's cells,
         the scoring ``cost``, the ``{model: efficiency record}`` and the zero-shot records
         (:func:`downstream_claims`); ``claims`` keeps the effects."""
-        groups = {n: e.adapter.attention(0).group_size for n, e in self.experiments.items()}
+        groups = {n: _group_size(e) for n, e in self.experiments.items()}
         found = mpg_claims(frame, self.models, sparsities, z_values, z_sparsities, groups, cost,
                            {n: r["result"] for n, r in (efficiency or {}).items()}) + downstream_claims(zeroshot or [])
         claims = claims_frame(with_sources(with_paper(found, PAPER_EFFECTS), PAPER_SOURCES))
@@ -998,6 +1012,9 @@ def plan(session, built: tuple[dict, dict]) -> None:
     then the notebook, and checks that the notebook computed nothing)."""
     p = session.params
     exps, vision = built
+    if exps:  # the norm-profile figure: the middle layer of the first model
+        first = next(iter(exps.values()))
+        first.norm_profile(first.shape[0] // 2)
     for e in exps.values():
         e.grid(p["methods"])  # scores
     for e in exps.values():
