@@ -60,10 +60,15 @@ def main() -> None:
            "differing between runs": {f"jobs {n} vs jobs {first}": differing(recs[n], recs[first]) for n in others},
            "differing from committed results/": {n: differing(r, committed) for n, r in recs.items()},
            "in committed results/": {n: len(set(r) & set(committed)) for n, r in recs.items()}}
+    emit(out, a.out)
+
+
+def emit(out: dict, path: str | None) -> None:
+    """Print a benchmark's result as JSON and write it to ``path`` when given."""
     text = json.dumps(out, indent=1)
     print(text)
-    if a.out:
-        Path(a.out).write_text(text + "\n")
+    if path:
+        Path(path).write_text(text + "\n")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@ OpenMP/MKL thread variables, the resolved evaluation dtype, the CPU capability t
 ``torch.backends`` flags and the modules' paths.
 """
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -22,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from jobs_speedup import differing, records  # noqa: E402
+from jobs_speedup import differing, emit, records  # noqa: E402
 
 from repro.jobs import run_notebook  # noqa: E402
 
@@ -87,10 +86,7 @@ def main() -> None:
            "records": {ex: len(r) for ex, r in recs.items()},
            "differing": {f"{ex} vs {first}": compare(recs[first], recs[ex]) for ex in others}}
     out["summary"] = {k: f"{len(v)} of {len(recs[first])} records differ" for k, v in out["differing"].items()}
-    text = json.dumps(out, indent=1)
-    print(text)
-    if a.out:
-        Path(a.out).write_text(text + "\n")
+    emit(out, a.out)
 
 
 if __name__ == "__main__":
