@@ -176,6 +176,18 @@ def test_discussion_reads_the_memory_ablation():
     assert "carried-over statistics" not in r.discussion(f, lm, vision_rows(), claims_frame([]))
 
 
+def test_discussion_names_pruning_that_lowers_lambada_perplexity():
+    lm = pd.DataFrame([{"model": "m", "kinds": "head", "ratio": 0.1, "method": "greedy", "seed": s,
+                        "lambada_change_pct": c, "lambada_acc_change": 0.02, "change_pct": 20.0}
+                       for s, c in ((1, -6.0), (2, -4.0), (3, 1.0))] +
+                      [{"model": "m", "kinds": "head", "ratio": 0.1, "method": "random", "seed": 1,
+                        "lambada_change_pct": 5.0, "lambada_acc_change": -0.1, "change_pct": 50.0}])
+    from repro.experiments.bandit import _below_dense
+
+    assert _below_dense(lm) == "m head 10% Budgeted greedy -3.0% (2 of 3 seeds lower, last-word accuracy +0.020)"
+    assert _below_dense(lm[lm.method == "random"]) == ""
+
+
 def test_stale_picks_counts_units_without_a_pull_in_their_step():
     units = [["head", 0, 1], ["head", 1, 2]]
     assert stale_picks(units, [["head0.1", "head0.3"], ["head0.3"]]) == 0.5
