@@ -3,16 +3,15 @@ empty results folder with ``--executor local`` and with ``--executor ray`` (a lo
 with ``--jobs N``; every record compared with measured times left out.
 
     python benchmarks/ray_vs_local.py [notebooks/01_mpg_head_pruning.py] [--profile notebooks/profiles/smoke.yaml] \\
-        [--jobs 2] [--executors local,ray] [--out benchmarks/results/ray_vs_local_01_smoke.json]
+        [--jobs 2] [--executors local,ray,ray] [--out benchmarks/results/ray_vs_local_01_smoke.json]
 
 For each differing record it gives the relative difference of its perplexity (where it has one) and
-whether the rest of the record (heads, scores, ...) agrees. ``--settings`` also records, in each
-executor's worker, what a cell's numbers may depend on: torch's intra- and inter-op threads, the
-OpenMP/MKL thread variables, the resolved evaluation dtype, the CPU capability torch dispatches to,
-``torch.backends`` flags and the modules' paths.
+whether the rest of the record (heads, scores, ...) agrees. A name given twice runs twice: Ray's two
+runs are compared with each other as well. (Until the token memo was keyed by the tokenizer object,
+Ray runs differed here: which cells a worker process ran first decided which tiny model's tokens the
+other got, see ``repro.evaluate.ppl.tokenize``.)
 """
 import argparse
-import os
 import sys
 import tempfile
 import time
@@ -24,23 +23,6 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from jobs_speedup import differing, emit, records  # noqa: E402
 
 from repro.jobs import run_notebook  # noqa: E402
-
-
-def worker_settings() -> dict:
-    """What a record computed in this process may depend on, besides its configuration."""
-    import torch
-    import transformers
-
-    from repro.assets.models import resolve_dtype
-
-    return {"pid": os.getpid(), "torch_threads": torch.get_num_threads(),
-            "interop_threads": torch.get_num_interop_threads(),
-            "env": {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                                                   "ATEN_CPU_CAPABILITY", "DNNL_MAX_CPU_ISA", "KMP_AFFINITY")},
-            "auto_dtype": resolve_dtype("auto"), "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-            "mkldnn": torch.backends.mkldnn.is_available(), "matmul_precision": torch.get_float32_matmul_precision(),
-            "deterministic": torch.are_deterministic_algorithms_enabled(),
-            "torch": torch.__file__, "transformers": transformers.__file__}
 
 
 def ppl_of(result: dict):
@@ -63,20 +45,22 @@ def main() -> None:
     ap.add_argument("notebook", nargs="?", default=str(ROOT / "notebooks/01_mpg_head_pruning.py"))
     ap.add_argument("--profile", default=str(ROOT / "notebooks/profiles/smoke.yaml"))
     ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--executors", default="local,ray")
+    ap.add_argument("--executors", default="local,ray,ray", help="a name twice: two runs, compared")
     ap.add_argument("--keep", default=None, help="keep the results folders under this folder")
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
     runs, recs = {}, {}
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(a.keep or tmp)
-        for ex in a.executors.split(","):
-            folder = base / ex
+        names = a.executors.split(",")
+        for i, ex in enumerate(names):
+            name = ex if names.index(ex) == i else f"{ex}-{names[:i + 1].count(ex)}"  # "ray,ray": ray, ray-2
+            folder = base / name
             t0 = time.perf_counter()
             summary = run_notebook(a.notebook, a.profile, jobs=a.jobs, executor=ex, overrides={
                 "results_dir": str(folder / "results"), "figures_dir": str(folder / "figures"), "update_readme": False})
-            runs[ex] = {**summary, "wall_seconds": round(time.perf_counter() - t0, 1)}
-            recs[ex] = records(folder / "results")
+            runs[name] = {**summary, "wall_seconds": round(time.perf_counter() - t0, 1)}
+            recs[name] = records(folder / "results")
             if ex == "ray":
                 import ray
 
@@ -85,6 +69,10 @@ def main() -> None:
     out = {"notebook": a.notebook, "profile": a.profile, "jobs": a.jobs, "runs": runs,
            "records": {ex: len(r) for ex, r in recs.items()},
            "differing": {f"{ex} vs {first}": compare(recs[first], recs[ex]) for ex in others}}
+    for ex in others:  # a repeated run against its executor's first run
+        base = ex.rsplit("-", 1)[0]
+        if base != ex and base != first:
+            out["differing"][f"{ex} vs {base}"] = compare(recs[base], recs[ex])
     out["summary"] = {k: f"{len(v)} of {len(recs[first])} records differ" for k, v in out["differing"].items()}
     emit(out, a.out)
 

@@ -121,6 +121,27 @@ def test_local_jobs_write_the_records_one_process_writes(tmp_path):
     assert runs[1] == runs[2] and len(runs[1]) == 7
 
 
+def test_a_record_does_not_depend_on_the_cells_its_process_ran_before(tmp_path):
+    """Two models whose tokenizers share a name ("bytes") but not a BOS rule, each cell computed in
+    one process, in the plan's order and reversed: identical records. (A token memo keyed by the
+    tokenizer's name gave tiny-llama Gemma's tokens when tiny-gemma3 came first: Ray workers, which
+    take cells in any order, wrote records that differed from the local executor's.)"""
+    from repro.evaluate import ppl
+
+    runs = {}
+    for order in ("planned", "reversed"):
+        ppl._TOKEN_CACHE.clear()  # as in a fresh worker process
+        folder = tmp_path / order
+        folder.mkdir()
+        src = jobs_paper.write_notebook(folder)
+        ctx = Context(src, notebook_params(src, None, {"models": ["tiny-gemma3", "tiny-llama"], "methods": ["mp"]}))
+        while jobs := ctx.plan():
+            for job in jobs if order == "planned" else jobs[::-1]:
+                ctx.run(job)
+        runs[order] = {k: untimed(json.loads(v)["result"]) for k, v in _records(folder / "results").items()}
+    assert runs["planned"] == runs["reversed"] and len(runs["planned"]) == 8
+
+
 def cli(args) -> int:
     try:
         return main(args)

@@ -96,3 +96,22 @@ def test_tiny_models_byte_tokenizer(text):
     assert tok(text)["input_ids"] == [b + 4 for b in text.encode("utf-8")]
     assert tok.decode(tok(text)["input_ids"]) == text
     assert (tok.pad_token_id, tok.bos_token_id, tok.eos_token_id, tok.mask_token_id, len(tok)) == (0, 1, 2, 3, 260)
+
+
+@pytest.mark.parametrize("gemma_first", [False, True])
+def test_token_memo_is_per_tokenizer_not_per_name(gemma_first):
+    """Two tokenizers with one name ("bytes"), one adding BOS: each model's windows come from its
+    own tokenizer whichever was asked first. (The memo was keyed by the name: a process that had
+    evaluated tiny-gemma3 fed tiny-llama Gemma's tokens, shifted by the BOS, and a record depended
+    on the order of cells in its worker.)"""
+    from repro.evaluate.ppl import tokenize
+
+    plain, bos = byte_tokenizer(), byte_tokenizer(add_bos=True)
+    assert plain.name_or_path == bos.name_or_path
+    d = TextData("toy", "test", ROWS, "1" * 64, "test")
+    order = [bos, plain] if gemma_first else [plain, bos]
+    got = {id(t): tokenize(t, d) for t in order}
+    assert int(got[id(bos)][0]) == 1 and int(got[id(plain)][0]) != 1
+    assert torch.equal(got[id(plain)], torch.tensor(plain.encode("\n\n".join(ROWS))))
+    assert torch.equal(got[id(bos)][1:], got[id(plain)])
+    assert tokenize(plain, d) is got[id(plain)]  # still memoised

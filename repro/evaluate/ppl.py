@@ -8,6 +8,7 @@ per-window mean NLLs is the token mean; per-window NLLs are returned for bootstr
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,24 +22,31 @@ from repro.errors import ReproError
 from repro.evaluate.stats import ppl_ci
 from repro.progress import tqdm
 
-_TOKEN_CACHE: dict = {}
+_TOKEN_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # tokenizer -> {data key: ids}
 
 
 def tokenize(tokenizer, data: TextData, sep: str = "\n\n") -> torch.Tensor:
-    """All tokens of ``sep.join(rows)`` as one 1-D tensor (memoised per tokenizer and data)."""
-    key = (getattr(tokenizer, "name_or_path", id(tokenizer)), type(tokenizer).__name__, data.name, data.split,
-           data.sha256, len(data.rows), sep)
-    if key not in _TOKEN_CACHE:
+    """All tokens of ``sep.join(rows)`` as one 1-D tensor, memoised per tokenizer *object* and data.
+
+    Not per tokenizer name: two tokenizers of one name may tokenize differently (the tiny test
+    models' byte tokenizers are all called "bytes", and only Gemma's adds a BOS), and a cache keyed
+    by the name handed one model the other's tokens, so a record depended on which model a process
+    had evaluated first (found as Ray-vs-local record differences, see tests/test_ppl.py)."""
+    try:
+        cache = _TOKEN_CACHE.setdefault(tokenizer, {})
+    except TypeError:  # not weakly referenceable: no memo
+        cache = {}
+    key = (data.name, data.split, data.sha256, len(data.rows), sep)
+    if key not in cache:
         import transformers
 
         verbosity = transformers.logging.get_verbosity()
         transformers.logging.set_verbosity_error()  # "sequence longer than max length" is expected
         try:
-            ids = tokenizer(sep.join(data.rows), return_tensors="pt")["input_ids"][0]
+            cache[key] = tokenizer(sep.join(data.rows), return_tensors="pt")["input_ids"][0]
         finally:
             transformers.logging.set_verbosity(verbosity)
-        _TOKEN_CACHE[key] = ids
-    return _TOKEN_CACHE[key]
+    return cache[key]
 
 
 def max_positions(model: torch.nn.Module) -> int | None:
