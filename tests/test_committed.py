@@ -1,6 +1,7 @@
 """The committed outputs come from the committed records: each notebook, rendered on the `cpu` profile
 from a copy of `results/`, plans no missing cell, computes nothing, and writes every table exactly as
-committed under `figures/` (only the "k of n cells read from cached records" counts may differ).
+committed under `figures/` (only the "k of n cells read from cached records" counts may differ),
+and neither the plan nor the render loads a model (``REPRO_NO_LOAD``: the kernel inherits it).
 Needs the real assets (WikiText-2 and the model packages); skipped without them."""
 import importlib.util
 import re
@@ -29,10 +30,11 @@ def tables(folder: Path) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("src", SOURCES, ids=[s.stem for s in SOURCES])
-def test_committed_tables_re_render_from_committed_records(src, tmp_path):
+def test_committed_tables_re_render_from_committed_records(src, tmp_path, monkeypatch):
     results = tmp_path / "results"
     shutil.copytree(ROOT / "results", results)
     overrides = {"results_dir": str(results), "figures_dir": str(tmp_path / "figures"), "update_readme": False}
+    monkeypatch.setenv("REPRO_NO_LOAD", "1")  # planning and rendering load no model
     ctx = Context(src, notebook_params(src, PROFILE, overrides))
     missing = ctx.plan()
     assert not missing, f"{len(missing)} cell(s) have no committed record, e.g. {missing[0].label}"

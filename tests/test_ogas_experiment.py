@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from repro.errors import ReproError
 from repro.experiments import ogas as O
 from repro.experiments.base import Setup
 from repro.experiments.unstructured import OgasGrid, PruneExperiment, own_headroom
@@ -78,6 +79,17 @@ def test_down_projections_are_one_per_block(run):
     _, e = run
     downs = e.down_projections()
     assert downs == [f"model.layers.{i}.mlp.down_proj" for i in range(len(e.model.model.layers))]
+
+
+def test_figure_2s_layer_comes_from_the_model_card_without_loading(run, monkeypatch):
+    """Rendering from records needs no model: a fresh experiment on the same folder reads the
+    linears' names from the card that the first load wrote; REPRO_NO_LOAD makes a load an error."""
+    store, e = run
+    monkeypatch.setenv("REPRO_NO_LOAD", "1")
+    fresh = O.PruneExperiment("tiny-llama", SMALL, Store(store.root), progress=False)
+    assert fresh.down_projections() == e.down_projections() and fresh._loaded is None
+    with pytest.raises(ReproError, match="REPRO_NO_LOAD is set, yet 'tiny-llama' was to be loaded"):
+        fresh.model  # noqa: B018
 
 
 # ---- the notebook's grid on a tiny model -------------------------------------------------------

@@ -241,7 +241,11 @@ def check_model_name(name: str) -> None:
 def load_model(name: str, dtype: str | torch.dtype = "float32", seed: int = 0,
                device: str | torch.device | None = None) -> Loaded:
     """Load a model by short name (see ``known_models()``), hub id or local folder, onto
-    ``device`` (None: CPU; see :func:`repro.assets.devices.resolve_device`)."""
+    ``device`` (None: CPU; see :func:`repro.assets.devices.resolve_device`).
+
+    With ``REPRO_NO_LOAD`` set, refuses: a check that a notebook renders from records alone."""
+    if os.environ.get("REPRO_NO_LOAD"):
+        raise ReproError(f"REPRO_NO_LOAD is set, yet {name!r} was to be loaded (a cell without its record?)")
     check_model_name(name)  # before anything is read, converted or downloaded
     name = os.fspath(name)
     dtype = parse_dtype(dtype)

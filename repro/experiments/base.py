@@ -20,6 +20,7 @@ from repro.calib import Calibration, sample_windows
 from repro.errors import ReproError
 from repro.evaluate.ppl import perplexity, tokenize
 from repro.store import PROTOCOL, Store, config_key
+from repro.structure.sparsity import prunable_linears
 
 
 @dataclass(frozen=True)
@@ -72,12 +73,14 @@ def model_key(identity: dict) -> dict:
 _UNKNOWN = object()
 
 
-def structure(adapter) -> dict:
-    """What captions and unit counts need of a model's shape: layers, query and K/V heads and MLP channels
-    per layer."""
+def structure(model: torch.nn.Module) -> dict:
+    """What captions, unit counts and figure choices need of a model's shape: layers, query and K/V
+    heads and MLP channels per layer, and the prunable linears' names (block 0 first)."""
+    adapter = get_adapter(model)
     return {"n_layers": adapter.n_layers, "heads_per_layer": list(adapter.heads_per_layer()),
             "kv_heads_per_layer": [adapter.attention(i).n_kv_heads for i in range(adapter.n_layers)],
-            "mlp_channels_per_layer": [adapter.mlp(i).n_channels for i in range(adapter.n_layers)]}
+            "mlp_channels_per_layer": [adapter.mlp(i).n_channels for i in range(adapter.n_layers)],
+            "linears": list(prunable_linears(model))}
 
 
 class Experiment:
@@ -127,7 +130,7 @@ class Experiment:
         if self._bos is _UNKNOWN:
             self._bos = bos
         self.card = {"name": self.model_name, "identity": loaded.identity, "task": loaded.task, "bos": bos,
-                     "structure": structure(self._adapter)}
+                     "structure": structure(loaded.model)}
         self.store.save_model_card(self.model_name, self.card)
 
     @property
@@ -150,7 +153,7 @@ class Experiment:
 
     @property
     def structure(self) -> dict:
-        """``n_layers`` and ``heads_per_layer`` (the card's until the model is loaded)."""
+        """:func:`structure` of the model (the card's until the model is loaded)."""
         return self.card["structure"]
 
     @property

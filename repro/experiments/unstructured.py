@@ -66,8 +66,10 @@ class PruneExperiment(Experiment):
                         lambda: self.zeroshot(self.eval_model(), tasks, limit))
 
     def down_projections(self) -> list[str]:
-        """The MLP down projections of the model's blocks, block 0 first (Figure 2's layer choice)."""
-        return [n for n in prunable_linears(self.model) if n.endswith(DOWN_PROJECTIONS)]
+        """The MLP down projections of the model's blocks, block 0 first (Figure 2's layer choice),
+        from the model card (a card written before it named the linears: from the loaded model)."""
+        names = self.structure.get("linears") or list(prunable_linears(self.model))
+        return [n for n in names if n.endswith(DOWN_PROJECTIONS)]
 
     @plan.cell
     def cell(self, method: str, sparsity: float | None, pattern: str = "unstructured", params: dict | None = None,
