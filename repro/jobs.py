@@ -4,21 +4,23 @@
 parameters (the parameters cell, then the profile), *plans* its grid (the paper module's
 ``plan``: every cell the notebook asks for, by the notebook's own calls, see
 :mod:`repro.experiments.plan`), computes the missing records in ``N`` worker processes, and plans
-again until nothing is missing (a cell that needs another cell's record, or whose existence
-depends on other cells' values, joins a later wave). The notebook then renders from records
+again whenever a worker is about to run out of cells, until nothing is missing (a cell that needs
+another cell's record, or whose existence depends on other cells' values, joins as soon as its
+inputs are written: no wave barrier, see :func:`compute`). The notebook then renders from records
 (``python -m repro notebook``); opened interactively it still computes what is missing inline.
 
 Which paper module plans a notebook: its metadata ``repro: {module: ...}`` (the jupytext header).
 
-Workers are spawned processes, each with ``threads`` torch threads (default: the cores shared
-out), each building the notebook's experiments once and keeping its models loaded between cells
-(jobs are ordered by model). Cells that time something (``@plan.cell(exclusive=True)``:
+Workers are spawned processes, started once per run, each with ``threads`` torch threads (default:
+the cores shared out), each building the notebook's experiments once and keeping its models and
+calibration statistics between cells (jobs are ordered by model). Cells that time something (``@plan.cell(exclusive=True)``:
 efficiency, removal) run afterwards in this process, one at a time, with torch's own thread count,
 as the notebook would run them. A record is written atomically under a per-cell lock
 (:class:`repro.store.Store`), so two workers never write one cell twice, and a worker killed
-mid-cell leaves no record: the wave is planned again and the cell retried.
+mid-cell leaves no record: the workers are started again, the notebook planned again and the
+cell retried.
 
-``executor="ray"``: the same jobs as Ray tasks (``pip install '.[cluster]'``), see :func:`run_ray`.
+``executor="ray"``: the same jobs as Ray tasks (``pip install '.[cluster]'``), see :class:`RayTasks`.
 """
 from __future__ import annotations
 
@@ -140,10 +142,11 @@ def _run_in_worker(job: Job) -> float:
 
 
 class Progress:
-    """One line per finished cell: its time, the elapsed time and an estimate of what remains."""
+    """One line per finished cell: its time, the elapsed time and an estimate of what remains (of
+    the cells planned so far: later cells join as their inputs are written)."""
 
-    def __init__(self, total: int, out=None):
-        self.total, self.done, self.t0, self.out = total, 0, time.perf_counter(), out or sys.stderr
+    def __init__(self, out=None):
+        self.total, self.done, self.t0, self.out = 0, 0, time.perf_counter(), out or sys.stderr
 
     def __call__(self, job: Job, seconds: float | None, error: str | None = None) -> None:
         self.done += 1
@@ -159,41 +162,141 @@ def _clock(s: float) -> str:
     return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
 
 
-def run_local(ctx: Context, jobs: list[Job], n: int, threads: int, progress: Progress) -> list[tuple[Job, str]]:
-    """Run ``jobs`` in ``n`` worker processes (in this process when ``n == 1``). Returns the
-    failures; raises :class:`BrokenProcessPool` when a worker died (the caller plans again)."""
-    failures = []
-    if n == 1:
-        for job in jobs:
-            try:
-                progress(job, ctx.run(job))
-            except Exception as e:  # noqa: BLE001 - reported with the job, the other cells still run
-                failures.append((job, f"{type(e).__name__}: {e}"))
-                progress(job, None, failures[-1][1])
-        return failures
-    import multiprocessing as mp
+# ---- where jobs run: this process, worker processes, Ray --------------------------------------------
 
-    with ProcessPoolExecutor(n, mp_context=mp.get_context("spawn"), initializer=_init_worker,
-                             initargs=(ctx.source, ctx.params, threads)) as pool:
-        futures = {pool.submit(_run_in_worker, job): job for job in jobs}
-        for f in as_completed(futures):
-            job = futures[f]
+class InProcess:
+    """Jobs run here, one at a time, in the order given."""
+
+    def __init__(self, ctx: Context):
+        self.ctx, self.queue = ctx, []
+
+    def submit(self, job: Job):
+        handle = object()  # a job may hold lists: unhashable
+        self.queue.append((handle, job))
+        return handle
+
+    def next_done(self, handles) -> tuple[object, float | None, str | None]:
+        handle, job = self.queue.pop(0)
+        try:
+            return handle, self.ctx.run(job), None
+        except Exception as e:  # noqa: BLE001 - reported with the job, the other cells still run
+            return handle, None, f"{type(e).__name__}: {e}"
+
+    def close(self) -> None:
+        pass
+
+
+class Workers:
+    """``n`` spawned worker processes kept for the whole run (each builds the notebook's
+    experiments once and keeps its models and calibration statistics between cells)."""
+
+    def __init__(self, ctx: Context, n: int, threads: int):
+        import multiprocessing as mp
+
+        self.pool = ProcessPoolExecutor(n, mp_context=mp.get_context("spawn"), initializer=_init_worker,
+                                        initargs=(ctx.source, ctx.params, threads))
+
+    def submit(self, job: Job):
+        return self.pool.submit(_run_in_worker, job)
+
+    def next_done(self, handles):
+        """The first handle to finish, its seconds or its error; raises :class:`BrokenProcessPool`
+        when a worker died."""
+        f = next(as_completed(handles))
+        try:
+            return f, f.result(), None
+        except BrokenProcessPool:
+            raise
+        except Exception as e:  # noqa: BLE001
+            return f, None, f"{type(e).__name__}: {e}"
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+def compute(ctx: Context, start, slots: int, progress: Progress, out, max_retries: int = 2) -> dict:
+    """Compute every missing record of ``ctx``'s notebook on the backend that ``start()`` returns
+    (:class:`InProcess`, :class:`Workers` or :class:`RayTasks`), ``slots`` cells at a time.
+
+    Rolling, not in waves: the notebook is planned again whenever fewer than ``slots`` cells are
+    unfinished, so a cell whose inputs were just written starts while the last cells of the earlier
+    plan still run, and no worker waits at a barrier. Cells that time something run when nothing
+    else does, here, with torch's own threads. A dead worker's cells left no record: the workers
+    are started again and the notebook planned again (at most ``max_retries`` times)."""
+    pending: dict[object, Job] = {}  # backend handle -> its job
+    finished, failed, batches, retries = set(), {}, [], 0
+
+    def settle(job: Job, seconds: float | None, error: str | None) -> None:
+        if error:
+            failed[job.record] = (job, error)
+        else:
+            finished.add(job.record)
+        progress(job, seconds, error)
+
+    def plan_more(backend) -> bool:
+        """Submit the cells that are missing and not running; False when nothing is left at all."""
+        flight = {j.record for j in pending.values()}
+        planned = [j for j in ctx.plan() if j.record not in flight and j.record not in failed]
+        stuck = [j for j in planned if j.record in finished]
+        if stuck:
+            raise ReproError(f"{stuck[0].label} ran but its record is still missing: the plan and the cell disagree")
+        parallel = [j for j in planned if not j.exclusive]
+        if parallel:
+            print(f"plan {len(batches) + 1}: {len(parallel)} cell(s) to compute"
+                  f"{f', {len(pending)} still running' if pending else ''}", file=out, flush=True)
+            progress.total += len(parallel)
+            batches.append(len(parallel))
+            pending.update((backend.submit(j), j) for j in parallel)
+            return True
+        if pending:
+            return True
+        timed = [j for j in planned if j.exclusive]
+        if timed:
+            print(f"plan {len(batches) + 1}: {len(timed)} timing cell(s), each alone with torch's own threads",
+                  file=out, flush=True)
+            progress.total += len(timed)
+            batches.append(len(timed))
+            here = InProcess(ctx)
+            for job in timed:
+                _, seconds, error = here.next_done([here.submit(job)])
+                settle(job, seconds, error)
+        return bool(timed)
+
+    backend = start()
+    try:
+        while True:
+            if len(pending) < slots and not plan_more(backend):
+                break
+            if not pending:
+                continue
             try:
-                progress(job, f.result())
+                handle, seconds, error = backend.next_done(list(pending))
             except BrokenProcessPool:
-                raise
-            except Exception as e:  # noqa: BLE001
-                failures.append((job, f"{type(e).__name__}: {e}"))
-                progress(job, None, failures[-1][1])
-    return failures
+                retries += 1
+                if retries > max_retries:
+                    raise ReproError(f"workers died {retries} times; the cells they held left no record") from None
+                print("a worker died; its cell left no record: starting the workers again and planning again",
+                      file=out, flush=True)
+                backend.close()
+                backend = start()
+                progress.total -= len(pending)
+                pending.clear()
+                continue
+            settle(pending.pop(handle), seconds, error)
+    finally:
+        backend.close()
+    if failed:
+        job, error = next(iter(failed.values()))
+        raise ReproError(f"{len(failed)} cell(s) failed, first {job.label}: {error}")
+    return {"batches": batches, "cells": sum(batches), "retries": retries}
 
 
 def run_notebook(source: str | Path, profile: str | Path | None = None, jobs: int = 1, executor: str = "local",
                  address: str | None = None, threads: int | None = None, max_retries: int = 2,
                  overrides: dict | None = None, out=None) -> dict:
-    """Compute every record the notebook ``source`` needs under ``profile``, wave after wave, with
-    ``jobs`` workers; returns a summary (cells computed per wave, seconds). Every input is checked
-    before anything is computed or written."""
+    """Compute every record the notebook ``source`` needs under ``profile`` with ``jobs`` workers
+    (:func:`compute`); returns a summary (cells submitted per plan, seconds). Every input is
+    checked before anything is computed or written."""
     if not isinstance(jobs, int) or jobs < 1:
         raise ReproError(f"jobs must be a positive integer, got {jobs!r}")
     if executor not in EXECUTORS:
@@ -210,40 +313,19 @@ def run_notebook(source: str | Path, profile: str | Path | None = None, jobs: in
     threads = threads or max(1, (os.cpu_count() or 1) // jobs)
     t0 = time.perf_counter()
     ctx = Context(source, params)
-    waves, retries, done = [], 0, set()
-    while True:
-        planned = ctx.plan()
-        if not planned:
-            break
-        stuck = [j for j in planned if j.record in done]
-        if stuck:
-            raise ReproError(f"{stuck[0].label} ran but its record is still missing: the plan and the cell disagree")
-        parallel = [j for j in planned if not j.exclusive]
-        exclusive = [j for j in planned if j.exclusive]
-        progress = Progress(len(planned), out)
-        retry = f" (retry {retries})" if retries else ""
-        print(f"wave {len(waves) + 1}{retry}: {len(planned)} cell(s) to compute, {len(parallel)} on {jobs} "
-              f"{executor} worker(s) x {threads} thread(s), {len(exclusive)} timed alone", file=out, flush=True)
-        try:
-            if cluster is not None:
-                failures = run_ray(ctx, parallel, threads, progress)
-            else:
-                failures = run_local(ctx, parallel, jobs if len(parallel) > 1 else 1, threads, progress)
-        except BrokenProcessPool:
-            retries += 1
-            if retries > max_retries:
-                raise ReproError(f"workers died {retries} times; the cells they held left no record") from None
-            print("a worker died; its cell left no record: planning again", file=out, flush=True)
-            continue
-        failures += run_local(ctx, exclusive, 1, threads, progress)  # timing cells: alone, torch's own threads
-        if failures:
-            job, error = failures[0]
-            raise ReproError(f"{len(failures)} cell(s) failed, first {job.label}: {error}")
-        done.update(j.record for j in planned)
-        waves.append(len(planned))
+    print(f"{source}: {jobs} {executor} worker(s) x {threads} thread(s)", file=out, flush=True)
+    if cluster is not None:
+        def start():
+            return RayTasks(ctx, threads)
+    elif jobs > 1:
+        def start():
+            return Workers(ctx, jobs, threads)
+    else:
+        def start():
+            return InProcess(ctx)
+    summary = compute(ctx, start, jobs, Progress(out), out, max_retries)
     return {"notebook": str(source), "profile": str(profile) if profile else None, "jobs": jobs,
-            "executor": executor, "threads": threads, "waves": waves, "cells": sum(waves), "retries": retries,
-            "seconds": round(time.perf_counter() - t0, 1)}
+            "executor": executor, "threads": threads, **summary, "seconds": round(time.perf_counter() - t0, 1)}
 
 
 # ---- Ray ------------------------------------------------------------------------------------------
@@ -294,22 +376,27 @@ def connect_ray(address: str | None):
     return ray
 
 
-def run_ray(ctx: Context, jobs: list[Job], threads: int, progress: Progress) -> list[tuple[Job, str]]:
+class RayTasks:
     """The jobs as Ray tasks (``threads`` CPUs each, one GPU each when the setup runs on CUDA),
-    retried on worker loss; each task's process builds the notebook's experiments once (an actor
-    per model group would be the next step) and writes to the shared results folder."""
-    import ray
+    retried by Ray on worker loss; each task's process builds the notebook's experiments once (an
+    actor per model group would be the next step) and writes to the shared results folder."""
 
-    gpu = 1 if str(ctx.session.params.get("device") or "").startswith("cuda") else 0
-    task = ray.remote(num_cpus=threads, num_gpus=gpu, max_retries=2)(_ray_task)
-    refs = {task.remote(ctx.source, ctx.params, job, threads): job for job in jobs}
-    failures, pending = [], list(refs)
-    while pending:
-        done, pending = ray.wait(pending, num_returns=1)
-        job = refs[done[0]]
+    def __init__(self, ctx: Context, threads: int):
+        import ray
+
+        self.ray, self.ctx, self.threads = ray, ctx, threads
+        gpu = 1 if str(ctx.session.params.get("device") or "").startswith("cuda") else 0
+        self.task = ray.remote(num_cpus=threads, num_gpus=gpu, max_retries=2)(_ray_task)
+
+    def submit(self, job: Job):
+        return self.task.remote(self.ctx.source, self.ctx.params, job, self.threads)
+
+    def next_done(self, handles):
+        done, _ = self.ray.wait(handles, num_returns=1)
         try:
-            progress(job, ray.get(done[0]))
+            return done[0], self.ray.get(done[0]), None
         except Exception as e:  # noqa: BLE001
-            failures.append((job, f"{type(e).__name__}: {e}"))
-            progress(job, None, failures[-1][1])
-    return failures
+            return done[0], None, f"{type(e).__name__}: {e}"
+
+    def close(self) -> None:
+        pass

@@ -14,7 +14,7 @@ from repro.cli import main
 from repro.errors import ReproError
 from repro.experiments.base import Setup
 from repro.experiments.heads import HeadExperiment
-from repro.experiments.plan import Plan
+from repro.experiments.plan import Job, Plan
 from repro.jobs import Context, notebook_params, run_notebook
 from repro.store import Store, config_key
 
@@ -248,3 +248,52 @@ def test_weights_that_differ_from_the_card_are_said_and_get_their_own_keys(tmp_p
     with pytest.warns(UserWarning, match="differ from those its records were made with"):
         fresh.loaded  # noqa: B018
     assert fresh.base_config()["model"] == key and store.model_card("tiny-llama")["identity"] == card["identity"]
+
+
+class _Grid:
+    """A fake notebook: cells a and b; c needs b's record. ``plan()`` lists what is missing now."""
+
+    def __init__(self):
+        self.written, self.plans = set(), 0
+
+    def plan(self):
+        self.plans += 1
+        names = [n for n in ("a", "b") if n not in self.written]
+        if "b" in self.written and "c" not in self.written:
+            names.append("c")
+        return [Job("grid", "cell", (n,), (), ("exp", n), "m") for n in names]
+
+
+class _Backend:
+    """Two slots; finishes cells in the order of ``finish`` and writes their records."""
+
+    def __init__(self, grid, finish):
+        self.grid, self.finish, self.log = grid, list(finish), []
+
+    def submit(self, job):
+        self.log.append(("submit", job.args[0]))
+        return job.args[0]
+
+    def next_done(self, handles):
+        name = next(n for n in self.finish if n in handles)
+        self.finish.remove(name)
+        self.grid.written.add(name)
+        self.log.append(("done", name))
+        return name, 1.0, None
+
+    def close(self):
+        pass
+
+
+def test_a_cell_starts_as_soon_as_its_input_is_written_not_after_a_wave(capsys):
+    """b finishes while a still runs: c (which needs b) is submitted before a finishes."""
+    import sys
+
+    from repro.jobs import Progress, compute
+
+    grid = _Grid()
+    backend = _Backend(grid, finish=["b", "c", "a"])
+    summary = compute(grid, lambda: backend, 2, Progress(sys.stderr), sys.stderr)
+    assert backend.log == [("submit", "a"), ("submit", "b"), ("done", "b"), ("submit", "c"), ("done", "c"),
+                           ("done", "a")]
+    assert summary == {"batches": [2, 1], "cells": 3, "retries": 0} and grid.written == {"a", "b", "c"}

@@ -11,17 +11,17 @@ the record; the notebook then reads it.
 Rules that keep the plan honest:
 
 * A cell asks for the records it depends on (head scores, a bandit selection) *before* its own
-  record. A missing dependency becomes the job; the cell waits for a later wave (it is
+  record. A missing dependency becomes the job; the cell waits for a later plan (it is
   *blocked*), so no two workers search or score the same thing.
 * One job per missing record: the first record a call finds missing names the job, and a second
   call that meets the same record first (another ratio of the same bandit search) is the same job.
 * Code that needs a record's *value* to decide which cells exist (notebook 1's zero-shot cells
   follow the perplexity ranking) plans them only once nothing before it is pending
-  (:attr:`Plan.empty`), i.e. in a later wave.
+  (:attr:`Plan.empty`), i.e. in a later plan.
 
 The paper modules (:mod:`repro.experiments.mpg`, ``ogas``, ``bandit``) each define ``build(session)``
 (the notebook's experiments) and ``plan(session, built)`` (every cell the notebook asks for, by the
-same calls the notebook makes); :mod:`repro.jobs` runs the waves.
+same calls the notebook makes); :mod:`repro.jobs` plans again as records are written.
 """
 from __future__ import annotations
 
