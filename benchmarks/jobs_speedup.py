@@ -6,7 +6,8 @@ whether every record comes out the same.
 
 Each run computes the notebook's whole grid into its own empty results folder (models and
 conversions come from ``$REPRO_CACHE``, as in ``make reproduce``), one run after the other on the same
-machine. Records are compared with measured times left out (keys holding "seconds", prefill timings):
+machine. Records are compared with measured times left out (keys holding "seconds", prefill timings,
+a pruning report's stage ``timings``):
 between the runs, and with the committed ``results/`` records of the same keys.
 """
 import argparse
@@ -22,7 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def untimed(x):
     if isinstance(x, dict):
-        return {k: untimed(v) for k, v in x.items() if "seconds" not in k and not k.startswith("prefill")}
+        return {k: untimed(v) for k, v in x.items()
+                if "seconds" not in k and not k.startswith("prefill") and k != "timings"}
     return [untimed(v) for v in x] if isinstance(x, list) else x
 
 
