@@ -13,9 +13,9 @@ Which paper module plans a notebook: its metadata ``repro: {module: ...}`` (the 
 
 Workers are spawned processes, started once per run, each with ``threads`` torch threads (default:
 the cores shared out), each building the notebook's experiments once and keeping its models and
-calibration statistics between cells (jobs are ordered by model). Cells that time something (``@plan.cell(exclusive=True)``:
-efficiency, removal) run afterwards in this process, one at a time, with torch's own thread count,
-as the notebook would run them. A record is written atomically under a per-cell lock
+calibration statistics between cells (jobs are ordered by model). Cells that time something
+(``@plan.cell(exclusive=True)``: efficiency, removal) run when nothing else does, in this process,
+one at a time, with torch's own thread count, as the notebook would run them. A record is written atomically under a per-cell lock
 (:class:`repro.store.Store`), so two workers never write one cell twice, and a worker killed
 mid-cell leaves no record: the workers are started again, the notebook planned again and the
 cell retried.
@@ -164,6 +164,14 @@ def _clock(s: float) -> str:
 
 # ---- where jobs run: this process, worker processes, Ray --------------------------------------------
 
+def attempt(ctx: Context, job: Job) -> tuple[float | None, str | None]:
+    """Run ``job`` here: its seconds, or its error (reported with the job; the other cells still run)."""
+    try:
+        return ctx.run(job), None
+    except Exception as e:  # noqa: BLE001
+        return None, f"{type(e).__name__}: {e}"
+
+
 class InProcess:
     """Jobs run here, one at a time, in the order given."""
 
@@ -177,10 +185,7 @@ class InProcess:
 
     def next_done(self, handles) -> tuple[object, float | None, str | None]:
         handle, job = self.queue.pop(0)
-        try:
-            return handle, self.ctx.run(job), None
-        except Exception as e:  # noqa: BLE001 - reported with the job, the other cells still run
-            return handle, None, f"{type(e).__name__}: {e}"
+        return handle, *attempt(self.ctx, job)
 
     def close(self) -> None:
         pass
@@ -256,10 +261,8 @@ def compute(ctx: Context, start, slots: int, progress: Progress, out, max_retrie
                   file=out, flush=True)
             progress.total += len(timed)
             batches.append(len(timed))
-            here = InProcess(ctx)
             for job in timed:
-                _, seconds, error = here.next_done([here.submit(job)])
-                settle(job, seconds, error)
+                settle(job, *attempt(ctx, job))
         return bool(timed)
 
     backend = start()

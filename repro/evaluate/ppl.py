@@ -22,7 +22,7 @@ from repro.errors import ReproError
 from repro.evaluate.stats import ppl_ci
 from repro.progress import tqdm
 
-_TOKEN_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # tokenizer -> {data key: ids}
+_TOKEN_CACHE = weakref.WeakKeyDictionary()  # tokenizer -> {data key: ids}
 
 
 def tokenize(tokenizer, data: TextData, sep: str = "\n\n") -> torch.Tensor:
