@@ -115,3 +115,20 @@ def test_token_memo_is_per_tokenizer_not_per_name(gemma_first):
     assert torch.equal(got[id(plain)], torch.tensor(plain.encode("\n\n".join(ROWS))))
     assert torch.equal(got[id(bos)][1:], got[id(plain)])
     assert tokenize(plain, d) is got[id(plain)]  # still memoised
+
+
+@pytest.mark.parametrize("vocab", [97, 70_000, 300_000])
+def test_chunked_loss_equals_one_float32_cross_entropy_bit_for_bit(vocab):
+    """The loss is upcast a few positions at a time (cache-sized chunks, 2 positions at 300k
+    words); each position's loss must equal one cross-entropy over the whole float32 tensor
+    exactly, or every record's perplexity would depend on the chunk size."""
+    from repro.evaluate.ppl import LOSS_CHUNK_BYTES, shifted_nll
+
+    g = torch.Generator().manual_seed(vocab)
+    logits = (torch.randn(2, 40, vocab, generator=g) * 4).to(torch.bfloat16)
+    ids = torch.randint(0, vocab, (2, 40), generator=g)
+    whole = torch.nn.functional.cross_entropy(logits[:, :-1].float().reshape(-1, vocab), ids[:, 1:].reshape(-1),
+                                              reduction="none").reshape(2, 39)
+    assert LOSS_CHUNK_BYTES // (4 * vocab) < 39 or vocab == 97  # the large vocabularies really are chunked
+    for chunk in (None, 1, 3, 128):
+        assert torch.equal(shifted_nll(logits, ids, chunk=chunk), whole)

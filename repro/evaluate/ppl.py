@@ -122,6 +122,9 @@ def window_nll(model: torch.nn.Module, wins: torch.Tensor, batch_size: int = 1, 
     return torch.cat(out).numpy()
 
 
+LOSS_CHUNK_BYTES = 4 << 20  # float32 logits upcast at a time by shifted_nll: cache-sized
+
+
 def shifted_nll_from_hidden(hidden: torch.Tensor, head: torch.nn.Linear, ids: torch.Tensor,
                             chunk: int = 512) -> torch.Tensor:
     """Per-token NLL [B, T-1] from final hidden states: ``head`` applied ``chunk`` positions at a
@@ -138,13 +141,19 @@ def shifted_nll_from_hidden(hidden: torch.Tensor, head: torch.nn.Linear, ids: to
     return out
 
 
-def shifted_nll(logits: torch.Tensor, ids: torch.Tensor, chunk: int = 128) -> torch.Tensor:
+def shifted_nll(logits: torch.Tensor, ids: torch.Tensor, chunk: int | None = None) -> torch.Tensor:
     """Per-token NLL [B, T-1] of ``ids[:, 1:]`` under ``logits[:, :T-1]`` ([B, T, V] or [B, T-1, V]),
     in float32.
 
     Chunks of ``chunk`` positions are upcast one at a time: the same numbers as one float32
-    cross-entropy over the whole [B, T, V] tensor, about 4x faster on CPU (cache-resident)."""
+    cross-entropy over the whole [B, T, V] tensor (each position's loss is its own row), and much
+    faster on CPU when a chunk stays in cache. The default keeps a float32 chunk within
+    :data:`LOSS_CHUNK_BYTES`: 21 positions of SmolLM2's 49k-word vocabulary, 4 of Gemma's 262k
+    (a Gemma window of 128 positions: 133 ms with chunks of 128, 19 ms with chunks of 4, one thread,
+    bit-identical; ``benchmarks/loss_chunk.py``)."""
     b, n = ids.shape[0], ids.shape[1] - 1
+    if chunk is None:
+        chunk = max(1, LOSS_CHUNK_BYTES // (4 * logits.shape[-1]))
     out = torch.empty(b, n, dtype=torch.float32, device=logits.device)
     for i in range(b):
         for s in range(0, n, chunk):
