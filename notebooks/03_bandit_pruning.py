@@ -364,11 +364,12 @@ display(Markdown(R.discussion(frame, lm, vis, claims, ablation if memory_ablatio
 # - **It is one head.** The 25 loss-searched selections share head 2 of the last layer (17.2) in 19 of 25.
 #   Masking that head alone takes LAMBADA perplexity from 20.81 to 12.05 (-42%) on the first 500 documents
 #   in bfloat16, and last-word accuracy from 0.394 to 0.528 (+13.4 points, paired 95% interval
-#   [+10.0, +16.8]). The last word's log-likelihood improves on 84% of the documents, and the 10 largest gains
+#   [+10.0, +16.8]). The last word's log-likelihood improves on 84% of the documents (419 of 500), and the 10 largest gains
 #   are only 10% of the total, so a few documents do not carry it. The other heads most often shared (16.3 in
 #   21 selections, 0.1 in 20) do nothing of the kind alone: accuracy +1.0 and +0.0 points, perplexity +3.7%
-#   and +3.0%. On WikiText-2 (the notebook's 32 x 128 tokens, a one-off measurement, not a record), masking
-#   17.2 alone costs only +1.6% (45.59 to 46.33). That is why the loss searches pick it early.
+#   and +3.0%. On WikiText-2 (the notebook's 32 x 128 tokens, in the same benchmark), masking 17.2 alone
+#   costs only +1.7% (45.64 to 46.39; the benchmark loads the model in bfloat16 directly, the notebook casts its
+#   float32 copy, hence 45.64 against the dense record's 45.59). That is why the loss searches pick it early.
 # - **It is not a bfloat16 artefact.** In float32 (first 200 documents), masking 17.2 alone lowers LAMBADA
 #   perplexity by 39.8% (17.44 to 10.50; accuracy +11.5 points [+6.6, +16.4]). MAB-TS seed 42's selection
 #   lowers it by 33.2% (bfloat16, 500 documents: -40.1%).
