@@ -147,3 +147,29 @@ def test_per_document_scores_match_the_metric(tiny_lm):
         acc = t["per_doc"]["acc"]
         assert len(acc) == t["n"] == 4 and set(acc) <= {0.0, 1.0}
         assert sum(acc) / 4 == pytest.approx(t["metrics"]["acc"]["value"])
+
+
+@pytest.mark.parametrize("task", sorted(KNOWN_TASKS))
+def test_first_documents_are_the_same_as_from_the_whole_split(task):
+    """lm-eval is handed only the split's first ``limit`` documents: after the task's own document
+    processing (HellaSwag's process_docs) they are the first documents of the whole split."""
+    from repro.evaluate.zeroshot import _task_config, _task_manager
+
+    def docs(limit):
+        task_obj = _task_manager(True).load([_task_config(task, limit)])["tasks"][task]
+        return list(task_obj.eval_docs)
+
+    part, whole = docs(5), docs(None)
+    assert len(part) == 5 and len(whole) > 100
+    assert part == whole[:5]
+
+
+def test_a_task_that_drops_documents_is_refused(tiny_lm, monkeypatch):
+    """n is checked against the split's first ``limit`` documents, so a task whose documents are not
+    the split's first ones fails loudly instead of recording a different sample."""
+    import repro.evaluate.zeroshot as zs
+
+    whole = zs._load_split
+    monkeypatch.setattr(zs, "_load_split", lambda task, limit=None, **kw: whole(task, 2))
+    with pytest.raises(ReproError, match="evaluated 2 documents, expected the first 3 of 872"):
+        evaluate_zeroshot(*tiny_lm, ["sst2"], limit=3, progress=False)
