@@ -173,3 +173,44 @@ def test_a_task_that_drops_documents_is_refused(tiny_lm, monkeypatch):
     monkeypatch.setattr(zs, "_load_split", lambda task, limit=None, **kw: whole(task, 2))
     with pytest.raises(ReproError, match="evaluated 2 documents, expected the first 3 of 872"):
         evaluate_zeroshot(*tiny_lm, ["sst2"], limit=3, progress=False)
+
+
+def test_positions_read_hold_every_continuation():
+    """Rows right-padded with 0, as lm-eval pads them: the kept trailing positions cover each row's
+    continuation [len - cont, len), and no more than that when no row ends in a real token 0."""
+    from repro.evaluate.zeroshot import positions_read
+
+    lengths, longest = [9, 6, 7], 3
+    inps = torch.zeros(3, 9, dtype=torch.long)
+    for r, n in enumerate(lengths):
+        inps[r, :n] = torch.arange(1, n + 1)
+    keep = positions_read(inps, longest)
+    assert keep == 9 - 6 + 3  # the shortest row's continuation starts at 6 - 3 = 3 = 9 - keep
+    assert all(n - longest >= 9 - keep for n in lengths)
+    inps[1, 5] = 0  # a real trailing token 0 makes the row look shorter: more positions, never fewer
+    assert positions_read(inps, longest) == keep + 1
+    assert positions_read(inps, None) == 9 and positions_read(inps, 20) == 9
+
+
+def test_output_layer_only_where_read_gives_lm_evals_numbers(tiny_lm, monkeypatch):
+    """Computing the logits only at the positions lm-eval reads gives the plain HFLM's results, bit
+    for bit, on tasks with one-token and many-token continuations and batches of unequal rows."""
+    import lm_eval.models.huggingface
+
+    import repro.evaluate.zeroshot as zs
+
+    model, tok = tiny_lm
+    tasks = ["sst2", "lambada_openai", "hellaswag", "arc_easy"]
+    kept = []
+    spy = model.register_forward_pre_hook(lambda m, args, kwargs: kept.append(kwargs.get("logits_to_keep")),
+                                          with_kwargs=True)
+    try:
+        scored = evaluate_zeroshot(model, tok, tasks, limit=6, batch_size=4, progress=False)
+    finally:
+        spy.remove()
+    assert any(kept), "the output layer was computed at every position"
+    monkeypatch.setattr(zs, "_scored_lm", lambda: lm_eval.models.huggingface.HFLM)
+    plain = evaluate_zeroshot(model, tok, tasks, limit=6, batch_size=4, progress=False)
+    for t in tasks:
+        assert scored["tasks"][t]["per_doc"] == plain["tasks"][t]["per_doc"]
+        assert scored["tasks"][t]["metrics"] == plain["tasks"][t]["metrics"]

