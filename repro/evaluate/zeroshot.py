@@ -403,9 +403,10 @@ def evaluate_zeroshot(model, tokenizer, tasks: list[str], limit: int | None = No
     results = {}
     for t in tasks:
         n, n_total = int(out["n-samples"][t]["effective"]), len(_split(t))
-        if n != min(limit or n_total, n_total):  # a task whose document processing drops documents
-            raise ReproError(f"{t}: lm-eval evaluated {n} documents, expected the first {min(limit or n_total, n_total)}"
-                             f" of {n_total}: its documents are not the split's first ones")
+        expected = min(limit or n_total, n_total)
+        if n != expected:  # a task whose document processing drops documents
+            raise ReproError(f"{t}: lm-eval evaluated {n} documents, expected the first {expected} of {n_total}: "
+                             "its documents are not the split's first ones")
         results[t] = {"metrics": _metrics(out["results"][t]), "n": n, "n_total": n_total, "limit": limit, "split": _DATA[t].split,
                       "source": sources[t], "note": _DATA[t].note, "per_doc": _per_doc(out["samples"][t])}
     return {"tasks": results, "lm_eval_version": version("lm_eval"), "limit": limit, "seed": seed,
