@@ -521,3 +521,30 @@ def test_a_prefix_of_a_longer_run_is_the_shorter_run(llama, name):
         assert long.budget.paired_evaluations == 30 and p.as_dict()["steps"] == long.as_dict()["steps"][:2]
     with pytest.raises(ReproError, match="k"):
         long.prefix(6)
+
+
+@pytest.mark.parametrize("name", ["tiny-llama", "tiny-gemma3", "tiny-vit"])  # tied head, Gemma, a classifier
+def test_taylor_and_fisher_scores_are_the_same_bits_when_only_the_read_weights_get_gradients(name, monkeypatch):
+    """Backward computes the gradients of the unit sites' weights only (the embedding, norms and,
+    for heads, MLP weights are frozen meanwhile): the scores are bit-identical to those from every
+    weight's gradient, and every parameter is trainable again afterwards."""
+    import contextlib
+
+    import repro.methods.bandit as bandit
+
+    model, batches = build_tiny(name), calib(name)
+    kinds = ("head",) if name == "tiny-vit" else ("head", "mlp")
+    next(model.parameters()).requires_grad_(False)  # a parameter frozen before stays frozen
+    trainable = [p.requires_grad for p in model.parameters()]
+
+    def scores():
+        out = {}
+        for method in ("taylor", "fisher"):
+            with UnitEvaluator(model, batches) as ev:
+                out[method] = select_units(method, ev, 1, kinds=kinds).scores
+        return out
+
+    fast = scores()
+    assert [p.requires_grad for p in model.parameters()] == trainable
+    monkeypatch.setattr(bandit, "gradients_only_for", lambda *a: contextlib.nullcontext())
+    assert scores() == fast  # exact: same floats for every unit

@@ -297,3 +297,28 @@ def test_bad_sparsity(bad):
 def test_unknown_method():
     with pytest.raises(UnknownNameError, match="unknown head method 'nope'"):
         score_heads("nope", build_tiny("tiny-llama"))
+
+
+def test_gradients_only_for_computes_those_gradients_alone_and_the_same_bits(monkeypatch):
+    """What backward leaves inside the block: the named weights' gradients, equal bit for bit to
+    those of a backward over every parameter, and no other parameter's (the tied embedding's
+    included); outside it every parameter is trainable again. Gradient-Head's scores are the
+    same bits as with every gradient computed."""
+    from repro.calib import gradients_only_for, loss_gradients
+
+    m = build_tiny("tiny-llama")
+    ids = calib_windows()
+    q = m.model.layers[1].self_attn.q_proj.weight
+    loss_gradients(m, ids, progress=False)
+    full = q.grad.clone()
+    loss_gradients(m, ids, progress=False, only=[q])
+    assert torch.equal(q.grad, full)
+    assert [n for n, p in m.named_parameters() if p.grad is not None] == ["model.layers.1.self_attn.q_proj.weight"]
+    assert all(p.requires_grad for p in m.parameters())
+    with gradients_only_for(m, [q]):
+        assert [p for p in m.parameters() if p.requires_grad] == [q]
+    m.zero_grad(set_to_none=True)
+
+    fast = score_heads("gradient-head", m, ids)
+    monkeypatch.setattr("repro.calib.gradients_only_for", lambda model, params: gradients_only_for(model, model.parameters()))
+    assert np.array_equal(score_heads("gradient-head", m, ids), fast)

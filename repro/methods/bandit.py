@@ -80,6 +80,7 @@ import torch
 from scipy.special import expit
 
 from repro.arch import Adapter, Site
+from repro.calib import gradients_only_for
 from repro.calib.budget import Budget
 from repro.errors import ReproError, UnknownNameError
 from repro.methods.heads import ROLES, combine
@@ -510,11 +511,12 @@ def _gradient_sums(ev: Evaluator, units: list[Unit]) -> np.ndarray:
         raise ReproError("Taylor and Fisher scores need a float32 model")
     rows = []
     try:
-        for b in range(ev.n_batches):
-            model.zero_grad(set_to_none=True)
-            ev.gradient(b)
-            rows.append(unit_sums(ad, units, ev.group_size,
-                                  lambda s, r: (s.matrix(r).double() * s.grad_matrix(r).double()).sum(1)))
+        with gradients_only_for(model, [m.weight for m in _sites(ad, units)]):  # the weights read below
+            for b in range(ev.n_batches):
+                model.zero_grad(set_to_none=True)
+                ev.gradient(b)
+                rows.append(unit_sums(ad, units, ev.group_size,
+                                      lambda s, r: (s.matrix(r).double() * s.grad_matrix(r).double()).sum(1)))
     finally:
         model.zero_grad(set_to_none=True)
     return np.stack(rows)

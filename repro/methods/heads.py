@@ -128,7 +128,8 @@ def gradient_head(model, calib=None, **_) -> np.ndarray:
     calib = as_calibration(calib)
     if next(model.parameters()).dtype != torch.float32:
         raise ReproError("gradient-head needs a float32 model")
-    loss_gradients(model, calib.windows)
+    attention = [s.module.weight for i in range(ad.n_layers) for s in ad.attention(i).sites]
+    loss_gradients(model, calib.windows, only=attention)
     try:
         return _layers(ad, lambda a, r: (a.site(r).matrix(r).double() * a.site(r).grad_matrix(r).double()).abs().sum(1),
                        kv_share=False)
