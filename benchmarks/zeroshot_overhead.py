@@ -5,7 +5,7 @@ documents per task, one thread):
   process, instead of the whole split read from disk on every call (lm-eval then processed every
   document, e.g. HellaSwag's ``process_docs`` over 10,042 documents each time it asked for them);
 * **output layer where read**: the logits (and lm-eval's log-softmax over the vocabulary) only at
-  the trailing positions that hold the continuations (``repro.evaluate.zeroshot.positions_read``).
+  the trailing positions of each batch that hold its continuations (``repro.evaluate.zeroshot.positions_read``).
 
     python benchmarks/zeroshot_overhead.py [--model gemma3-270m] [--limit 100] [--threads 1] \\
         [--tasks arc_challenge,boolq,hellaswag,winogrande,arc_easy,piqa] [--out PATH]

@@ -175,21 +175,27 @@ def test_a_task_that_drops_documents_is_refused(tiny_lm, monkeypatch):
         evaluate_zeroshot(*tiny_lm, ["sst2"], limit=3, progress=False)
 
 
-def test_positions_read_hold_every_continuation():
-    """Rows right-padded with 0, as lm-eval pads them: the kept trailing positions cover each row's
-    continuation [len - cont, len), and no more than that when no row ends in a real token 0."""
-    from repro.evaluate.zeroshot import positions_read
+def test_positions_read_hold_each_batchs_continuations():
+    """Rows built and right-padded with 0 as lm-eval builds them: the kept trailing positions cover
+    each row's continuation (its last len(continuation) positions) and no more, per batch; a row
+    that really ends in token 0 is still covered; an unknown row keeps every position."""
+    from repro.evaluate.zeroshot import continuation_reads, positions_read
 
-    lengths, longest = [9, 6, 7], 3
-    inps = torch.zeros(3, 9, dtype=torch.long)
-    for r, n in enumerate(lengths):
-        inps[r, :n] = torch.arange(1, n + 1)
-    keep = positions_read(inps, longest)
-    assert keep == 9 - 6 + 3  # the shortest row's continuation starts at 6 - 3 = 3 = 9 - keep
-    assert all(n - longest >= 9 - keep for n in lengths)
-    inps[1, 5] = 0  # a real trailing token 0 makes the row look shorter: more positions, never fewer
-    assert positions_read(inps, longest) == keep + 1
-    assert positions_read(inps, None) == 9 and positions_read(inps, 20) == 9
+    def batch(requests, max_length=8):
+        rows = [(ctx + cont)[-(max_length + 1):][:-1] for _, ctx, cont in requests]
+        T = max(map(len, rows))
+        inps = torch.tensor([r + [0] * (T - len(r)) for r in rows])
+        return inps, max(T - len(r) + len(cont) for r, (_, _, cont) in zip(rows, requests))  # fewest that hold all
+
+    requests = [(None, [5, 6, 7], [8]), (None, [5, 6], [9, 9, 9]), (None, [1, 2, 3, 4, 5], [6, 7]),
+                (None, [3, 0], [0, 4]), (None, [3, 4], [0, 0]), (None, list(range(1, 12)), [2, 3])]
+    reads = continuation_reads(requests, max_length=8)
+    for chunk in ([0, 1], [0, 2], [1, 2], [3], [4, 2], [5, 0], [0, 1, 2, 3, 4, 5]):
+        inps, needed = batch([requests[i] for i in chunk])
+        assert positions_read(inps, reads) == needed, chunk
+    inps, needed = batch([requests[0], requests[2]])
+    assert needed == 4 < inps.shape[1] == 6  # a bound from the longest continuation of all (3) keeps all 6
+    assert positions_read(inps, {}) == inps.shape[1] and positions_read(inps, None) == inps.shape[1]
 
 
 def test_output_layer_only_where_read_gives_lm_evals_numbers(tiny_lm, monkeypatch):

@@ -258,18 +258,41 @@ def _swap(obj, name: str, value):
         setattr(obj, name, old)
 
 
-def positions_read(inps: torch.Tensor, longest: int | None) -> int:
-    """How many trailing positions of lm-eval's batch ``inps`` hold every row's continuation.
+def continuation_reads(requests, max_length: int) -> dict[tuple, int]:
+    """For each of lm-eval's rows, how many positions at its end hold its continuation.
 
-    lm-eval right-pads each batch with token 0 and reads row ``r``'s log-probabilities at
-    ``[len_r - cont_r, len_r)``; with continuations at most ``longest`` tokens, the last
-    ``max_r(T - len_r) + longest`` positions hold them all. A row that really ends in token 0 looks
-    shorter, which only keeps more positions. ``longest`` None: all ``T``."""
+    lm-eval's causal row for (context, continuation) is ``(context + continuation)[-(max_length + 1):][:-1]``
+    and it reads that row's log-probabilities at its last ``len(continuation)`` positions. In a batch,
+    rows are right-padded with token 0, so a row is known here by its tokens up to its last non-zero
+    one; a row that really ends in ``z`` tokens 0 needs ``len(continuation) - z`` positions after that
+    point. Rows that look alike keep the largest such need."""
+    reads: dict[tuple, int] = {}
+    for _, context, continuation in requests:
+        row = (list(context) + list(continuation))[-(max_length + 1):][:-1]
+        end = len(row)
+        while end and row[end - 1] == 0:
+            end -= 1
+        key, need = tuple(row[:end]), len(continuation) - (len(row) - end)
+        reads[key] = max(reads.get(key, need), need)
+    return reads
+
+
+def positions_read(inps: torch.Tensor, reads: dict[tuple, int] | None) -> int:
+    """How many trailing positions of lm-eval's batch ``inps`` hold every row's continuation: rows
+    right-padded with token 0 to ``T`` columns, a row's continuation ends where its real tokens end,
+    so row ``r`` whose tokens end at ``e_r`` needs the last ``T - e_r + reads[r]`` positions
+    (:func:`continuation_reads`). ``reads`` None, or a row not in it: all ``T``."""
     T = inps.shape[1]
-    if longest is None:
+    if reads is None:
         return T
-    lengths = ((inps != 0) * torch.arange(1, T + 1, device=inps.device)).amax(dim=1)
-    return min(T, T - int(lengths.min()) + longest)
+    ends = ((inps != 0) * torch.arange(1, T + 1, device=inps.device)).amax(dim=1).tolist()
+    keep = 0
+    for row, end in zip(inps.tolist(), ends):
+        need = reads.get(tuple(row[:end]))
+        if need is None:
+            return T
+        keep = max(keep, T - end + need)
+    return min(T, keep)
 
 
 @functools.lru_cache(maxsize=1)
@@ -279,25 +302,25 @@ def _scored_lm():
     The output layer and lm-eval's log-softmax over the whole vocabulary at every position are
     most of a small model's cost (Gemma's 262k words: more than its 18 layers), and lm-eval reads
     only the continuation's positions. The model is asked for the logits of the last
-    :func:`positions_read` positions (``logits_to_keep``); lm-eval places a shorter logits tensor
-    by its own rule (``ctx_len = inplen + (logits.shape[0] - padding_len_inp)``, written for
-    prompt-tuning's virtual tokens), so it reads the same rows, and each position's logits and
-    log-softmax do not depend on the other positions: the same numbers (tested against the plain
-    HFLM)."""
+    :func:`positions_read` positions of each batch (``logits_to_keep``), those holding that batch's
+    continuations; lm-eval places a shorter logits tensor by its own rule
+    (``ctx_len = inplen + (logits.shape[0] - padding_len_inp)``, written for prompt-tuning's virtual
+    tokens), so it reads the same rows, and each position's logits and log-softmax do not depend on
+    the other positions: the same numbers (tested against the plain HFLM)."""
     from lm_eval.models.huggingface import HFLM
 
     class ScoredLM(HFLM):
-        _longest: int | None = None
+        _reads: dict[tuple, int] | None = None
 
         def _loglikelihood_tokens(self, requests, *args, **kwargs):
-            self._longest = max((len(cont) for _, _, cont in requests), default=None)
+            self._reads = continuation_reads(requests, self.max_length)
             try:
                 return super()._loglikelihood_tokens(requests, *args, **kwargs)
             finally:
-                self._longest = None
+                self._reads = None
 
         def _model_call(self, inps, attn_mask=None, labels=None):
-            keep = positions_read(inps, self._longest)
+            keep = positions_read(inps, self._reads)
             if attn_mask is not None or labels is not None or keep >= inps.shape[1] or self.mixed_precision_dtype:
                 return super()._model_call(inps, attn_mask=attn_mask, labels=labels)
             with torch.no_grad():
