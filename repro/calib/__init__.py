@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -193,7 +193,7 @@ def loss_gradients(model: nn.Module, windows, batch_size: int = 1, progress: boo
     model.zero_grad(set_to_none=True)
     device = input_device(model)
     n = n_windows(windows)
-    with torch.enable_grad(), (gradients_only_for(model, only) if only is not None else nullcontext()):
+    with torch.enable_grad(), gradients_only_for(model, model.parameters() if only is None else only):
         for batch in tqdm(list(_batches(windows, batch_size)), desc="gradients", leave=False, disable=not progress):
             if isinstance(batch, Mapping):
                 logits = _forward(model, batch, device).logits.float()
