@@ -1,4 +1,4 @@
-"""Headless entry point: ``python -m repro {ppl,heads,prune,bandit,zeroshot,notebook,run} ...``
+"""Headless entry point: ``python -m repro {ppl,heads,prune,bandit,zeroshot,notebook,run,migrate} ...``
 prints one JSON object on stdout.
 
   ppl       perplexity of a model (SparseGPT/Wanda protocol)
@@ -8,10 +8,11 @@ prints one JSON object on stdout.
   zeroshot  zero-shot accuracy with lm-eval's task YAMLs (offline data)
   notebook  execute a paper notebook (jupytext .py) with a profile via papermill
   run       compute a paper notebook's missing records as jobs (--jobs N, --executor local|ray)
+  migrate   rewrite a results folder made under an older record protocol to the current keys
 
 Options mean one thing everywhere: --method (the head scorer, pruning method or unit selector:
 ``python -m repro CMD --help`` lists the names), --calib-data, --calib-nsamples, --calib-seqlen,
---calib-seed, --eval (--data for ppl). The older --calib, --nsamples and --policy still work.
+--calib-seed, --eval (--data for ppl).
 
 Bad input (unknown names, sparsity outside [0, 1), a negative seed, a number that is not finite,
 a method parameter of the wrong type, a model folder without config.json, a missing or malformed
@@ -23,7 +24,6 @@ is written before every check has passed.
 from __future__ import annotations
 
 import argparse
-import copy
 import importlib
 import json
 import logging
@@ -35,8 +35,6 @@ from pathlib import Path
 
 from repro.errors import ReproError, UnknownNameError
 
-# older spellings, still accepted, never shown in --help: old -> the one name now used everywhere
-OLD_SPELLINGS = {"--calib": "--calib-data", "--nsamples": "--calib-nsamples", "--policy": "--method"}
 # where each command's --method names come from (read when --help is shown: the registries import torch)
 METHOD_REGISTRIES = {"heads": ("repro.methods.heads", "HEAD_METHODS"),
                      "prune": ("repro.methods.unstructured", "PRUNERS"),
@@ -52,15 +50,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter):
-    """Help that shows only the current spelling of each option, and lists each ``--method``'s
-    valid names from its registry (unbroken)."""
-
-    def _format_action_invocation(self, action):
-        shown = [s for s in action.option_strings if s not in OLD_SPELLINGS]
-        if shown != list(action.option_strings):
-            action = copy.copy(action)
-            action.option_strings = shown
-        return super()._format_action_invocation(action)
+    """Help that lists each ``--method``'s valid names from its registry (unbroken)."""
 
     def _split_lines(self, text, width):  # never split a name such as "wanda-head" at its hyphen
         import textwrap
@@ -103,14 +93,14 @@ def _model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default=None, help="cpu (default), cuda, cuda:N, or auto (accelerate device_map)")
 
 
-def _method_arg(p: argparse.ArgumentParser, command: str, what: str, *old: str, **kw) -> None:
-    p.add_argument("--method", *old, help=what, **kw).registry = METHOD_REGISTRIES[command]
+def _method_arg(p: argparse.ArgumentParser, command: str, what: str, **kw) -> None:
+    p.add_argument("--method", help=what, **kw).registry = METHOD_REGISTRIES[command]
 
 
 def _calib_args(p: argparse.ArgumentParser, nsamples: int, seqlen: int, seed: bool = True) -> None:
-    p.add_argument("--calib-data", "--calib", default="wikitext2-train",
+    p.add_argument("--calib-data", default="wikitext2-train",
                    help="calibration text spec, e.g. wikitext2-train or c4-sample:calib")
-    p.add_argument("--calib-nsamples", "--nsamples", type=_positive, default=nsamples, help="calibration windows")
+    p.add_argument("--calib-nsamples", type=_positive, default=nsamples, help="calibration windows")
     p.add_argument("--calib-seqlen", type=_positive, default=seqlen, help="tokens per calibration window")
     if seed:
         p.add_argument("--calib-seed", type=_nonneg, default=0, help="seed of the calibration windows' draw")
@@ -169,7 +159,7 @@ def parser() -> argparse.ArgumentParser:
     _model_args(b)
     b.add_argument("--units", default="heads", help="heads, mlp, or heads,mlp")
     b.add_argument("--ratio", type=_open_fraction, required=True, help="share of the candidate units to select, in (0, 1)")
-    _method_arg(b, "bandit", "unit selector", "--policy", required=True)
+    _method_arg(b, "bandit", "unit selector", required=True)
     b.add_argument("--seed", type=_nonneg, default=1, help="draws the calibration windows and the selector's randomness")
     b.add_argument("--group-size", type=_positive, default=32, help="channels per MLP unit (g0)")
     b.add_argument("--budget", type=_positive, default=None, help="paired evaluations per step (default 32)")
@@ -198,6 +188,10 @@ def parser() -> argparse.ArgumentParser:
     n.add_argument("--out", default=None, help="executed .ipynb, in an existing folder (default: the .py's pair "
                    "beside it)")
     n.add_argument("--recompute", action="store_true", help="compute every cell again instead of reading records")
+
+    g = command("migrate", "rewrite a results folder's records made under an older protocol to the current keys "
+                           "(in place, never recomputing a number)")
+    g.add_argument("results", help="the results folder, e.g. results/")
 
     r = command("run", "compute the missing records of a paper notebook as independent jobs (then render it "
                        "with 'notebook')")
@@ -503,15 +497,25 @@ def cmd_run(args) -> dict:
     return run_notebook(args.source, args.profile, args.jobs, args.executor, args.address, args.threads)
 
 
+def cmd_migrate(args) -> dict:
+    from repro.migrate import migrate_folder
+    from repro.store import PROTOCOL
+
+    if not Path(args.results).is_dir():
+        raise ReproError(f"results folder {args.results}: no such folder")
+    return {"results": args.results, "protocol": PROTOCOL, "migrated": migrate_folder(args.results)}
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     warnings.simplefilter("default")
     try:
-        if args.command not in ("notebook", "run"):
+        if args.command not in ("notebook", "run", "migrate"):
             _check_inputs(args)
         out = {"ppl": cmd_ppl, "heads": cmd_heads, "zeroshot": cmd_zeroshot, "prune": cmd_prune,
-               "bandit": cmd_bandit, "notebook": cmd_notebook, "run": cmd_run}[args.command](args)
+               "bandit": cmd_bandit, "notebook": cmd_notebook, "run": cmd_run,
+               "migrate": cmd_migrate}[args.command](args)
     except ReproError as e:
         print(f"error: {' '.join(str(e).splitlines())}", file=sys.stderr)  # one line
         return 2

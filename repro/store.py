@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 SCHEMA = 1
-PROTOCOL = 2  # 2: batch size, weights hash and protocol in every key; paired stats; validation split
+PROTOCOL = 3  # 2: batch size, weights hash and protocol in every key; 3: every default written (repro.migrate)
 
 
 class Pending(Exception):

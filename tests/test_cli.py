@@ -284,8 +284,6 @@ GOOD = {
     "prune-ria-params": ["prune", "--model", "tiny-llama", "--method", "ria", "--sparsity", "0.5", "--param",
                          "per_row=true", "--param", "a=1"],
     "bandit": BANDIT + ["--units", "heads,mlp", "--ratio", "0.25", "--method", "ucb", "--seed", "0"],
-    "bandit-old-spellings": ["bandit", "--model", "tiny-llama", "--calib", "wiki-sample", "--nsamples", "4",
-                             "--units", "heads", "--ratio", "0.25", "--policy", "random"],
     "zeroshot": ["zeroshot", "--model", "tiny-llama", "--tasks", "sst2,rte"],
 }
 
@@ -313,7 +311,7 @@ def test_tripwires_catch_good_input(capsys, tmp_path, tripwires, name):
     (["heads", "--eval", ""], ["--eval", "empty dataset spec"]),
     (["heads", "--calib-data", "wiki-sample:"], ["--calib-data", "empty split"]),
     (["prune", "--method", "wanda", "--calib-data", ""], ["--calib-data", "empty dataset spec"]),
-    (["bandit", "--ratio", "0.1", "--method", "ucb", "--calib", ":test"], ["--calib-data", "no name"]),
+    (["bandit", "--ratio", "0.1", "--method", "ucb", "--calib-data", ":test"], ["--calib-data", "no name"]),
 ])
 def test_bad_data_spec_refused_before_loading(capsys, tripwires, args, names):
     line = refused(capsys, args[0], "--model", "tiny-llama", *args[1:])
@@ -501,7 +499,6 @@ def test_prune_save_refused_before_pruning(capsys, tmp_path, tripwires, case):
     (["--units", "heads", "--ratio", "1.0", "--method", "ucb"], ["argument --ratio", "(0, 1)"]),
     (["--units", "heads", "--ratio", "0", "--method", "ucb"], ["argument --ratio", "(0, 1)"]),
     (["--units", "heads", "--ratio", "0.25", "--method", "bogus"], ["--method", "unknown unit selector 'bogus'"]),
-    (["--units", "heads", "--ratio", "0.25", "--policy", "bogus"], ["--method", "unknown unit selector 'bogus'"]),
     (["--units", "heads", "--ratio", "0.25", "--method", "random"], ["--budget", "'random' takes no parameters"]),
 ])
 def test_bandit_bad_input_refused_before_loading(capsys, tripwires, bad, names):
@@ -524,20 +521,15 @@ def test_heads_unknown_method_refused_before_loading(capsys, tripwires):
 # ---- one name for one thing in every command
 
 
-def test_old_option_spellings_still_work():
+@pytest.mark.parametrize("args", [["bandit", "--ratio", "0.1", "--method", "ucb", "--policy", "ucb"],
+                                  ["prune", "--method", "wanda", "--nsamples", "3"]])
+def test_retired_option_spellings_are_refused(capsys, args):
+    """One spelling per option: the retired --policy and --nsamples are errors, not silent aliases."""
     from repro.cli import parser
 
-    common = ["--model", "tiny-llama"]
-    for cmd, old, new in [
-        (["prune", "--method", "wanda"], ["--calib", "c4-sample:calib", "--nsamples", "3"],
-         ["--calib-data", "c4-sample:calib", "--calib-nsamples", "3"]),
-        (["heads"], ["--calib", "c4-sample:calib", "--nsamples", "3"],
-         ["--calib-data", "c4-sample:calib", "--calib-nsamples", "3"]),
-        (["bandit", "--ratio", "0.1"], ["--policy", "ucb", "--calib", "c4-sample", "--nsamples", "3"],
-         ["--method", "ucb", "--calib-data", "c4-sample", "--calib-nsamples", "3"]),
-    ]:
-        a, b = parser().parse_args(cmd + common + old), parser().parse_args(cmd + common + new)
-        assert a == b and b.calib_data.startswith("c4-sample") and b.calib_nsamples == 3
+    with pytest.raises(SystemExit) as e:
+        parser().parse_args(args + ["--model", "tiny-llama"])
+    assert e.value.code == 2 and "unrecognized arguments" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("command, registry", [("heads", "repro.methods.heads:HEAD_METHODS"),

@@ -251,11 +251,11 @@ def _scores(rows):
 
 
 def _fake_experiment(tie_seeds=(), group_size=3):
-    attn = SimpleNamespace(group_size=group_size, n_kv_heads=1)
+    structure = {"heads_per_layer": [group_size] * 3, "kv_heads_per_layer": [1] * 3}
     return SimpleNamespace(identity={"quantisation": "q4", "source": "hub"},
                            setup=SimpleNamespace(max_windows=2, eval_dtype="float32", seqlen=32),
                            data=SimpleNamespace(label="wiki:val"), feeding_note="", shape=(3, 2), tie_seeds=list(tie_seeds),
-                           adapter=SimpleNamespace(attention=lambda layer: attn))
+                           structure=structure)
 
 
 def _tables(experiments, store=None):

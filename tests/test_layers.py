@@ -12,7 +12,7 @@ from conftest import ROOT
 
 # each top-level part of repro and its floor; a module imports only from its own floor or below
 LAYERS = {"errors": -1, "progress": -1, "assets": 0, "arch": 1, "structure": 2, "calib": 3, "methods": 4,
-          "evaluate": 5, "store": 6, "report": 6, "claims": 6, "experiments": 7, "notebooks": 8, "jobs": 8, "cli": 8,
+          "evaluate": 5, "store": 6, "report": 6, "claims": 6, "migrate": 6, "experiments": 7, "notebooks": 8, "jobs": 8, "cli": 8,
           "__main__": 9}
 PACKAGE = ROOT / "repro"
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9]*.py"))

@@ -79,7 +79,7 @@ def vision_frame(store: Store, experiments, session: bool = True, memory: str = 
 def _selection_fields(sel: dict) -> dict:
     """The frame columns a cell takes from its selection record (empty record: the dense cell)."""
     sc, sr = sel.get("config", {}), sel.get("result", {})
-    memory = sc.get("params", {}).get("memory", "carry") if sc.get("method") in MAB else None  # key_params
+    memory = sc["params"]["memory"] if sc.get("method") in MAB else None
     return {"kinds": "+".join(sc.get("kinds", [])) or "dense", "ratio": sc.get("ratio", 0.0), "k": sc.get("k", 0),
             "candidates": sc.get("candidates"), "seed": sc.get("seed"), "units": sr.get("units"),
             "budget": sr.get("budget"), "pulls": sr.get("pulls"), "rewards": sr.get("rewards"),
@@ -724,9 +724,7 @@ class BanditReport:
         sels = [r for r in self.store.records("bandit-select") if r["key"] in c.get("selections", [])]
         heads = list(dict.fromkeys((u[1], u[2]) for r in sels for u in r["result"]["units"] if u[0] == "head"))
         st = self.lm[rm["model"]].structure
-        shape = (st["heads_per_layer"], st["kv_heads_per_layer"]) if "kv_heads_per_layer" in st else \
-            self.lm[rm["model"]].adapter  # a card written before it counted K/V heads: load the model
-        n = removal_counts(shape, heads) if heads else None
+        n = removal_counts((st["heads_per_layer"], st["kv_heads_per_layer"]), heads) if heads else None
         split = "" if n is None else (f" selected ({n['removed']} physically removed, {n['kept_as_zeros']} kept as "
                                       f"zero heads by GQA padding, so the parameter drop is {n['removed']} heads' worth)")
         caption = (f"**Removal.** {rm['model']}, {LABELS[rm['method']]} seed {rm['seed']}: {res['heads']} heads{split} "

@@ -194,9 +194,9 @@ class Experiment:
                 **self.feeding()}
 
     def feeding(self) -> dict:
-        """The window rule as a key field: ``{"windows": "bos+text"}`` for families that need BOS; nothing
-        for plain windows (so the records of Llama-like models keep the keys they always had)."""
-        return {} if self.bos is None else {"windows": rule(self.bos)}
+        """The window rule as a key field: ``{"windows": "bos+text"}`` for families that need BOS,
+        ``{"windows": "plain"}`` otherwise."""
+        return {"windows": rule(self.bos)}
 
     @property
     def feeding_note(self) -> str:

@@ -132,9 +132,6 @@ class HeadExperiment(Experiment):
     def measure(self, model) -> dict:
         return self.ppl(model)
 
-    def _ppl(self, pruned: list | None) -> dict:  # the name tests/jobs_paper.py calls
-        return self._evaluate(pruned)
-
     @plan.cell
     def dense(self) -> dict:
         return self.run(self.records, {**self.base_config(), "method": "dense"}, lambda: self._evaluate(None))
@@ -250,11 +247,8 @@ class VisionHeadExperiment(HeadExperiment):
 
     @property
     def kv_heads(self) -> int:
-        """K/V heads per layer (first layer): the loaded model's, else the model card's; a card written
-        before cards counted them: H (ViT, DeiT and DINOv2 attention is multi-head)."""
-        if self._loaded is not None:
-            return self.adapter.attention(0).n_kv_heads
-        return self.structure.get("kv_heads_per_layer", [self.shape[1]])[0]
+        """K/V heads per layer (first layer), from the model card."""
+        return self.structure["kv_heads_per_layer"][0]
 
     def pixels(self, images: torch.Tensor) -> torch.Tensor:
         """uint8 Fashion-MNIST images -> this model's pixel values (its resolution, channels, normalisation)."""

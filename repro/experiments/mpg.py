@@ -93,17 +93,13 @@ def _and(words: list[str]) -> str:
 
 
 def _kv_heads(e) -> int:
-    """Layer 0's K/V heads, from the model card (the model itself only for a card written before it counted them)."""
-    st = getattr(e, "structure", None) or {}
-    return st["kv_heads_per_layer"][0] if "kv_heads_per_layer" in st else e.adapter.attention(0).n_kv_heads
+    """Layer 0's K/V heads, from the model card."""
+    return e.structure["kv_heads_per_layer"][0]
 
 
 def _group_size(e) -> int:
-    """Query heads per K/V head in layer 0, from the model card where it counts K/V heads."""
-    st = getattr(e, "structure", None) or {}
-    if "kv_heads_per_layer" in st:
-        return st["heads_per_layer"][0] // st["kv_heads_per_layer"][0]
-    return e.adapter.attention(0).group_size
+    """Query heads per K/V head in layer 0, from the model card."""
+    return e.structure["heads_per_layer"][0] // e.structure["kv_heads_per_layer"][0]
 
 
 def describe(experiments) -> str:

@@ -73,13 +73,6 @@ def search_params(method: str, search: dict | None) -> dict | None:
     return search if SELECTORS[method].sequential else None
 
 
-def key_params(params: dict) -> dict:
-    """A selection's parameters as its record key holds them: ``memory="carry"`` is left out,
-    because every record made before the bandits' ``memory`` parameter existed ran that rule
-    (their keys have no ``memory``); the default ``"step"`` is written, so the two never share a key."""
-    return {k: v for k, v in params.items() if not (k == "memory" and v == "carry")}
-
-
 def removal_parts(unit_ratios: dict) -> list[tuple[list[str], float]]:
     """``(kinds, ratio)`` of each unit type's largest ratio in ``{kind: ratios}`` (kinds sorted):
     the selections a removal cell takes its units from."""
@@ -134,7 +127,7 @@ class BanditExperiment(Experiment):
         source = None if sel.calibration_free else self.batches_source(seed)
         return {"protocol": PROTOCOL, "model": self.base_config()["model"], "method": method, "kinds": kinds,
                 "ratio": ratio, "k": k, "candidates": n, "group_size": self.group_size, "seed": seed,
-                "params": key_params(full), "calibration": source,
+                "params": full, "calibration": source,
                 "search_dtype": self._dtype_for(method)}
 
     def _dtype_for(self, method: str) -> str | None:

@@ -21,7 +21,7 @@ from repro.assets.data import parse_spec
 from repro.experiments import plan
 from repro.experiments.base import Experiment
 from repro.methods.unstructured import auto_s_max, get_pruner, ogas_setting, parse_pattern, prune_model
-from repro.structure.sparsity import prunable_linears, zeros_sha256
+from repro.structure.sparsity import zeros_sha256
 
 QUANTILES = np.linspace(0, 1, 21)  # per-layer summary of OGAS's channel sparsities
 DOWN_PROJECTIONS = ("down_proj", "fc2", "mlp.c_proj", "dense_4h_to_h")  # the MLP's output linear, per family
@@ -67,9 +67,8 @@ class PruneExperiment(Experiment):
 
     def down_projections(self) -> list[str]:
         """The MLP down projections of the model's blocks, block 0 first (Figure 2's layer choice),
-        from the model card (a card written before it named the linears: from the loaded model)."""
-        names = self.structure.get("linears") or list(prunable_linears(self.model))
-        return [n for n in names if n.endswith(DOWN_PROJECTIONS)]
+        from the model card."""
+        return [n for n in self.structure["linears"] if n.endswith(DOWN_PROJECTIONS)]
 
     @plan.cell
     def cell(self, method: str, sparsity: float | None, pattern: str = "unstructured", params: dict | None = None,

@@ -48,7 +48,6 @@ under RIA; IST-DASLab/sparsegpt ``SparseGPT.add_batch``), one window per forward
 count in the compress step, and N:M groups chosen by ``torch.topk`` (which of exactly tied scores
 it takes is its own rule, not the position). With ``count="reference"`` it reproduces their masks
 bit for bit (``benchmarks/reference_masks.py``), where the default's rounding can flip near-ties.
-A default ``stats`` is left out of ``params`` (and so of record keys made before it existed).
 
 ``sparsity == 0`` leaves the model untouched for every method.
 """
@@ -180,10 +179,11 @@ class Pruner:
         if stats not in STATS:
             raise UnknownNameError("stats rule", stats, STATS)
         # the one place that decides the reference codes' arithmetic: observers' float32 running means,
-        # one window per forward, torch's threads, topk's N:M ties; "exact" stays out of params (record keys)
+        # one window per forward, torch's threads, topk's N:M ties
         self.running = stats == "reference"
-        if self.running:
+        if "stats" in self.defaults:
             self.params["stats"] = stats
+        if self.running:
             self.batch_size, self.compress_threads = 1, None
         self.timer = Timer()
 

@@ -1,0 +1,125 @@
+"""Record migration: rewrite the keys of a results folder made under an older :data:`repro.store.PROTOCOL`,
+never recomputing a number.
+
+A protocol bump changes what a cell's *key* holds, not what its result is: each step below is a pure
+function of an old config that gives the config the current code builds for the same cell, and the
+record is moved to that config's key with its result, times and versions untouched. References between
+records (a bandit cell names its selection's key; its result holds the selection's config) are rewritten
+through the same map, so a migrated folder is exactly what the current code would have written.
+
+Protocol 2 -> 3 (every default written into keys, no implicit spellings):
+
+* text windows always say their rule: ``"windows": "plain"`` where protocol 2 left it out for families
+  without ``<bos>`` (top-level configs of the text record folders and every text calibration source);
+* a bandit selection's ``memory`` is always written: protocol 2 left out ``"carry"``;
+* Wanda, RIA and SparseGPT always write ``stats``: protocol 2 left out the default ``"exact"``.
+
+``python -m repro migrate RESULTS`` applies it in place (idempotent; a record already current is left
+alone); :func:`migrate_records` is the pure core the tests check.
+"""
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+from repro.store import PROTOCOL, SCHEMA, atomic_write_text, config_key
+
+# record folders whose configs are evaluations or timings on token windows (protocol 2: feeding() at top level)
+TEXT_FOLDERS = frozenset({"heads-ppl", "heads-efficiency", "prune-ppl", "bandit-ppl", "bandit-removal"})
+MEMORY_SELECTORS = frozenset({"ucb", "thompson"})  # the selectors that take ``memory``
+STATS_PRUNERS = frozenset({"wanda", "ria", "sparsegpt"})  # the pruners that take ``stats``
+
+
+def _windows(d: dict) -> None:
+    d.setdefault("windows", "plain")
+
+
+def _text_calibration(d: dict) -> None:
+    """Every text calibration source (it has ``seqlen``; image sources do not) says its window rule."""
+    for k, v in d.items():
+        if isinstance(v, dict):
+            if k == "calibration" and "seqlen" in v:
+                _windows(v)
+            _text_calibration(v)
+
+
+def config_2_to_3(experiment: str, config: dict) -> dict:
+    """The protocol-3 config of a protocol-2 cell of record folder ``experiment``."""
+    c = copy.deepcopy(config)
+    if c.get("protocol") != 2:
+        raise ValueError(f"not a protocol-2 config: protocol {c.get('protocol')!r}")
+    c["protocol"] = 3
+    if experiment in TEXT_FOLDERS:
+        _windows(c)
+    _text_calibration(c)
+    if experiment == "bandit-select" and c.get("method") in MEMORY_SELECTORS:
+        c["params"].setdefault("memory", "carry")
+    if experiment.startswith("prune-") and c.get("method") in STATS_PRUNERS:
+        c.setdefault("params", {}).setdefault("stats", "exact")
+    return c
+
+
+STEPS = {2: config_2_to_3}  # from protocol -> its step; PROTOCOL is where they end
+REFERENCING = {"bandit-ppl": "selection", "bandit-vision": "selection", "bandit-removal": "selections"}
+REFERENCED = "bandit-select"  # the folder whose keys other records name (it names none itself)
+
+
+def current_config(experiment: str, config: dict) -> dict:
+    """``config`` brought to :data:`PROTOCOL` through every step (unchanged if it already is)."""
+    while config.get("protocol") != PROTOCOL:
+        step = STEPS.get(config.get("protocol"))
+        if step is None:
+            raise ValueError(f"no migration from protocol {config.get('protocol')!r} to {PROTOCOL}")
+        config = step(experiment, config)
+    return config
+
+
+def migrate_records(records: list[dict]) -> tuple[list[dict], dict[tuple[str, str], str]]:
+    """Migrated copies of ``records`` (each ``{"experiment", "key", "config", "result", ...}``) and the map
+    ``(experiment, old key) -> new key``. Results are copied as they are, except a bandit cell's embedded
+    selection config, which is migrated like the selection's own record."""
+    keys: dict[tuple[str, str], str] = {}
+    out: list[dict | None] = [None] * len(records)
+    order = sorted(range(len(records)), key=lambda i: records[i]["experiment"] != REFERENCED)  # selections first
+    for i in order:
+        r = records[i]
+        exp = r["experiment"]
+        cfg = current_config(exp, r["config"])
+        field = REFERENCING.get(exp)
+        if cfg is not r["config"] and cfg.get(field) is not None:  # a dense cell names no selection
+            old = cfg[field]
+            cfg[field] = ([keys.get((REFERENCED, k), k) for k in old] if isinstance(old, list)
+                          else keys.get((REFERENCED, old), old))
+        new = {**r, "config": cfg, "key": config_key(cfg), "schema": SCHEMA}
+        if isinstance(r.get("result"), dict) and isinstance(r["result"].get("selection"), dict):
+            new["result"] = {**r["result"], "selection": current_config(REFERENCED, r["result"]["selection"])}
+        if new["key"] != r["key"]:
+            new["migrated_from"] = {"protocol": r["config"].get("protocol"), "key": r["key"]}
+        if (exp, r["key"]) in keys:
+            raise ValueError(f"two records {exp}/{r['key']}")
+        keys[(exp, r["key"])] = new["key"]
+        out[i] = new
+    targets = [(r["experiment"], r["key"]) for r in out]
+    if len(set(targets)) != len(targets):
+        raise ValueError("two records migrate to one key")
+    return out, keys
+
+
+def migrate_folder(root: str | Path) -> int:
+    """Migrate every record under ``root`` in place (new file first, then the old one removed); the
+    number of records moved. Model cards (``models/``) and lock files are not records."""
+    root = Path(root)
+    paths = [p for p in sorted(root.glob("*/*.json")) if p.parent.name != "models"]
+    records = [json.loads(p.read_text()) for p in paths]
+    migrated, _ = migrate_records(records)
+    moved = 0
+    for src, old, new in zip(paths, records, migrated):
+        if new == old:
+            continue
+        target = root / new["experiment"] / f"{new['key']}.json"
+        atomic_write_text(target, json.dumps(new, indent=1, sort_keys=True, default=str) + "\n")
+        if src != target:
+            src.unlink()
+        moved += 1
+    return moved
