@@ -8,6 +8,8 @@ import pytest
 import torch
 
 from repro.arch import adapter
+from repro.calib import Calibration, image_windows, input_sumsq
+from repro.calib.blocks import InputSumSq
 from repro.errors import ReproError, UnknownNameError
 from repro.evaluate.prefix import UnitEvaluator, example_loss, image_batches, lm_batches, token_nll
 from repro.methods.bandit import (
@@ -25,6 +27,7 @@ from repro.methods.bandit import (
     reward_summary,
     select_units,
 )
+from repro.methods.heads import score_heads
 from repro.structure.masks import MaskError, Masks, group_range, n_groups
 
 from conftest import one_thread_context
@@ -428,6 +431,41 @@ def test_one_shot_scores_by_hand(llama):
         sel = select_units("taylor", ev, 1, kinds=("head", "mlp"))
     np.testing.assert_allclose([sel.scores[u] for u in units], [abs(t_head.item()), abs(t_mlp.item())], rtol=1e-4)
     assert all(p.grad is None for p in llama.parameters()), "gradients are cleared"
+
+
+def test_wanda_consumers_share_one_statistic():
+    """One accumulation (repro.calib.stats) under the three Wanda-style consumers. On tiny-vit (g = 1,
+    so the bandit's 1/g share of K/V is the identity) the bandit's Wanda-style head scores are
+    Wanda-Head's bit for bit from the same batches; the head scorers' statistic is the sum of
+    squares of the inputs a hook captures; the unstructured pruners' observer gets the same sums
+    but adds each batch's squares in float32, as the committed masks were made."""
+    vit = build_tiny("tiny-vit")
+    g = torch.Generator().manual_seed(3)
+    px, labels = torch.randn(8, 1, 28, 28, generator=g), torch.randint(0, 10, (8,), generator=g)
+    heads = score_heads("wanda-head", vit, Calibration(image_windows(px, labels)))  # batches of 4
+    with UnitEvaluator(vit, image_batches(px, labels, 4)) as ev:
+        sel = select_units("wanda", ev, 1, kinds=("head",))
+    bandit = [[sel.scores[Unit("head", i, h)] for h in range(heads.shape[1])] for i in range(heads.shape[0])]
+    assert np.array_equal(np.array(bandit), heads)
+
+    q = adapter(vit).attention(1).site("q").module
+    seen = []
+    hook = q.register_forward_pre_hook(lambda m, args: seen.append(args[0].detach()))
+    with torch.no_grad():
+        for b in px.split(4):
+            vit(pixel_values=b)
+    hook.remove()
+    x = torch.cat(seen).reshape(-1, seen[0].shape[-1]).double()
+    stats = input_sumsq(vit, [q], image_windows(px, labels), progress=False)[q]
+    assert stats.n == len(x) == 8 * seen[0].shape[1]
+    torch.testing.assert_close(stats.sumsq, x.square().sum(0), rtol=1e-12, atol=0)
+    ob = InputSumSq()
+    for xb in seen:
+        ob.add(ob.measure(xb, None, 0))
+    assert ob.n == stats.n
+    assert torch.equal(ob.sumsq, sum(xb.reshape(-1, xb.shape[-1]).float().square().sum(0).double() for xb in seen))
+    torch.testing.assert_close(ob.sumsq, stats.sumsq, rtol=1e-5, atol=0)
+    assert not torch.equal(ob.sumsq, stats.sumsq)  # float32 sums: other bits than the float64 ones
 
 
 def test_same_seed_same_selection_and_budget_accounting(llama):

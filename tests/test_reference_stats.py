@@ -37,10 +37,10 @@ def dense():
 # ---- the parameter -------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("method", STATS_METHODS)
-def test_stats_is_a_parameter_that_enters_params_only_when_not_the_default(method):
+def test_stats_is_a_parameter_written_into_params_default_included(method):
     assert PRUNERS[method].defaults["stats"] == "exact"
     default = get_pruner(method)(0.5)
-    assert "stats" not in default.params and not default.running
+    assert default.params["stats"] == "exact" and not default.running
     assert get_pruner(method)(0.5, stats="exact").params == default.params
     ref = get_pruner(method)(0.5, stats="reference")
     assert ref.params == {**default.params, "stats": "reference"} and ref.running
@@ -54,13 +54,13 @@ def test_bad_or_foreign_stats_is_refused(method, params):
         get_pruner(method)(0.5, **params)
 
 
-def test_record_key_changes_only_when_stats_is_not_the_default(tmp_path):
+def test_record_key_names_stats_and_changes_only_when_it_does(tmp_path):
     small = Setup(data="wiki-sample", seqlen=32, max_windows=2, calib_data="wiki-sample", calib_nsamples=2,
                   calib_seqlen=32)
     e = PruneExperiment("tiny-llama", small, Store(tmp_path), progress=False)
     for method in STATS_METHODS:
         cfg = e.prune_config(method, 0.5)
-        assert "stats" not in cfg["params"]
+        assert cfg["params"]["stats"] == "exact"  # protocol 3: the default is written
         assert config_key(e.prune_config(method, 0.5, params={"stats": "exact"})) == config_key(cfg)
         ref = e.prune_config(method, 0.5, params={"stats": "reference"})
         assert ref == {**cfg, "params": {**cfg["params"], "stats": "reference"}}
@@ -83,7 +83,7 @@ def test_cli_prunes_with_stats_reference(capsys, tmp_path):
     out = json.loads(capsys.readouterr().out)
     assert out["params"]["stats"] == "reference" and out["achieved_sparsity"] == pytest.approx(0.5)
     assert main(args) == 0
-    assert "stats" not in json.loads(capsys.readouterr().out)["params"]
+    assert json.loads(capsys.readouterr().out)["params"]["stats"] == "exact"
 
 
 # ---- the default is what it was ------------------------------------------------------------------

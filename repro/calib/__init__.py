@@ -4,7 +4,8 @@
   as Wanda and SparseGPT draw them.
 - :func:`input_sumsq`: per-input-feature sum of squares of the inputs of chosen modules, which
   gives both Wanda's ``||X_j||_2 = sqrt(sum_t x_tj^2)`` and the diagonal of SparseGPT's input
-  Hessian ``H_jj = (2/n) sum_t x_tj^2``.
+  Hessian ``H_jj = (2/n) sum_t x_tj^2`` (the accumulation itself, shared with the block-sequential
+  observers and the bandit's scorer, is :mod:`repro.calib.stats`).
 - :func:`loss_gradients`: language-model loss gradients accumulated on every parameter.
 
 Calibration "windows" are token ids ``[N, T]`` for a language model, or labelled images for an
@@ -17,7 +18,6 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -26,6 +26,7 @@ from torch import nn
 
 from repro.assets.devices import input_device
 from repro.assets.feeding import prepend, text_tokens
+from repro.calib.stats import InputStats, record_input_sumsq
 from repro.errors import ReproError
 from repro.progress import tqdm
 
@@ -63,22 +64,6 @@ def load_windows(path, vocab_size: int | None = None, max_positions: int | None 
     return torch.from_numpy(arr.astype(np.int64))
 
 
-@dataclass
-class InputStats:
-    sumsq: torch.Tensor  # [in_features], float64
-    n: int               # tokens seen
-
-    @property
-    def norm(self) -> torch.Tensor:
-        """Wanda's ||X_j||_2 over all calibration tokens."""
-        return self.sumsq.sqrt()
-
-    @property
-    def hessian_diag(self) -> torch.Tensor:
-        """SparseGPT's diag(H), H = 2/n X^T X."""
-        return 2.0 * self.sumsq / max(self.n, 1)
-
-
 def image_windows(pixel_values: torch.Tensor, labels: torch.Tensor) -> dict:
     """Labelled calibration images as calibration windows (see the module docstring)."""
     if len(pixel_values) != len(labels):
@@ -112,23 +97,12 @@ def _forward(model: nn.Module, batch, device):
 @torch.inference_mode()
 def input_sumsq(model: nn.Module, modules: list[nn.Module], windows, batch_size: int = 4,
                 progress: bool = True) -> dict[nn.Module, InputStats]:
-    """Run the calibration windows through the model and collect input statistics of ``modules``."""
-    stats = {m: None for m in modules}
-
-    def hook(module, args):
-        x = args[0].detach().reshape(-1, args[0].shape[-1]).double()
-        s = stats[module]
-        add = x.pow(2).sum(0)
-        stats[module] = InputStats(add, x.shape[0]) if s is None else InputStats(s.sumsq + add, s.n + x.shape[0])
-
-    handles = [m.register_forward_pre_hook(hook) for m in set(modules)]
+    """Run the calibration windows through the model and collect input statistics of ``modules``
+    (float64 sums, :func:`~repro.calib.stats.record_input_sumsq`)."""
     device = input_device(model)
-    try:
+    with record_input_sumsq(modules) as stats:
         for batch in tqdm(list(_batches(windows, batch_size)), desc="calibrate", leave=False, disable=not progress):
             _forward(model, batch, device)
-    finally:
-        for h in handles:
-            h.remove()
     return stats
 
 

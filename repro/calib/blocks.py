@@ -51,6 +51,7 @@ from torch import nn
 
 from repro.arch import adapter as get_adapter
 from repro.assets.devices import input_device, sync
+from repro.calib.stats import InputStats, feature_sumsq
 from repro.errors import ReproError
 from repro.progress import tqdm
 
@@ -104,9 +105,10 @@ class Observer:
         raise NotImplementedError
 
 
-class InputSumSq(Observer):
-    """``sumsq_j = sum_t x_tj^2`` over all calibration tokens (float64), and the token count.
-    Wanda's ``||X_j||_2 = sqrt(sumsq_j)``.
+class InputSumSq(InputStats, Observer):
+    """``sumsq_j = sum_t x_tj^2`` over all calibration tokens (float64, each batch's squares summed
+    in float32: :func:`~repro.calib.stats.feature_sumsq`), and the token count. Wanda's
+    ``||X_j||_2 = sqrt(sumsq_j)``.
 
     ``running=True`` accumulates as locuslab/wanda's ``WrappedGPT.add_batch`` does instead (the
     ``stats="reference"`` of Wanda and RIA): a float32 running mean over windows of
@@ -115,9 +117,8 @@ class InputSumSq(Observer):
     and RIA's selections ignore; only the float rounding differs."""
 
     def __init__(self, running: bool = False):
+        super().__init__()
         self.running = running
-        self.sumsq: torch.Tensor | None = None
-        self.n = 0
 
     @property
     def key(self) -> tuple:
@@ -126,8 +127,7 @@ class InputSumSq(Observer):
     def measure(self, x, y, start):
         if self.running:  # one window at a time, each [C_in, T] as the reference transposes it
             return [torch.norm(xj.reshape(-1, xj.shape[-1]).t().float(), p=2, dim=1) ** 2 for xj in x]
-        x = x.reshape(-1, x.shape[-1])
-        return x.float().square().sum(0).double(), x.shape[0]
+        return feature_sumsq(x, torch.float32)
 
     def add(self, m) -> None:
         if self.running:
@@ -137,13 +137,7 @@ class InputSumSq(Observer):
                 self.n += 1
                 self.sumsq += sq / self.n
             return
-        s, n = m
-        self.sumsq = s if self.sumsq is None else self.sumsq + s
-        self.n += n
-
-    @property
-    def norm(self) -> torch.Tensor:
-        return self.sumsq.sqrt()
+        super().add(m)
 
 
 class Gram(Observer):

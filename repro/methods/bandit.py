@@ -82,6 +82,7 @@ from scipy.special import expit
 from repro.arch import Adapter, Site
 from repro.calib import gradients_only_for
 from repro.calib.budget import Budget
+from repro.calib.stats import feature_sums, record_input_sumsq
 from repro.errors import ReproError, UnknownNameError
 from repro.methods.heads import ROLES, combine
 from repro.methods.registry import Method, Registry
@@ -469,32 +470,6 @@ def _one_shot(method: str, ev: Evaluator, units: list[Unit], scores: np.ndarray,
     return _done(sel, ev, t0)
 
 
-def _input_norms(ev: Evaluator, modules: list[torch.nn.Module]) -> dict[torch.nn.Module, torch.Tensor]:
-    """||X_j||_2 of each module's input features over every calibration mini-batch."""
-    sumsq: dict[torch.nn.Module, torch.Tensor] = {}
-
-    def hook(module, args):
-        x = args[0].detach().reshape(-1, args[0].shape[-1]).double().pow(2).sum(0)
-        sumsq[module] = sumsq[module] + x if module in sumsq else x
-
-    handles = [m.register_forward_pre_hook(hook) for m in dict.fromkeys(modules)]
-    try:
-        for b in range(ev.n_batches):
-            ev.forward(b)
-    finally:
-        for h in handles:
-            h.remove()
-    return {m: s.sqrt() for m, s in sumsq.items()}
-
-
-def _wanda_values(norms: dict) -> Callable[[Site, str], torch.Tensor]:
-    def values(site: Site, role: str) -> torch.Tensor:
-        w = site.matrix(role).double().abs()
-        x = norms[site.module].to(w.device)
-        return w @ x if site.side == "out" else w.sum(1) * x[site.index(role).to(x.device)]
-    return values
-
-
 def _sites(ad: Adapter, units: Sequence[Unit]) -> list[torch.nn.Module]:
     layers = {(u.kind, u.layer) for u in units}
     mods = []
@@ -543,8 +518,12 @@ def select_wanda(ev: Evaluator, k: int, kinds=KINDS, seed: int = 0) -> Selection
     t0 = time.perf_counter()
     ev.reset()
     units = candidates(ev.adapter, kinds, ev.group_size)
-    norms = _input_norms(ev, _sites(ev.adapter, units))
-    return _one_shot("wanda", ev, units, unit_sums(ev.adapter, units, ev.group_size, _wanda_values(norms)), k, t0)
+    with record_input_sumsq(_sites(ev.adapter, units)) as stats:  # ||X_j|| over every calibration mini-batch
+        for b in range(ev.n_batches):
+            ev.forward(b)
+    norms = {m: s.norm for m, s in stats.items()}
+    scores = unit_sums(ev.adapter, units, ev.group_size, lambda s, r: feature_sums(s, r, norms[s.module]))
+    return _one_shot("wanda", ev, units, scores, k, t0)
 
 
 def select_taylor(ev: Evaluator, k: int, kinds=KINDS, seed: int = 0) -> Selection:

@@ -21,6 +21,7 @@ import torch
 from repro.arch import Adapter, Attention
 from repro.arch import adapter as get_adapter
 from repro.calib import Calibration, as_calibration, loss_gradients
+from repro.calib.stats import feature_sums
 from repro.errors import ReproError, UnknownNameError, check_fraction
 from repro.methods.registry import Method, Registry, minmax, n_lowest
 
@@ -91,35 +92,19 @@ def _input_stats(model, ad: Adapter, calib):
     return as_calibration(calib).input_stats(model, mods)
 
 
-def _weighted(attn: Attention, role: str, col_weight: Callable) -> torch.Tensor:
-    """sum_j |W_ij| * c_j per feature i of ``role``, with c the per-input weights of its site.
-    For the O site the features are its input columns, so the weight multiplies the column."""
-    site = attn.site(role)
-    w = site.matrix(role).double().abs()
-    if site.side == "out":
-        return w @ col_weight(site.module).to(w.device)
-    c = col_weight(site.module)[site.index(role)].to(w.device)
-    return w.sum(1) * c
-
-
 def wanda_head(model, calib=None, **_) -> np.ndarray:
     """Eq. 4: sum |W_ij| * ||X_j||_2 over the head's Q/K/V rows and its O columns."""
     ad = get_adapter(model)
     st = _input_stats(model, ad, calib)
-    return _layers(ad, lambda a, r: _weighted(a, r, lambda m: st[m].norm), kv_share=False)
+    return _layers(ad, lambda a, r: feature_sums(a.site(r), r, st[a.site(r).module].norm), kv_share=False)
 
 
 def sparsegpt_head(model, calib=None, **_) -> np.ndarray:
     """sum w_ij^2 * H_jj (the OBS saliency with diag(H) = 2/n X^T X) over the head's weights."""
     ad = get_adapter(model)
     st = _input_stats(model, ad, calib)
-
-    def values(a: Attention, r: str) -> torch.Tensor:
-        site = a.site(r)
-        w2 = site.matrix(r).double().pow(2)
-        h = st[site.module].hessian_diag.to(w2.device)
-        return w2 @ h if site.side == "out" else w2.sum(1) * h[site.index(r)]
-    return _layers(ad, values, kv_share=False)
+    return _layers(ad, lambda a, r: feature_sums(a.site(r), r, st[a.site(r).module].hessian_diag, torch.square),
+                   kv_share=False)
 
 
 def gradient_head(model, calib=None, **_) -> np.ndarray:
