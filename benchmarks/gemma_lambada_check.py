@@ -22,9 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from jobs_speedup import emit  # noqa: E402
 
 import repro.evaluate.zeroshot as zs  # noqa: E402
-from repro.arch import adapter  # noqa: E402
+from repro.arch import adapter, bos_token  # noqa: E402
 from repro.assets import load_model, load_text  # noqa: E402
-from repro.assets.feeding import bos_token  # noqa: E402
 from repro.evaluate import perplexity  # noqa: E402
 from repro.evaluate.stats import paired_t  # noqa: E402
 from repro.experiments.units import LAMBADA  # noqa: E402

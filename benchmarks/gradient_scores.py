@@ -18,8 +18,8 @@ import torch
 from jobs_speedup import emit
 
 import repro.methods.bandit as bandit
+from repro.arch import bos_token
 from repro.assets import load_model, load_text
-from repro.assets.feeding import bos_token
 from repro.calib import sample_windows
 from repro.evaluate.ppl import tokenize
 from repro.evaluate.prefix import UnitEvaluator, lm_batches

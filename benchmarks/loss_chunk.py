@@ -21,8 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from jobs_speedup import emit  # noqa: E402
 
 import repro.evaluate.ppl as ppl  # noqa: E402
+from repro.arch import bos_token  # noqa: E402
 from repro.assets import load_model, load_text  # noqa: E402
-from repro.assets.feeding import bos_token  # noqa: E402
 from repro.evaluate.ppl import LOSS_CHUNK_BYTES, shifted_nll  # noqa: E402
 
 VOCABS = {"smollm2-135m": 49152, "gemma3-270m": 262144, "qwen2.5-coder-0.5b": 151936}

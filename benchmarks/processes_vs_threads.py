@@ -26,8 +26,8 @@ def one(model: str, seqlen: int, windows: int, dtype: str, threads: int, repeats
     """Wall seconds of each repeat of the evaluation, in this process with ``threads`` threads."""
     import torch
 
+    from repro.arch import bos_token
     from repro.assets import load_model, load_text, resolve_dtype
-    from repro.assets.feeding import bos_token
     from repro.evaluate.ppl import perplexity
 
     torch.set_num_threads(threads)

@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 import torch
 
+from repro.arch import bos_token
 from repro.assets import load_model
-from repro.assets.feeding import bos_token, prepend, rule, text_tokens
+from repro.assets.feeding import prepend, rule, text_tokens
 from repro.calib import sample_windows
 from repro.evaluate.ppl import windows
 
@@ -62,13 +63,13 @@ def test_perplexity_and_calibration_of_a_gemma_experiment_see_bos_first(gemma):
     assert gemma.base_config()["windows"] == "bos+text" and gemma.calibration().source["windows"] == "bos+text"
 
 
-def test_plain_family_keys_do_not_name_a_rule():
+def test_plain_family_keys_name_the_plain_rule():
     from repro.experiments.base import Experiment, Setup
     from repro.store import Store
 
     e = Experiment("tiny-llama", Setup(data="wiki-sample", seqlen=16, max_windows=1, calib_data="wiki-sample",
                                        calib_nsamples=2, calib_seqlen=8), Store(None), progress=False)
-    assert "windows" not in e.base_config() and "windows" not in e.calibration().source  # old records keep their keys
+    assert e.base_config()["windows"] == e.calibration().source["windows"] == "plain"  # protocol 3: always written
 
 
 def test_prefill_timing_inputs_start_with_bos():

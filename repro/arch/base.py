@@ -8,7 +8,8 @@ the block order for given unit counts, e.g. ``q0..qH-1, k0.., v0..`` for GPT-2's
 ``c_attn`` or ``q0 k0 v0 q1 k1 v1 ...`` for GPT-NeoX's ``query_key_value``.
 
 Everything in ``repro.structure`` and ``repro.methods`` works on sites, so a new model family
-is only an :class:`Adapter` that names its modules.
+is only an :class:`Adapter` that names its modules. An adapter class that sets ``model_types`` in
+its own body is a family: defining it registers it (:data:`REGISTRY`, see :func:`register`).
 
 An adapter also knows what comes after the last layer (:meth:`Adapter.head_modules`: final
 norm, output projection, LM head or a ViT's layernorm / pooler / classifier) and can run a
@@ -24,6 +25,8 @@ from typing import Callable, Sequence
 
 import torch
 from torch import nn
+
+from repro.assets import feeding
 
 Layout = Callable[[dict], list]  # counts {role: n} -> [(role, index), ...] in storage order
 
@@ -116,15 +119,55 @@ class MLP:
         return next(s for s in self.sites if s.side == "in")
 
 
+# config.model_type (of the text config) -> the family's adapter class; filled by class definitions
+REGISTRY: dict[str, type["Adapter"]] = {}
+
+
+def register(cls: type["Adapter"]) -> type["Adapter"]:
+    """Make ``cls`` the adapter of its ``model_types`` and tell :mod:`repro.assets.feeding` its
+    ``bos_first``. Runs by itself for every subclass of :class:`Adapter` whose own body sets
+    ``model_types``; a model_type already taken by another family is an error."""
+    taken = {t: REGISTRY[t].__name__ for t in cls.model_types if REGISTRY.get(t, cls) is not cls}
+    if taken:
+        raise ValueError(f"{cls.__name__}: model_types already adapted: {taken}")
+    REGISTRY.update(dict.fromkeys(cls.model_types, cls))
+    feeding.register_family(cls.model_types, cls.bos_first)
+    return cls
+
+
+def unregister(cls: type["Adapter"]) -> None:
+    """Undo :func:`register` (a family defined by a test)."""
+    mine = [t for t in cls.model_types if REGISTRY.get(t) is cls]
+    for t in mine:
+        del REGISTRY[t]
+    feeding.unregister_family(mine)
+
+
 class Adapter:
-    """One model family. Subclasses name modules; all logic lives in the generic code."""
+    """One model family. Subclasses name modules; all logic lives in the generic code.
+
+    ``model_types``: the ``config.model_type`` values (of the text config) this family adapts;
+    setting it in a class body registers the class. ``bos_first``: the family's inputs start with
+    ``<bos>`` (:mod:`repro.assets.feeding`). ``down``: path of the MLP's output linear inside a
+    block, one of :meth:`linear_paths` (:func:`repro.arch.down_projection_names`)."""
 
     model_types: tuple[str, ...] = ()
+    bos_first: bool = False
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "model_types" in vars(cls):
+            register(cls)
 
     def __init__(self, model: nn.Module):
         self.model = model
         self.config = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
         self.layers = self._find_layers(model)
+
+    @classmethod
+    def linear_paths(cls) -> tuple[str, ...]:  # pragma: no cover - abstract
+        """Paths inside a block of the family's prunable linears (the keys of :meth:`linears`)."""
+        raise NotImplementedError
 
     def _find_layers(self, model: nn.Module) -> nn.ModuleList:
         n = self.config.num_hidden_layers

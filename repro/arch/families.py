@@ -1,4 +1,5 @@
-"""One adapter per model family: only module names and layouts, no pruning logic."""
+"""One adapter per model family: only module names and layouts, no pruning logic. Defining a class
+here with ``model_types`` registers it (see :mod:`repro.arch`)."""
 from __future__ import annotations
 
 import torch
@@ -21,8 +22,14 @@ class Separate(Adapter):
 
     attn: str = "self_attn"
     q, k, v, o = "q_proj", "k_proj", "v_proj", "o_proj"
+    o_path: str | None = None  # the O projection's path in a block when it is not f"{attn}.{o}"
     up: tuple[str, ...] = ("mlp.gate_proj", "mlp.up_proj")
     down: str = "mlp.down_proj"
+
+    @classmethod
+    def linear_paths(cls) -> tuple[str, ...]:
+        return (*(f"{cls.attn}.{n}" for n in (cls.q, cls.k, cls.v)), cls.o_path or f"{cls.attn}.{cls.o}", *cls.up,
+                cls.down)
 
     def attention(self, i: int) -> Attention:
         block, hd = self.layers[i], self.head_dim
@@ -36,7 +43,7 @@ class Separate(Adapter):
         return Attention(attn, sites, h, hkv, hd)
 
     def o_module(self, block: nn.Module) -> nn.Module:
-        return _get(block, f"{self.attn}.{self.o}")
+        return _get(block, self.o_path or f"{self.attn}.{self.o}")
 
     def mlp(self, i: int) -> MLP:
         block = self.layers[i]
@@ -55,10 +62,16 @@ def _lm_head(model: nn.Module) -> nn.Module | None:
 
 
 class LlamaLike(Separate):
-    model_types = ("llama", "mistral", "qwen2", "qwen3", "gemma3_text", "gemma2", "gemma")
+    model_types = ("llama", "mistral", "qwen2", "qwen3")
 
     def head_modules(self) -> list[nn.Module]:
         return _present(self.model.base_model.norm, _lm_head(self.model))
+
+
+class Gemma(LlamaLike):
+    """Llama's layout; trained with ``<bos>`` first; Gemma 2/3 soft-cap the final logits."""
+    model_types = ("gemma3_text", "gemma2", "gemma")
+    bos_first = True
 
     def logits_from(self, hidden: torch.Tensor) -> torch.Tensor:
         logits = super().logits_from(hidden)
@@ -113,10 +126,8 @@ class BertLike(Separate):
     model_types = ("bert", "roberta")
     attn = "attention.self"
     q, k, v = "query", "key", "value"
+    o_path = "attention.output.dense"  # outside BertSelfAttention, in BertSelfOutput
     up, down = ("intermediate.dense",), "output.dense"
-
-    def o_module(self, block: nn.Module) -> nn.Module:
-        return block.attention.output.dense  # outside BertSelfAttention, in BertSelfOutput
 
 
 class Fused(Adapter):
@@ -128,6 +139,10 @@ class Fused(Adapter):
     qkv_layout = staticmethod(role_major("q", "k", "v"))
     up: tuple[str, ...]
     down: str
+
+    @classmethod
+    def linear_paths(cls) -> tuple[str, ...]:
+        return f"{cls.attn}.{cls.qkv}", f"{cls.attn}.{cls.out}", *cls.up, cls.down
 
     def attention(self, i: int) -> Attention:
         attn, hd = _get(self.layers[i], self.attn), self.head_dim

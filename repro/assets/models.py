@@ -25,9 +25,8 @@ from typing import Any, Callable
 import torch
 
 from repro.assets.devices import AUTO, describe, resolve_device
-from repro.assets.feeding import needs_bos
 from repro.assets.files import cache_dir, folder_weights_sha256, package_dir, sha256_file
-from repro.assets.tiny import TINY, build_tiny, byte_tokenizer
+from repro.assets.tiny import BOS_TOKENIZER, TINY, build_tiny, byte_tokenizer
 from repro.errors import HashMismatchError, ReproError, UnknownNameError
 
 log = logging.getLogger(__name__)
@@ -255,7 +254,7 @@ def load_model(name: str, dtype: str | torch.dtype = "float32", seed: int = 0,
         task = TINY[name][2]
         identity = {"name": name, "source": "random-init from config", "quantisation": "none",
                     "weights_sha256": None, "seed": seed, "model_type": model.config.model_type}
-        tok = byte_tokenizer(add_bos=needs_bos(model.config)) if task in ("causal-lm", "masked-lm") else None
+        tok = byte_tokenizer(add_bos=name in BOS_TOKENIZER) if task in ("causal-lm", "masked-lm") else None
         return Loaded(model, tok, identity, task, str(dev))
     dev = resolve_device(device)
     if name == "fashion-vit":  # trained here on Fashion-MNIST, once per seed (repro.assets.vision)

@@ -1,7 +1,8 @@
 """Tiny random-initialised models of every supported family, built from configs (no downloads).
 
 They exercise the same code paths as the real models in tests and in the ``smoke`` profile.
-Each is seeded, so two builds give identical weights.
+Each is seeded, so two builds give identical weights. A new model family adds its tiny model here
+(one :data:`TINY` entry; see :mod:`repro.arch` for the rest).
 """
 from __future__ import annotations
 
@@ -50,6 +51,10 @@ TINY = {
     "tiny-dinov2": (lambda: T.Dinov2Config(**_VIS, mlp_ratio=2),
                     T.Dinov2Model, "image-features"),
 }
+# tiny models whose byte tokenizer starts every encoding with <s>, as their family's real one does
+# (Gemma's): exactly those whose adapter is ``bos_first`` (tests/test_new_family.py checks it). The
+# <bos> rule itself is the adapter's; this only keeps load_model (layer 0) from needing repro.arch.
+BOS_TOKENIZER = {"tiny-gemma3"}
 
 
 def build_tiny(name: str, seed: int = 0) -> torch.nn.Module:

@@ -44,7 +44,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from repro.assets.feeding import bos_token
+from repro.arch import bos_token
 from repro.assets.files import package_dir, sha256_file
 from repro.errors import ReproError, UnknownNameError
 

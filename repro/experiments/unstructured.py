@@ -16,6 +16,7 @@ from functools import cached_property
 
 import numpy as np
 
+from repro.arch import down_projection_names
 from repro.assets import parse_dtype
 from repro.assets.data import parse_spec
 from repro.experiments import plan
@@ -24,7 +25,7 @@ from repro.methods.unstructured import auto_s_max, get_pruner, ogas_setting, par
 from repro.structure.sparsity import zeros_sha256
 
 QUANTILES = np.linspace(0, 1, 21)  # per-layer summary of OGAS's channel sparsities
-DOWN_PROJECTIONS = ("down_proj", "fc2", "mlp.c_proj", "dense_4h_to_h")  # the MLP's output linear, per family
+DOWN_PROJECTIONS = down_projection_names()  # the MLP's output linear, per family (from the adapters)
 ABLATION = ("wanda", "ogas-energy", "ogas-papr", "ogas")  # Table 5's rows: uniform, energy only, PAPR only, both
 
 
