@@ -12,8 +12,8 @@ import argparse
 import json
 import time
 
-from repro.experiments.base import Setup
-from repro.experiments.units import BanditExperiment
+from repro.engines.bandit import BanditExperiment
+from repro.engines.base import Setup
 from repro.methods.bandit import get_selector
 from repro.store import Store
 

@@ -24,9 +24,9 @@ from jobs_speedup import emit  # noqa: E402
 import repro.evaluate.zeroshot as zs  # noqa: E402
 from repro.arch import adapter, bos_token  # noqa: E402
 from repro.assets import load_model, load_text  # noqa: E402
+from repro.engines.bandit import LAMBADA  # noqa: E402
 from repro.evaluate import perplexity  # noqa: E402
 from repro.evaluate.stats import paired_t  # noqa: E402
-from repro.experiments.units import LAMBADA  # noqa: E402
 from repro.structure.masks import Masks  # noqa: E402
 
 PICKS = [("thompson", 42), ("greedy", 123), ("fisher", 1)]  # two that lowered LAMBADA ppl most, one control

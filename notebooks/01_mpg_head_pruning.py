@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #   repro:
-#     module: repro.experiments.mpg
+#     module: repro.papers.mpg
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -81,9 +81,9 @@ import numpy as np
 import seaborn as sns
 from IPython.display import Markdown, display
 
-from repro.experiments import mpg as R
 from repro.methods.heads import excess, select_heads
 from repro.notebooks import start
+from repro.papers import mpg as R
 
 nb = start(globals())
 exps, vexps = R.build(nb)  # {model: HeadExperiment}, {model: VisionHeadExperiment}; R.plan lists every cell below

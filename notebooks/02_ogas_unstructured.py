@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #   repro:
-#     module: repro.experiments.ogas
+#     module: repro.papers.ogas
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -19,7 +19,7 @@
 # Reproduction of the OGAS paper (unstructured post-training pruning in which every output channel of
 # every linear layer gets its own sparsity, from the energy and the peak-to-average ratio of its output
 # activations) against magnitude, Wanda, RIA and SparseGPT, on the models this machine can run. Every
-# number comes from a record in `results/` (`repro.experiments.ogas`), keyed by its full configuration;
+# number comes from a record in `results/` (`repro.papers.ogas`), keyed by its full configuration;
 # rerunning resumes, `recompute = True` computes every cell again. Tables go to `figures/02_ogas/` and
 # the README.
 #
@@ -78,8 +78,8 @@ import matplotlib.pyplot as plt
 import seaborn as sns
 from IPython.display import Markdown, display
 
-from repro.experiments import ogas as O
 from repro.notebooks import start
+from repro.papers import ogas as O
 
 nb = start(globals())
 # per model: WikiText-2 (calibrated on train, evaluated on test) and C4 (the sample's two halves), one loaded

@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #   repro:
-#     module: repro.experiments.bandit
+#     module: repro.papers.bandit
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -21,7 +21,7 @@
 # multi-armed bandit (UCB or Thompson sampling), against random, magnitude, Wanda-style, Taylor, Fisher and
 # budgeted-greedy baselines, on language models and on vision transformers, over several seeds with paired
 # statistics and Benjamini-Hochberg control. Every number comes from a record in `results/`
-# (`repro.experiments.bandit`), keyed by its full configuration; rerunning resumes.
+# (`repro.papers.bandit`), keyed by its full configuration; rerunning resumes.
 #
 # **What differs from the paper** (captions repeat what applies):
 #
@@ -73,9 +73,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import seaborn as sns
 
-from repro.experiments import bandit as B
 from repro.methods.bandit import reward_summary
 from repro.notebooks import start
+from repro.papers import bandit as B
 
 nb = start(globals())
 exps, vexps = B.build(nb)  # language models, vision models; B.plan lists every cell below

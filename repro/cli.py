@@ -257,7 +257,7 @@ def _new_path(option: str, path: str) -> Path:
 
 
 def _setup(args, **calib):
-    from repro.experiments.base import Setup
+    from repro.engines.base import Setup
 
     return Setup(data=args.data or "wikitext2:validation", seqlen=args.seqlen, max_windows=args.max_windows,
                  batch_size=args.batch_size, eval_dtype=args.dtype, device=args.device, **calib)
@@ -268,7 +268,7 @@ def _evaluated(e, model) -> dict:
 
 
 def cmd_ppl(args) -> dict:
-    from repro.experiments.base import Experiment
+    from repro.engines.base import Experiment
     from repro.store import Store
 
     e = Experiment(args.model, _setup(args), Store(None))
@@ -284,8 +284,8 @@ def cmd_heads(args) -> dict:
         get_method(args.method)
     from repro.arch import adapter
     from repro.assets import parse_dtype
+    from repro.engines.heads import HeadExperiment
     from repro.evaluate.speed import count_params
-    from repro.experiments.heads import HeadExperiment
     from repro.store import Store
     from repro.structure import remove_heads, zero_heads
 
@@ -374,8 +374,8 @@ def cmd_prune(args) -> dict:
     params = _prune_params(args)
     from repro.assets import parse_dtype
     from repro.calib import Calibration, load_windows
+    from repro.engines.prune import PruneExperiment
     from repro.evaluate.ppl import max_positions
-    from repro.experiments.unstructured import PruneExperiment
     from repro.store import Store
     from repro.structure import save_pruned
     from repro.structure.sparsity import zeros_sha256
@@ -419,8 +419,8 @@ def cmd_bandit(args) -> dict:
         if key not in selector.defaults:
             raise ReproError(f"--{key.replace('_', '-')}: unit selector {args.method!r} takes "
                              f"{', '.join(selector.defaults) or 'no parameters'}")
+    from repro.engines.bandit import BanditExperiment
     from repro.evaluate.stats import paired_ratio
-    from repro.experiments.units import BanditExperiment
     from repro.store import Store
 
     setup = _setup(args, calib_data=args.calib_data, calib_nsamples=args.calib_nsamples,

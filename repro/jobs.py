@@ -3,7 +3,7 @@
 ``python -m repro run NOTEBOOK --profile P --jobs N`` builds the notebook's experiments from its
 parameters (the parameters cell, then the profile), *plans* its grid (the paper module's
 ``plan``: every cell the notebook asks for, by the notebook's own calls, see
-:mod:`repro.experiments.plan`), computes the missing records in ``N`` worker processes, and plans
+:mod:`repro.engines.plan`), computes the missing records in ``N`` worker processes, and plans
 again whenever a worker is about to run out of cells, until nothing is missing (a cell that needs
 another cell's record, or whose existence depends on other cells' values, joins as soon as its
 inputs are written: no wave barrier, see :func:`compute`). The notebook then renders from records
@@ -32,9 +32,9 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
+from repro.engines.base import Experiment
+from repro.engines.plan import Job, Plan
 from repro.errors import ReproError, UnknownNameError
-from repro.experiments.base import Experiment
-from repro.experiments.plan import Job, Plan
 
 EXECUTORS = ("local", "ray")
 PATH_PARAMS = ("results_dir", "figures_dir", "readme")  # relative to the notebook's folder, as papermill runs it

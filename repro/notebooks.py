@@ -18,8 +18,8 @@ from pathlib import Path
 
 import yaml
 
+from repro.engines.base import Setup, check_keys
 from repro.errors import ReproError
-from repro.experiments.base import Setup, check_keys
 from repro.report import replace_block, save_figure, save_table, to_markdown
 from repro.store import Store, atomic_write_text
 

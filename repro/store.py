@@ -4,7 +4,7 @@ A cell is anything that can be described by a JSON-serialisable config (model, m
 parameters, data, seed). Records are written atomically (temporary file + ``os.replace``), so
 an interrupted run leaves either the whole record or nothing, and a rerun skips finished cells.
 
-:data:`PROTOCOL` is part of every experiment config (see ``repro.experiments.base``): raise it
+:data:`PROTOCOL` is part of every experiment config (see ``repro.engines.base``): raise it
 whenever code changes what a cell would compute, so old records get new keys and tables, which
 read only the current protocol, never mix the two.
 """
@@ -72,7 +72,7 @@ class Store:
     ``"cached"`` (read from a record) or ``"computed"``; :meth:`cache_summary` counts them for
     table captions.
 
-    ``plan``: while set (a :class:`repro.experiments.plan.Plan`), a missing record is not computed:
+    ``plan``: while set (a :class:`repro.engines.plan.Plan`), a missing record is not computed:
     :meth:`run` raises :class:`Pending` instead. Several processes may share one ``root``: a cell
     is computed under an exclusive lock on ``.locks/<experiment>/<key>.lock`` (released by the
     kernel if its process dies), and a process that gets the lock after another wrote the record reads it."""
@@ -84,7 +84,7 @@ class Store:
         self.plan = None
         self._memory: dict[tuple[str, str], dict] = {}
 
-    # -- model cards: what the last load of a model said about it (repro.experiments.base.Experiment) --
+    # -- model cards: what the last load of a model said about it (repro.engines.base.Experiment) --
     def _card_path(self, name: str) -> Path:
         safe = re.sub(r"[^\w.-]", "_", name)
         return self.root / "models" / f"{safe if len(safe) < 120 and safe == name else config_key({'name': name})}.json"

@@ -5,8 +5,8 @@ import os
 import signal
 from pathlib import Path
 
-from repro.experiments import plan as P
-from repro.experiments.heads import HeadExperiment
+from repro.engines import plan as P
+from repro.engines.heads import HeadExperiment
 
 NOTEBOOK = '''# ---
 # jupyter:

@@ -7,12 +7,20 @@ import pytest
 import torch
 from scipy import stats
 
-import repro.experiments.units as U
-from repro.claims import claims_frame
+import repro.engines.bandit as U
+from repro.claims import across_seeds, claims_frame
+from repro.engines.bandit import (
+    BanditExperiment,
+    VisionBanditExperiment,
+    removal_cell,
+    removal_parts,
+    search_params,
+    units_for,
+)
+from repro.engines.base import Setup
 from repro.errors import ReproError
-from repro.experiments.bandit import (
+from repro.papers.bandit import (
     BanditReport,
-    across_seeds,
     bandit_claims,
     bandit_frame,
     budget_table,
@@ -34,15 +42,6 @@ from repro.experiments.bandit import (
     vision_summary,
     vision_table,
     vs_dense,
-)
-from repro.experiments.base import Setup
-from repro.experiments.units import (
-    BanditExperiment,
-    VisionBanditExperiment,
-    removal_cell,
-    removal_parts,
-    search_params,
-    units_for,
 )
 from repro.store import Store, config_key
 
@@ -180,7 +179,7 @@ def test_discussion_names_pruning_that_lowers_lambada_perplexity():
                        for s, c in ((1, -6.0), (2, -4.0), (3, 1.0))] +
                       [{"model": "m", "kinds": "head", "ratio": 0.1, "method": "random", "seed": 1,
                         "lambada_change_pct": 5.0, "lambada_acc_change": -0.1, "change_pct": 50.0}])
-    from repro.experiments.bandit import _below_dense
+    from repro.papers.bandit import _below_dense
 
     assert _below_dense(lm) == "m head 10% Budgeted greedy -3.0% (2 of 3 seeds lower, last-word accuracy +0.020)"
     assert _below_dense(lm[lm.method == "random"]) == ""
@@ -240,7 +239,7 @@ def test_statistics_per_seed_across_seeds_and_family():
     assert (ok.ci_lo > 0).all() and np.allclose(ok[ok.method == "ucb"].change_pct, 100 * (np.exp(0.02) - 1), atol=0.3)
     failed = per[~per.finite].iloc[0]
     assert failed.seed == 123 and np.isinf(failed.change_pct) and np.isnan(failed.p)  # a failure, not averaged away
-    t = across_seeds(per, "ucb", "greedy").iloc[0]  # the failed seed drops out of the pairs
+    t = across_seeds(per, "ucb", "greedy", "change_pct").iloc[0]  # the failed seed drops out of the pairs
     diffs = (per[(per.method == "ucb") & per.finite].set_index("seed").change_pct
              - per[(per.method == "greedy") & per.finite].set_index("seed").change_pct).dropna()
     ref = stats.ttest_rel(per[(per.method == "ucb")].set_index("seed").change_pct.loc[diffs.index],

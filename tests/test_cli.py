@@ -49,8 +49,8 @@ def tripwires(monkeypatch):
 
     import repro.assets
     import repro.assets.models
-    import repro.experiments.base
-    import repro.experiments.unstructured
+    import repro.engines.base
+    import repro.engines.prune
     import repro.methods.unstructured
 
     def trip(what):
@@ -59,8 +59,8 @@ def tripwires(monkeypatch):
         return tripped
 
     for module, name in [(repro.assets, "load_model"), (repro.assets.models, "load_model"),
-                         (repro.experiments.base, "load_model"), (repro.methods.unstructured, "prune_model"),
-                         (repro.experiments.unstructured, "prune_model")]:
+                         (repro.engines.base, "load_model"), (repro.methods.unstructured, "prune_model"),
+                         (repro.engines.prune, "prune_model")]:
         monkeypatch.setattr(module, name, trip(f"{module.__name__}.{name}"))
     papermill = types.ModuleType("papermill")
     papermill.execute_notebook = trip("papermill.execute_notebook")
@@ -159,8 +159,8 @@ def test_non_causal_folder_exits_2(tmp_path, capsys):
 
 def test_heads_uses_the_notebook_pipeline(capsys):
     """The CLI draws calibration windows and scores exactly as HeadExperiment does (same source record)."""
-    from repro.experiments.base import Setup
-    from repro.experiments.heads import HeadExperiment
+    from repro.engines.base import Setup
+    from repro.engines.heads import HeadExperiment
     from repro.store import Store
 
     assert main(["heads", "--model", "tiny-llama", "--method", "wanda-head", "--sparsity", "0.25",

@@ -7,13 +7,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import repro.experiments.base as base
+import repro.engines.base as base
 from repro.claims import FAILS, HOLDS
+from repro.engines.base import Experiment, Setup, check_keys, model_key
+from repro.engines.heads import HeadExperiment
 from repro.errors import ReproError
-from repro.experiments import mpg as R
-from repro.experiments.base import Experiment, Setup, check_keys, model_key
-from repro.experiments.heads import HeadExperiment
 from repro.methods.heads import score_heads
+from repro.papers import mpg as R
 from repro.store import PROTOCOL, Store, config_key
 
 SMALL = Setup(data="wiki-sample", seqlen=32, max_windows=2, calib_data="wiki-sample", calib_nsamples=2, calib_seqlen=16)

@@ -46,7 +46,7 @@ def test_calibration_windows_start_with_bos_and_plain_ones_are_unchanged():
 
 @pytest.fixture
 def gemma():
-    from repro.experiments.base import Experiment, Setup
+    from repro.engines.base import Experiment, Setup
     from repro.store import Store
 
     setup = Setup(data="wiki-sample", seqlen=16, max_windows=3, calib_data="wiki-sample", calib_nsamples=2,
@@ -64,7 +64,7 @@ def test_perplexity_and_calibration_of_a_gemma_experiment_see_bos_first(gemma):
 
 
 def test_plain_family_keys_name_the_plain_rule():
-    from repro.experiments.base import Experiment, Setup
+    from repro.engines.base import Experiment, Setup
     from repro.store import Store
 
     e = Experiment("tiny-llama", Setup(data="wiki-sample", seqlen=16, max_windows=1, calib_data="wiki-sample",
@@ -91,8 +91,8 @@ def test_lm_eval_requests_to_gemma_start_with_bos():
 
 
 def test_bandit_search_batches_and_removal_timing_of_gemma_start_with_bos():
-    from repro.experiments.base import Setup
-    from repro.experiments.units import BanditExperiment
+    from repro.engines.bandit import BanditExperiment
+    from repro.engines.base import Setup
     from repro.store import Store
 
     e = BanditExperiment("tiny-gemma3", Setup(data="wiki-sample", seqlen=16, max_windows=2, calib_data="wiki-sample",

@@ -1,4 +1,4 @@
-"""Cells as jobs (repro.experiments.plan, repro.jobs): the plan lists exactly the missing records,
+"""Cells as jobs (repro.engines.plan, repro.jobs): the plan lists exactly the missing records,
 a worker's death costs nothing but a retry, two processes never write one cell twice, and bad input
 is one line and exit 2 with nothing written. (Each smoke notebook runs its plan, then renders
 computing nothing: tests/test_notebooks.py.)"""
@@ -11,10 +11,10 @@ import jobs_paper
 import pytest
 
 from repro.cli import main
+from repro.engines.base import Setup
+from repro.engines.heads import HeadExperiment
+from repro.engines.plan import Job, Plan
 from repro.errors import ReproError
-from repro.experiments.base import Setup
-from repro.experiments.heads import HeadExperiment
-from repro.experiments.plan import Job, Plan
 from repro.jobs import Context, notebook_params, run_notebook
 from repro.store import Store, config_key
 
@@ -210,7 +210,7 @@ def no_loading(*args, **kwargs):
 
 
 def test_an_experiment_whose_records_exist_reads_them_without_loading_its_model(tmp_path, monkeypatch):
-    import repro.experiments.base as base
+    import repro.engines.base as base
 
     e = HeadExperiment("tiny-llama", SMALL, Store(tmp_path), progress=False)  # loads, and keeps its card
     first = e.grid(["mpg", "wanda-head"], [0.25], dense=True)
@@ -225,8 +225,8 @@ def test_an_experiment_whose_records_exist_reads_them_without_loading_its_model(
 @pytest.mark.skipif(not (__import__("repro.assets.data", fromlist=["x"]).FASHION_MNIST_DIR
                          / "train-images-idx3-ubyte.gz").exists(), reason="dataset-fashion-mnist not installed")
 def test_a_trained_vision_model_is_not_trained_or_loaded_to_render_its_records(tmp_path, monkeypatch):
-    import repro.experiments.base as base
-    from repro.experiments.units import VisionBanditExperiment
+    import repro.engines.base as base
+    from repro.engines.bandit import VisionBanditExperiment
 
     kw = dict(n_calib=8, calib_batch_size=4, n_eval=50)
     e = VisionBanditExperiment("tiny-vit", Setup(), Store(tmp_path), progress=False, **kw)

@@ -12,14 +12,14 @@ from conftest import ROOT
 
 # each top-level part of repro and its floor; a module imports only from its own floor or below
 LAYERS = {"errors": -1, "progress": -1, "assets": 0, "arch": 1, "structure": 2, "calib": 3, "methods": 4,
-          "evaluate": 5, "store": 6, "report": 6, "claims": 6, "migrate": 6, "experiments": 7, "notebooks": 8, "jobs": 8, "cli": 8,
-          "__main__": 9}
+          "evaluate": 5, "store": 6, "report": 6, "claims": 6, "migrate": 6, "engines": 7, "papers": 8, "notebooks": 9, "jobs": 9,
+          "cli": 9, "__main__": 10}
 PACKAGE = ROOT / "repro"
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9]*.py"))
 # repro.methods functions a notebook may call because they teach the paper's equation
 TEACHING = {"norms", "excess", "select_heads", "reward_summary"}
 FORBIDDEN_IN_NOTEBOOKS = ("repro.assets", "repro.arch", "repro.calib", "repro.structure", "repro.evaluate",
-                          "repro.store", "repro.report")
+                          "repro.store", "repro.report", "repro.engines")
 
 
 def module_name(path: Path) -> str:
@@ -54,7 +54,7 @@ def graph() -> dict[str, set[str]]:
 
 
 def floor(module: str) -> int:
-    return LAYERS[module.split(".")[1]] if module != "repro" else 10
+    return LAYERS[module.split(".")[1]] if module != "repro" else 11
 
 
 def test_every_part_of_the_package_has_a_floor():
@@ -65,6 +65,30 @@ def test_every_part_of_the_package_has_a_floor():
 
 # floors that are stacked in the list but independent: evaluation measures a model, whatever pruned it
 INDEPENDENT = {("evaluate", "methods")}
+
+
+def paper(module: str) -> str | None:
+    """The paper a module belongs to (``repro.papers.<paper>...``), else None."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[1] == "papers" else None
+
+
+def test_no_paper_imports_another():
+    across = sorted(f"{a} -> {b}" for a, deps in graph().items() for b in deps
+                    if paper(a) and paper(b) and paper(a) != paper(b))
+    assert not across, across
+
+
+def test_the_engines_know_no_paper():
+    bad = sorted(f"{a} -> {b}" for a, deps in graph().items() for b in deps
+                 if a.startswith("repro.engines") and b.startswith("repro.papers"))
+    assert not bad, bad
+
+
+def test_no_module_of_the_package_is_over_600_lines():
+    long = {p.relative_to(ROOT).as_posix(): n for p in PACKAGE.rglob("*.py")
+            if (n := len(p.read_text().splitlines())) > 600}
+    assert not long, long
 
 
 def test_no_import_runs_upward():
@@ -115,9 +139,11 @@ def test_no_import_circle():
 
 def test_the_checks_can_fail():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
-    assert floor("repro.experiments.mpg") > floor("repro.evaluate.stats") > floor("repro.methods.heads")
-    tree = ast.parse("def f():\n    from repro.experiments.base import Setup\n")
-    assert imports(tree) == {"repro.experiments.base"}  # function-local imports count
+    assert floor("repro.papers.mpg") > floor("repro.engines.heads") > floor("repro.evaluate.stats") > \
+        floor("repro.methods.heads")
+    assert paper("repro.papers.mpg.tables") == "mpg" and paper("repro.engines.heads") is None
+    tree = ast.parse("def f():\n    from repro.engines.base import Setup\n")
+    assert imports(tree) == {"repro.engines.base"}  # function-local imports count
 
 
 def notebook_code(src: Path) -> list[str]:

@@ -7,14 +7,14 @@ import pytest
 import torch
 import transformers as T
 
-import repro.experiments.heads as H
+import repro.engines.heads as H
 from repro.assets.data import fashion_mnist
 from repro.assets.models import Loaded
 from repro.assets.tiny import TINY, build_tiny
 from repro.calib import Calibration, image_windows, loss_gradients
+from repro.engines.base import Setup
+from repro.engines.heads import VisionHeadExperiment
 from repro.errors import ReproError
-from repro.experiments.base import Setup
-from repro.experiments.heads import VisionHeadExperiment
 from repro.methods.heads import HEAD_METHODS, score_heads, select_heads
 from repro.store import Store
 

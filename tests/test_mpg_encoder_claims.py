@@ -1,4 +1,4 @@
-"""Paper 1 on MHA encoders, the reader's side (repro.experiments.mpg): the section's cells planned
+"""Paper 1 on MHA encoders, the reader's side (repro.papers.mpg): the section's cells planned
 without computing, its claims and tables on constructed records, and the paper sentence of every
 Paper 1 claim row."""
 from types import SimpleNamespace
@@ -7,11 +7,11 @@ import numpy as np
 import pandas as pd
 from test_mpg_encoder import loaded
 
-from repro.claims import FAILS, HOLDS
-from repro.experiments import mpg as R
-from repro.experiments.base import Setup
-from repro.experiments.heads import VisionHeadExperiment
-from repro.experiments.plan import Plan
+from repro.claims import FAILS, HOLDS, claims_frame, with_sources
+from repro.engines.base import Setup
+from repro.engines.heads import VisionHeadExperiment
+from repro.engines.plan import Plan
+from repro.papers import mpg as R
 from repro.store import Store
 
 
@@ -85,7 +85,7 @@ def test_mha_claims_on_constructed_records():
     bad = R.mha_claims(frame, scores, ["m"], [0.25], [1.5, 2.0, 2.5], [], {"m": (3, 4, 4)})
     assert [c.verdict for c in bad if c.claim.startswith("MP-G reduces")] == [FAILS, FAILS]
     # every row carries the paper's sentence it tests, in quotation marks only where the issues quote it
-    shown = R.claims_frame(R.with_sources(claims, R.PAPER_SOURCES))
+    shown = claims_frame(with_sources(claims, R.PAPER_SOURCES))
     assert shown.source.str.len().gt(0).all()
     assert set(shown.source) >= {'Table II: "MHA models prefer z = 1.5"', 'eq. 3: "MP-G reduces to MP for MHA"'}
 

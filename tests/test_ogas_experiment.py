@@ -8,10 +8,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from repro.engines.base import Setup
+from repro.engines.prune import QUANTILES, PruneExperiment
 from repro.errors import ReproError
-from repro.experiments import ogas as O
-from repro.experiments.base import Setup
-from repro.experiments.unstructured import OgasGrid, PruneExperiment, own_headroom
+from repro.papers import ogas as O
+from repro.papers.ogas.grid import OgasGrid, own_headroom
 from repro.store import Store
 
 SMALL = Setup(data="wiki-sample", seqlen=32, max_windows=20, calib_data="wiki-sample", calib_nsamples=2, calib_seqlen=32)
@@ -20,7 +21,7 @@ SMALL = Setup(data="wiki-sample", seqlen=32, max_windows=20, calib_data="wiki-sa
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     store = Store(tmp_path_factory.mktemp("results"))
-    e = O.PruneExperiment("tiny-llama", SMALL, store, progress=False)
+    e = PruneExperiment("tiny-llama", SMALL, store, progress=False)
     e.dense()
     for m in ("magnitude", "wanda", "ogas"):
         e.cell(m, 0.5, params={"gamma": 0.2} if m == "ogas" else None)
@@ -40,7 +41,7 @@ def test_cells_land_in_the_frame_with_their_rows(run):
     exact = O.find(f, "tiny-llama", "wiki-sample", "ogas-exact", 0.5)
     paper = O.find(f, "tiny-llama", "wiki-sample", "ogas", 0.5)
     assert exact.achieved == pytest.approx(0.5, abs=1e-3) and paper.achieved <= exact.achieved
-    assert paper.channel_quantiles and all(len(q) == len(O.QUANTILES) for q in paper.channel_quantiles.values())
+    assert paper.channel_quantiles and all(len(q) == len(QUANTILES) for q in paper.channel_quantiles.values())
     p = O.paired_to(f, "tiny-llama", "wiki-sample", "ogas", "wanda")
     assert p.n == 20 and p.estimate > 0
 
@@ -86,7 +87,7 @@ def test_figure_2s_layer_comes_from_the_model_card_without_loading(run, monkeypa
     linears' names from the card that the first load wrote; REPRO_NO_LOAD makes a load an error."""
     store, e = run
     monkeypatch.setenv("REPRO_NO_LOAD", "1")
-    fresh = O.PruneExperiment("tiny-llama", SMALL, Store(store.root), progress=False)
+    fresh = PruneExperiment("tiny-llama", SMALL, Store(store.root), progress=False)
     assert fresh.down_projections() == e.down_projections() and fresh._loaded is None
     with pytest.raises(ReproError, match="REPRO_NO_LOAD is set, yet 'tiny-llama' was to be loaded"):
         fresh.model  # noqa: B018

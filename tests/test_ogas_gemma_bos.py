@@ -3,8 +3,8 @@ lm-eval requests that start with Gemma's BOS, through the same experiment path a
 (``PruneExperiment.zeroshot``), and their keys say so ("windows": "bos+text")."""
 import pytest
 
-from repro.experiments.base import Setup
-from repro.experiments.unstructured import PruneExperiment
+from repro.engines.base import Setup
+from repro.engines.prune import PruneExperiment
 from repro.store import Store
 
 pytestmark = pytest.mark.slow

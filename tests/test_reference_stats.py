@@ -12,9 +12,9 @@ import torch
 
 from repro.calib.blocks import Gram, InputSumSq, sequential
 from repro.cli import main
+from repro.engines.base import Setup
+from repro.engines.prune import PruneExperiment
 from repro.errors import ReproError
-from repro.experiments.base import Setup
-from repro.experiments.unstructured import PruneExperiment
 from repro.methods.unstructured import PRUNERS, SparseGPT, Wanda, get_pruner, lowest_n_of_m, prune_model
 from repro.store import Store, config_key
 from repro.structure.sparsity import prunable_linears, zeros_sha256

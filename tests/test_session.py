@@ -3,9 +3,9 @@ folder, each model's Setup with its own settings, experiments that share loaded 
 import pandas as pd
 import pytest
 
+from repro.engines.base import Experiment, Setup
+from repro.engines.heads import HeadExperiment
 from repro.errors import ReproError
-from repro.experiments.base import Experiment, Setup
-from repro.experiments.heads import HeadExperiment
 from repro.notebooks import start
 
 

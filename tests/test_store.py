@@ -116,7 +116,7 @@ def test_kill_between_temp_write_and_replace(tmp_path, how):
 def run_cells(root) -> int:
     """A small head-pruning run (dense + 4 cells, one needing calibration); returns how many
     perplexity records it added."""
-    from repro.experiments.heads import HeadExperiment, Setup
+    from repro.engines.heads import HeadExperiment, Setup
 
     setup = Setup(data="wiki-sample", seqlen=64, max_windows=2, calib_data="wiki-sample", calib_nsamples=2,
                   calib_seqlen=32)

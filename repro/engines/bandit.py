@@ -8,7 +8,7 @@ asked, LAMBADA through lm-eval (perplexity of the last word and last-word accura
 document). The seed draws the calibration windows and drives the selector's randomness, as the
 paper's seeds do. Selections and evaluations are separate records, so a selection is searched
 once and can be evaluated on more data later. :class:`VisionBanditExperiment` runs the same
-search on an image classifier. Tables and claims from these records: ``repro.experiments.bandit``.
+search on an image classifier. Tables and claims from these records: ``repro.papers.bandit``.
 """
 from __future__ import annotations
 
@@ -25,12 +25,12 @@ from repro.assets import parse_dtype
 from repro.assets.data import fashion_mnist
 from repro.assets.vision import pixels_for
 from repro.calib import sample_windows
+from repro.engines import plan
+from repro.engines.base import Experiment, Setup, model_key
 from repro.errors import ReproError
 from repro.evaluate.ppl import tokenize
 from repro.evaluate.prefix import UnitEvaluator, image_batches, lm_batches
 from repro.evaluate.speed import count_params, prefill_seconds
-from repro.experiments import plan
-from repro.experiments.base import Experiment, Setup, model_key
 from repro.methods.bandit import SELECTORS, Unit, candidates, check_kinds, select_units
 from repro.store import PROTOCOL, Store
 from repro.structure import remove_channels, remove_heads, save_pruned, zero_channels, zero_heads

@@ -168,7 +168,7 @@ class Experiment:
     @property
     def address(self) -> str:
         """This experiment among a notebook's: its class, model, setup and window rule (a planned
-        :class:`repro.experiments.plan.Job` names it; a worker finds its own copy by it)."""
+        :class:`repro.engines.plan.Job` names it; a worker finds its own copy by it)."""
         return f"{type(self).__name__}:{self.name}:{config_key(asdict(self.setup))}:{rule(self.bos)}"
 
     @property

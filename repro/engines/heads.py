@@ -1,6 +1,6 @@
 """Paper 1's engine (head pruning): head scores, pruned perplexity, zero-shot accuracy and efficiency
 (dense / zeroed / removed), one record per cell. Tables and claims from these records:
-``repro.experiments.mpg``.
+``repro.papers.mpg``.
 
 Pruned models are evaluated through :class:`repro.structure.Masks` on one copy of the dense model
 in the evaluation dtype: masking a head's O-projection input equals Algorithm 1's zeroing exactly
@@ -24,10 +24,10 @@ from repro.assets import parse_dtype
 from repro.assets.data import fashion_mnist
 from repro.assets.vision import pixels_for
 from repro.calib import Calibration, image_windows
+from repro.engines import plan
+from repro.engines.base import Experiment, Setup, model_key
 from repro.errors import ReproError
 from repro.evaluate.speed import attention_flops, attention_params, count_params, prefill_seconds
-from repro.experiments import plan
-from repro.experiments.base import Experiment, Setup, model_key
 from repro.methods.heads import get_method, norms, score_heads, select_heads
 from repro.store import PROTOCOL, Store
 from repro.structure import Masks, remove_heads, zero_heads
@@ -90,7 +90,7 @@ class HeadExperiment(Experiment):
             cfg["calibration"] = self.method_source(method)  # the windows' identity, without drawing them
         return cfg
 
-    # -- cells (each asks for the records it depends on before its own: repro.experiments.plan) ----
+    # -- cells (each asks for the records it depends on before its own: repro.engines.plan) ----
     @plan.cell
     def scores(self, method: str, z: float = 2.0, seed: int = 0) -> tuple[np.ndarray, float]:
         cfg = {"protocol": PROTOCOL, "model": model_key(self.identity), **self.method_config(method, z, seed)}

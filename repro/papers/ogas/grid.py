@@ -1,31 +1,15 @@
-"""Paper 2's engine: unstructured / N:M pruning cells. A cell prunes a copy of the model block by
-block on calibration windows (``repro.methods.unstructured``), then evaluates it (perplexity on
-the setup's data; optionally lm-eval zero-shot), one record per cell. Tables and claims from these
-records: ``repro.experiments.ogas``.
-
-WikiText-2 rows are calibrated on WikiText-2 train and evaluated on WikiText-2 test; C4 rows are
-calibrated on the calibration half of the C4 sample and evaluated on its held-out half: two
-:class:`PruneExperiment` objects sharing one loaded model, each with its own :class:`Setup`.
-:class:`OgasGrid` holds both per model and computes the cells of each section of Paper 2's notebook.
+"""Notebook 2's grid (:class:`OgasGrid`): the setups and experiments per model and data set, one method per
+section that runs (or plans) that section's cells; :func:`build` and :func:`plan`.
 """
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field, fields
 from functools import cached_property
 
-import numpy as np
-
-from repro.arch import down_projection_names
-from repro.assets import parse_dtype
 from repro.assets.data import parse_spec
-from repro.experiments import plan
-from repro.experiments.base import Experiment
-from repro.methods.unstructured import auto_s_max, get_pruner, ogas_setting, parse_pattern, prune_model
-from repro.structure.sparsity import zeros_sha256
+from repro.engines.prune import PruneExperiment
+from repro.methods.unstructured import auto_s_max, ogas_setting
 
-QUANTILES = np.linspace(0, 1, 21)  # per-layer summary of OGAS's channel sparsities
-DOWN_PROJECTIONS = down_projection_names()  # the MLP's output linear, per family (from the adapters)
 ABLATION = ("wanda", "ogas-energy", "ogas-papr", "ogas")  # Table 5's rows: uniform, energy only, PAPR only, both
 
 
@@ -36,75 +20,13 @@ def own_headroom(sparsity: float, headroom: float) -> bool:
     return sparsity > 0.6 and auto_s_max(sparsity, headroom) != auto_s_max(sparsity)
 
 
-class PruneExperiment(Experiment):
-    """Unstructured / N:M pruning cells of one model under one setup (calibration + evaluation)."""
-
-    def prune_config(self, method: str, sparsity: float | None, pattern: str = "unstructured",
-                     params: dict | None = None) -> dict:
-        pruner = get_pruner(method)(sparsity, pattern, **(params or {}))  # validates everything up front
-        cfg = {"method": method, "sparsity": pruner.sparsity, "pattern": str(pruner.pattern),
-               "params": {k: (list(v) if isinstance(v, tuple) else v) for k, v in pruner.params.items()}}
-        if pruner.calibrated:
-            cfg["calibration"] = self.calibration_source()  # without drawing the windows
-        return cfg
-
-    def prune(self, method: str, sparsity: float | None, pattern: str = "unstructured", params: dict | None = None):
-        """A pruned float32 copy of the model and its :class:`PruneReport`."""
-        model = copy.deepcopy(self.model)
-        calib = self.calibration().windows if get_pruner(method).calibrated else None
-        report = prune_model(model, method, sparsity, calib, pattern=parse_pattern(pattern), progress=self.progress,
-                             **(params or {}))
-        return model, report
-
-    @plan.cell
-    def dense(self) -> dict:
-        return self.run("prune-ppl", {**self.base_config(), "method": "dense"}, lambda: self.ppl(self.eval_model()))
-
-    @plan.cell
-    def dense_zeroshot(self, tasks: list[str], limit: int | None) -> dict:
-        """The dense model's zero-shot record (the reference row of Tables 3-4)."""
-        return self.run("prune-zeroshot", {**self.zeroshot_config(tasks, limit), "method": "dense"},
-                        lambda: self.zeroshot(self.eval_model(), tasks, limit))
-
-    def down_projections(self) -> list[str]:
-        """The MLP down projections of the model's blocks, block 0 first (Figure 2's layer choice),
-        from the model card."""
-        return [n for n in self.structure["linears"] if n.endswith(DOWN_PROJECTIONS)]
-
-    @plan.cell
-    def cell(self, method: str, sparsity: float | None, pattern: str = "unstructured", params: dict | None = None,
-             zeroshot_tasks: list[str] | None = None, zeroshot_limit: int | None = None,
-             keep_layers: tuple[str, ...] = ()) -> dict:
-        """Prune, evaluate perplexity (and zero-shot tasks if given). ``keep_layers``: layer names
-        whose per-channel OGAS arrays (energy, peak ratio, sparsity) the record keeps for figures."""
-        cfg = {**self.base_config(), **self.prune_config(method, sparsity, pattern, params)}
-        if zeroshot_tasks:
-            cfg["zeroshot"] = {"tasks": list(zeroshot_tasks), "limit": zeroshot_limit}
-        if keep_layers:
-            cfg["keep_layers"] = list(keep_layers)
-
-        def compute():
-            model, report = self.prune(method, sparsity, pattern, params)
-            out = {"report": report.to_dict(), "zeros_sha256": zeros_sha256(model)}
-            out["channels"] = {n: {k: np.asarray(e[k]).tolist() for k in ("energy", "peak_ratio", "channel_sparsity")
-                                   if k in e} for n, e in report.extras.items() if n in keep_layers}
-            out["channel_quantiles"] = {n: np.quantile(e["channel_sparsity"], QUANTILES).tolist()
-                                        for n, e in report.extras.items() if "channel_sparsity" in e}
-            model = model.to(parse_dtype(self.setup.eval_dtype))
-            out.update(self.ppl(model))
-            if zeroshot_tasks:
-                out["zeroshot"] = self.zeroshot(model, zeroshot_tasks, zeroshot_limit)
-            return out
-        return self.run("prune-ppl", cfg, compute)
-
-
 @dataclass
 class OgasGrid:
     """The cells of Paper 2's notebook: per model a WikiText-2 experiment (``wt``: calibrated on
     WikiText-2 train, evaluated on its test split) and a C4 one (``c4``: the C4 sample's two
     halves) sharing one loaded model, and the notebook's parameters that decide which cells each
     section asks for. Each ``run_*`` method computes (or reads) one section's cells; the tables
-    are read from the records by :mod:`repro.experiments.ogas`."""
+    are read from the records by :mod:`repro.papers.ogas`."""
     wt: dict[str, PruneExperiment]
     c4: dict[str, PruneExperiment]
     ogas_setting: dict[str, str]  # model -> the paper's setting ("llama", "mistral")
@@ -251,3 +173,25 @@ class OgasGrid:
                 for h in self.s_max_headrooms:
                     if own_headroom(sp, h):
                         e.cell("ogas", sp, params=self.params_for(name, "ogas", s_max_headroom=h))
+
+
+
+
+def build(session) -> OgasGrid:
+    """Notebook 2's grid from its parameters: per model a WikiText-2 and a C4 experiment sharing one
+    loaded model."""
+    p = session.params
+    wt = session.experiments(PruneExperiment, p["models"])
+    c4 = session.experiments(PruneExperiment, p["models"], shared=wt,
+                             changes={"data": p["c4_data"], "calib_data": p["c4_calib"]})
+    return OgasGrid.from_params(wt, c4, p)
+
+
+def plan(session, grid: OgasGrid) -> None:
+    """Ask for every cell notebook 2 asks for, section by section (see :func:`repro.papers.mpg.plan`)."""
+    grid.run_main()
+    grid.run_nm()
+    for name in grid.zeroshot_models:  # the pruned models' zero-shot scores are in their main cells
+        grid.wt[name].dense_zeroshot(grid.zeroshot_tasks, grid.zeroshot_limit)
+    grid.run_ablation()
+    grid.run_curve()

@@ -3,7 +3,7 @@
 Every experiment cell is a method of an experiment object that ends in one
 :meth:`repro.store.Store.run` (the record of a configuration). Marked with :func:`cell`, such a
 method can be *planned*: while its store holds a :class:`Plan`, a missing record is not computed;
-the call is kept as a :class:`Job` (the experiment's :attr:`~repro.experiments.base.Experiment.address`,
+the call is kept as a :class:`Job` (the experiment's :attr:`~repro.engines.base.Experiment.address`,
 the method's name and its arguments), and the method returns None. A worker process that builds
 the same experiments replays the job (``getattr(experiment, call)(*args, **kwargs)``) and writes
 the record; the notebook then reads it.
@@ -19,7 +19,7 @@ Rules that keep the plan honest:
   follow the perplexity ranking) plans them only once nothing before it is pending
   (:attr:`Plan.empty`), i.e. in a later plan.
 
-The paper modules (:mod:`repro.experiments.mpg`, ``ogas``, ``bandit``) each define ``build(session)``
+The paper modules (:mod:`repro.papers.mpg`, ``ogas``, ``bandit``) each define ``build(session)``
 (the notebook's experiments) and ``plan(session, built)`` (every cell the notebook asks for, by the
 same calls the notebook makes); :mod:`repro.jobs` plans again as records are written.
 """

@@ -1,0 +1,87 @@
+"""Paper 2's engine: unstructured / N:M pruning cells. A cell prunes a copy of the model block by
+block on calibration windows (``repro.methods.unstructured``), then evaluates it (perplexity on
+the setup's data; optionally lm-eval zero-shot), one record per cell. Tables and claims from these
+records: ``repro.papers.ogas``.
+
+WikiText-2 rows are calibrated on WikiText-2 train and evaluated on WikiText-2 test; C4 rows are
+calibrated on the calibration half of the C4 sample and evaluated on its held-out half: two
+:class:`PruneExperiment` objects sharing one loaded model, each with its own :class:`Setup`.
+:class:`OgasGrid` holds both per model and computes the cells of each section of Paper 2's notebook.
+"""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+from repro.arch import down_projection_names
+from repro.assets import parse_dtype
+from repro.engines import plan
+from repro.engines.base import Experiment
+from repro.methods.unstructured import get_pruner, parse_pattern, prune_model
+from repro.structure.sparsity import zeros_sha256
+
+QUANTILES = np.linspace(0, 1, 21)  # per-layer summary of OGAS's channel sparsities
+DOWN_PROJECTIONS = down_projection_names()  # the MLP's output linear, per family (from the adapters)
+class PruneExperiment(Experiment):
+    """Unstructured / N:M pruning cells of one model under one setup (calibration + evaluation)."""
+
+    def prune_config(self, method: str, sparsity: float | None, pattern: str = "unstructured",
+                     params: dict | None = None) -> dict:
+        pruner = get_pruner(method)(sparsity, pattern, **(params or {}))  # validates everything up front
+        cfg = {"method": method, "sparsity": pruner.sparsity, "pattern": str(pruner.pattern),
+               "params": {k: (list(v) if isinstance(v, tuple) else v) for k, v in pruner.params.items()}}
+        if pruner.calibrated:
+            cfg["calibration"] = self.calibration_source()  # without drawing the windows
+        return cfg
+
+    def prune(self, method: str, sparsity: float | None, pattern: str = "unstructured", params: dict | None = None):
+        """A pruned float32 copy of the model and its :class:`PruneReport`."""
+        model = copy.deepcopy(self.model)
+        calib = self.calibration().windows if get_pruner(method).calibrated else None
+        report = prune_model(model, method, sparsity, calib, pattern=parse_pattern(pattern), progress=self.progress,
+                             **(params or {}))
+        return model, report
+
+    @plan.cell
+    def dense(self) -> dict:
+        return self.run("prune-ppl", {**self.base_config(), "method": "dense"}, lambda: self.ppl(self.eval_model()))
+
+    @plan.cell
+    def dense_zeroshot(self, tasks: list[str], limit: int | None) -> dict:
+        """The dense model's zero-shot record (the reference row of Tables 3-4)."""
+        return self.run("prune-zeroshot", {**self.zeroshot_config(tasks, limit), "method": "dense"},
+                        lambda: self.zeroshot(self.eval_model(), tasks, limit))
+
+    def down_projections(self) -> list[str]:
+        """The MLP down projections of the model's blocks, block 0 first (Figure 2's layer choice),
+        from the model card."""
+        return [n for n in self.structure["linears"] if n.endswith(DOWN_PROJECTIONS)]
+
+    @plan.cell
+    def cell(self, method: str, sparsity: float | None, pattern: str = "unstructured", params: dict | None = None,
+             zeroshot_tasks: list[str] | None = None, zeroshot_limit: int | None = None,
+             keep_layers: tuple[str, ...] = ()) -> dict:
+        """Prune, evaluate perplexity (and zero-shot tasks if given). ``keep_layers``: layer names
+        whose per-channel OGAS arrays (energy, peak ratio, sparsity) the record keeps for figures."""
+        cfg = {**self.base_config(), **self.prune_config(method, sparsity, pattern, params)}
+        if zeroshot_tasks:
+            cfg["zeroshot"] = {"tasks": list(zeroshot_tasks), "limit": zeroshot_limit}
+        if keep_layers:
+            cfg["keep_layers"] = list(keep_layers)
+
+        def compute():
+            model, report = self.prune(method, sparsity, pattern, params)
+            out = {"report": report.to_dict(), "zeros_sha256": zeros_sha256(model)}
+            out["channels"] = {n: {k: np.asarray(e[k]).tolist() for k in ("energy", "peak_ratio", "channel_sparsity")
+                                   if k in e} for n, e in report.extras.items() if n in keep_layers}
+            out["channel_quantiles"] = {n: np.quantile(e["channel_sparsity"], QUANTILES).tolist()
+                                        for n, e in report.extras.items() if "channel_sparsity" in e}
+            model = model.to(parse_dtype(self.setup.eval_dtype))
+            out.update(self.ppl(model))
+            if zeroshot_tasks:
+                out["zeroshot"] = self.zeroshot(model, zeroshot_tasks, zeroshot_limit)
+            return out
+        return self.run("prune-ppl", cfg, compute)
+
+

@@ -1,0 +1,49 @@
+"""Paper 3 (damage-aware bandit pruning): notebook 3's grid (:mod:`.grid`), its record frames (:mod:`.records`), tables (:mod:`.tables`, :class:`.report.BanditReport`) and claims (:mod:`.claims`).
+"""
+from repro.papers.bandit.claims import (  # noqa: F401
+    PAPER_COMPARISONS,
+    PAPER_EFFECTS,
+    PAPER_SOURCES,
+    PAPER_SUMMARY,
+    _below_dense,
+    bandit_claims,
+    claims_summary,
+    discussion,
+    readme_blocks,
+    summary_claims,
+)
+from repro.papers.bandit.grid import build, plan  # noqa: F401
+from repro.papers.bandit.records import (  # noqa: F401
+    CELL,
+    LABELS,
+    LOWER_IS_BETTER,
+    MAB,
+    MAB_VS_GREEDY,
+    SETTING,
+    _keep,
+    _selection_fields,
+    _signature,
+    bandit_frame,
+    first_run,
+    head_maps,
+    stale_picks,
+    vision_frame,
+)
+from repro.papers.bandit.report import BanditReport  # noqa: F401
+from repro.papers.bandit.tables import (  # noqa: F401
+    _labelled,
+    budget_table,
+    family_summary,
+    layer_profile,
+    lm_summary,
+    lm_table,
+    mab_tests,
+    memory_ablation,
+    per_seed_table,
+    removal_table,
+    reward_table,
+    summary,
+    vision_summary,
+    vision_table,
+    vs_dense,
+)

@@ -1,0 +1,193 @@
+"""Notebook 3's tables with their captions (:class:`BanditReport`).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from repro.claims import (
+    claims_frame,
+    shown,
+    with_paper,
+    with_sources,
+)
+from repro.engines.bandit import BanditExperiment, VisionBanditExperiment, removal_parts
+from repro.papers.bandit.claims import PAPER_EFFECTS, PAPER_SOURCES, bandit_claims, discussion
+from repro.papers.bandit.records import LABELS, bandit_frame, head_maps, vision_frame
+from repro.papers.bandit.tables import (
+    _labelled,
+    budget_table,
+    family_summary,
+    layer_profile,
+    lm_summary,
+    lm_table,
+    mab_tests,
+    memory_ablation,
+    per_seed_table,
+    removal_table,
+    reward_table,
+    vision_summary,
+    vision_table,
+)
+from repro.store import Store
+from repro.structure import removal_counts
+
+
+class BanditReport:
+    """The notebook's tables, each with its caption: ``params`` (the notebook's parameters:
+    profile, seeds, search budgets, LAMBADA limit, unit settings, removal), its language-model
+    and vision experiments (``{name: experiment}``, for what the captions say about the models)
+    and ``store`` (how many cells were read from records). Every method returns
+    ``(table, caption)`` (the claims also their raw frame)."""
+
+    def __init__(self, params: dict, lm: dict[str, BanditExperiment], vision: dict[str, VisionBanditExperiment],
+                 store: Store):
+        self.params, self.lm, self.vision, self.store = params, lm, vision, store
+
+    @property
+    def settings(self) -> list[tuple[str, str, float]]:
+        """Every (model, unit type, ratio) of the language-model grid, in the notebook's order."""
+        units = self.params["unit_settings"]
+        return [(m, k, r) for m in self.lm for k, rs in units.get(m, {}).items() for r in rs]
+
+    @property
+    def n_heads(self) -> dict[str, int]:
+        return {n: sum(e.structure["heads_per_layer"]) for n, e in self.vision.items()}
+
+    def describe(self) -> str:
+        """One line per model: what it is, its evaluation and calibration data."""
+        lines = [f"{n}: {e.identity.get('upstream')}; {e.structure['n_layers']} layers; evaluation {e.data.label}, "
+                 f"first {e.setup.max_windows} x {e.setup.seqlen} tokens; calibration {e.setup.calib_nsamples} x "
+                 f"{e.setup.calib_seqlen} tokens per seed in mini-batches of {e.calib_batch_size}"
+                 for n, e in self.lm.items()]
+        lines += [f"{n}: {e.identity['source']}, seed {e.identity['seed']}, test top-1 "
+                  f"{e.identity.get('test_top1', float('nan')):.3f}; calibration {e.n_calib} training images "
+                  f"per seed; evaluation on the first {e.n_eval} test images" for n, e in self.vision.items()]
+        return "\n".join(lines)
+
+    def caption(self, title: str, frame: pd.DataFrame | None = None, vision: bool = False) -> str:
+        """``title`` with the profile, models, data, search budget and seeds (of the vision
+        experiments with ``vision``), and how many of ``frame``'s cells were read from records."""
+        p = self.params
+        cache = f" {self.store.cache_summary(frame.key)}." if frame is not None and len(frame) else ""
+        if vision:
+            what = "; ".join(f"{n} ({e.identity['source']}, test top-1 "
+                             f"{e.identity.get('test_top1', float('nan')):.3f})" for n, e in self.vision.items())
+            e = next(iter(self.vision.values()))
+            return (f"**{title}** Profile `{p['profile']}`. Models: {what}. Calibration {e.n_calib} training images "
+                    f"per seed (mini-batches of {e.calib_batch_size}); evaluation on the first {e.n_eval} test "
+                    f"images, {e.setup.eval_dtype}; search budget {p['vision_search']} per step, losses in "
+                    f"{e.search_dtype}; seeds {p['seeds']}.{cache}")
+        e0 = next(iter(self.lm.values()))
+        s = e0.setup
+        parts = "; ".join(f"{n} ({e.identity.get('quantisation')}, evaluated on {e.windows()})"
+                          for n, e in self.lm.items())
+        return (f"**{title}** Profile `{p['profile']}`. Models: {parts}. Calibration {s.calib_nsamples} x "
+                f"{s.calib_seqlen} tokens of {s.calib_data} per seed (mini-batches of {e0.calib_batch_size}); "
+                f"perplexity on the first windows of {s.data}, {s.eval_dtype}; LAMBADA "
+                f"first {p['lambada_limit']} documents; search budget {p['search']} per step, losses in "
+                f"{e0.search_dtype}; seeds {p['seeds']}.{cache}")
+
+    def table1(self, lm: pd.DataFrame, frame: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+        return lm_summary(lm, frame), self.caption(
+            "Table 1. Perplexity change against dense (mean and sd over seeds), LAMBADA perplexity and last-word "
+            "accuracy change.", frame)
+
+    def table1_per_seed(self, lm: pd.DataFrame, frame: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+        return per_seed_table(lm), self.caption(
+            "Table 1 per seed: WikiText-2 ppl change % [paired 95% CI] / LAMBADA ppl change %.", frame)
+
+    def rewards(self, frame: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+        t = reward_table(frame)
+        return (_labelled(t).round(3),
+                self.caption("Rewards produced by r = sigmoid(-damage / 0.02).", frame))
+
+    def layers(self, frame: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+        t = layer_profile(frame, {n: e.structure["n_layers"] for n, e in self.lm.items()})
+        return (_labelled(t).round(3), self.caption(
+            "Where the selected units sit: mean layer and share in the first tenth of the layers.", frame))
+
+    def head_maps(self, frame: pd.DataFrame) -> dict[str, tuple[np.ndarray, int]]:
+        """:func:`head_maps` with each model's (layers, heads per layer)."""
+        return head_maps(frame, {n: (e.structure["n_layers"], e.structure["heads_per_layer"][0]) for n, e in self.lm.items()})
+
+    def budget(self, frame: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+        return budget_table(frame), self.caption(
+            "Table B1. Budget per run (mean over seeds): calibration passes, paired evaluations, losses, layer "
+            "forwards, seconds on this machine.", frame)
+
+    def table2(self, vis: pd.DataFrame, vframe: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+        return vision_summary(vis, self.n_heads), self.caption(
+            "Table 2. Vision: top-1 and its drop against dense (percentage points, mean and sd over seeds), "
+            "cross-entropy increase, paired evaluations per run.", vframe, vision=True)
+
+    def statistics(self, lm: pd.DataFrame, vis: pd.DataFrame, frame: pd.DataFrame) -> tuple[tuple, tuple]:
+        """Table B2 (how many comparisons of the declared family are significant) and the
+        across-seed tests with their BH q-values, each with its caption."""
+        _, tests, b2 = family_summary(pd.concat([lm, vis], ignore_index=True), mab_tests(lm, vis))
+        if len(tests):
+            tests = tests.assign(a=tests.a.map(LABELS), b=tests.b.map(LABELS)).round(4)
+        return ((b2, self.caption("Table B2. How many comparisons have a 95% CI excluding zero, p < 0.05, q < 0.05; "
+                                  "BH within each family: MAB against every baseline across seeds (t interval and "
+                                  "paired t-test, one statistic), and each distinct selection against dense (paired "
+                                  "over windows or images; a selection several seeds share counts once).", frame)),
+                (tests, self.caption("MAB against every baseline across seeds (WikiText-2 ppl change %; vision: "
+                                     "top-1 drop, pp): mean difference with its 95% t interval and the paired t-test; "
+                                     "q: BH over this family (Table B2's first row).", frame)))
+
+    def memory_ablation(self, lm: pd.DataFrame, frame: pd.DataFrame, vis: pd.DataFrame,
+                        vframe: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+        """:func:`memory_ablation` on the language models (WikiText-2 perplexity change) and the vision
+        models (top-1 drop): this session's carry-over cells against the default ones."""
+        carry = bandit_frame(self.store, self.lm, memory="carry")
+        vcarry = vision_frame(self.store, self.vision, memory="carry")
+        parts = [memory_ablation(lm, lm_table(carry), frame, carry, "change_pct") if len(carry) else None,
+                 memory_ablation(vis, vision_table(vcarry), vframe, vcarry, "top1_drop_pp") if len(vcarry) else None]
+        t = pd.concat([x for x in parts if x is not None and len(x)] or [pd.DataFrame()], ignore_index=True)
+        cap = self.caption(
+            "Ablation: damage conditioned on the current mask (step, the paper's rule and our default) against "
+            "arm statistics carried over from earlier, smaller masks (carry-over), same seeds, per-step budget and "
+            "pool. carry - step: mean over seeds of the WikiText-2 ppl change (%; vision: top-1 drop, pp) with its "
+            "95% t interval and paired t-test; the verdict is the one rule for \"step is better\". Language models "
+            f"{self.params['search']}, vision {self.params['vision_search']} per step.",
+            pd.concat([carry, vcarry], ignore_index=True) if len(carry) or len(vcarry) else None)
+        return (t.round(4) if len(t) else t), cap
+
+    def claims(self, lm: pd.DataFrame, vis: pd.DataFrame) -> tuple[pd.DataFrame, str, pd.DataFrame]:
+        """The claims table (claim, setting, measured, verdict), its caption, and every claim's numbers."""
+        claims = claims_frame(with_sources(with_paper(bandit_claims(lm, vis), PAPER_EFFECTS), PAPER_SOURCES))
+        caption = (f"**Claims checked (Paper 3).** Profile `{self.params['profile']}`; seeds {self.params['seeds']}; "
+                   f"verdicts from 95% t intervals of the difference paired over seeds.")
+        return shown(claims), caption, claims
+
+    def discussion(self, frame: pd.DataFrame, lm: pd.DataFrame, vis: pd.DataFrame, claims: pd.DataFrame,
+                   ablation: pd.DataFrame | None = None) -> str:
+        """The generated discussion (:func:`discussion`) with this run's search parameters."""
+        p = self.params
+        return discussion(frame, lm, vis, claims, p["search"],
+                          f"{p['calib_batch_size']} window(s) of {p['calib_seqlen']} tokens", ablation)
+
+    def removal(self, record: dict) -> tuple[pd.DataFrame, str]:
+        """The removal record of the ``removal`` parameter's (model, method, seed) as a table
+        (:func:`removal_table`) and its caption."""
+        rm, c, res = self.params["removal"], record["config"], record["result"]
+        which = " and ".join(f"{k[0]} {r:.0%}" for k, r in removal_parts(self.params["unit_settings"][rm["model"]]))
+        sels = [r for r in self.store.records("bandit-select") if r["key"] in c.get("selections", [])]
+        heads = list(dict.fromkeys((u[1], u[2]) for r in sels for u in r["result"]["units"] if u[0] == "head"))
+        st = self.lm[rm["model"]].structure
+        n = removal_counts((st["heads_per_layer"], st["kv_heads_per_layer"]), heads) if heads else None
+        split = "" if n is None else (f" selected ({n['removed']} physically removed, {n['kept_as_zeros']} kept as "
+                                      f"zero heads by GQA padding, so the parameter drop is {n['removed']} heads' worth)")
+        caption = (f"**Removal.** {rm['model']}, {LABELS[rm['method']]} seed {rm['seed']}: {res['heads']} heads{split} "
+                   f"and {res['mlp_channels']} MLP channels ({which}: its own selections above); prefill of "
+                   f"{c['seqlen']} tokens, median of {c['repeats']} round-robin repeats, speed-up paired by round, "
+                   f"{c['dtype']}; removed vs zeroed logits differ by at most "
+                   f"{res['removed_vs_zeroed_max_abs_logit_diff']:.1e}. Profile `{self.params['profile']}`.")
+        return removal_table(res, c["batches"]).round(2), caption
+
+    def metrics(self, frame: pd.DataFrame, vframe: pd.DataFrame, claims: pd.DataFrame) -> dict:
+        """The run's summary numbers: dense perplexity per model, cells, claims and verdicts."""
+        return {"dense_ppl": {n: float(frame[(frame.model == n) & (frame.method == "dense")].ppl.iloc[0])
+                              for n in self.lm},
+                "n_cells": int(len(frame) + len(vframe)), "n_claims": int(len(claims)),
+                "verdicts": claims.verdict.value_counts().to_dict()}

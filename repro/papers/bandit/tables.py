@@ -1,0 +1,265 @@
+"""Paper 3's tables from the frames: Table 1 and its per-seed view, rewards, unit layers, budgets (Table
+B1), Table 2, Table B2's families, the memory ablation and the removal.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from repro.claims import (
+    across_seeds,
+    family_counts,
+    verdict,
+)
+from repro.evaluate.stats import bh, paired_difference, paired_ratio, paired_test, speed_ratio
+from repro.methods.bandit import SELECTORS, reward_summary
+from repro.papers.bandit.records import CELL, LABELS, LOWER_IS_BETTER, MAB, SETTING, _signature, stale_picks
+
+
+def lm_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per-seed rows of each selection vs dense: perplexity change (%) with its paired CI over
+    windows (:func:`vs_dense`), LAMBADA perplexity change (%) and last-word accuracy change."""
+    per = vs_dense(frame)
+    if per.empty:
+        return per
+    lam = []
+    for _, r in per.iterrows():
+        f = frame[(frame.model == r.model)]
+        d = f[f.method == "dense"].iloc[0]
+        c = f[(f.method == r.method) & (f.seed == r.seed) & (f.kinds == r.kinds) & (f.ratio == r.ratio)].iloc[0]
+        ok = c.lambada_ppl is not None and d.lambada_ppl is not None
+        lam.append({"lambada_change_pct": 100 * (c.lambada_ppl / d.lambada_ppl - 1) if ok else np.nan,
+                    "lambada_acc_change": c.lambada_acc - d.lambada_acc if ok else np.nan})
+    return pd.concat([per.reset_index(drop=True), pd.DataFrame(lam)], axis=1)
+
+
+def vision_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per-seed vision rows: top-1 (percentage points) and its drop vs dense with a paired bootstrap
+    CI over the test images (also as ``ci_lo`` / ``ci_hi``, so the rows join the per-seed family of
+    :func:`family_summary`), cross-entropy, its increase and the Wilcoxon p-value of the per-image
+    cross-entropy differences."""
+    rows = []
+    for model, f in frame.groupby("model"):
+        dense = f[f.method == "dense"]
+        if dense.empty:
+            continue
+        d = dense.iloc[0]
+        for _, r in f[f.method != "dense"].iterrows():
+            drop = paired_difference(np.asarray(d.per_image_correct, float) * 100, np.asarray(r.per_image_correct,
+                                                                                                 float) * 100)
+            rows.append({"model": model, "kinds": r.kinds, "ratio": r.ratio, "k": r.k, "method": r.method,
+                         "seed": r.seed, "selection": _signature(r.units), "top1_pp": 100 * r.top1, "top1_drop_pp": drop.estimate,
+                         "drop_ci_lo": drop.ci[0], "drop_ci_hi": drop.ci[1], "ce": r.ce, "ce_increase": r.ce - d.ce,
+                         "paired_evaluations": (r.budget or {}).get("paired_evaluations"),
+                         "ci_lo": drop.ci[0], "ci_hi": drop.ci[1], "finite": bool(np.isfinite(r.ce)),
+                         "p": paired_test(r.per_image_ce, d.per_image_ce)})
+    return pd.DataFrame(rows)
+
+
+def summary(table: pd.DataFrame, value: str) -> pd.DataFrame:
+    """Per (model, kinds, ratio, method): mean and sd over seeds of the finite ``value`` s, the
+    number of seeds and of failures (non-finite values, never averaged)."""
+    g = table.groupby(CELL)[value]
+    out = pd.DataFrame({"mean": g.apply(lambda v: v[np.isfinite(v)].mean()),
+                        "sd": g.apply(lambda v: v[np.isfinite(v)].std()),
+                        "seeds": g.size(), "failures": g.apply(lambda v: int((~np.isfinite(v)).sum()))})
+    return out.reset_index()
+
+
+def lm_summary(lm: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
+    """Table 1: per (model, kinds, ratio, method) the WikiText-2 perplexity change (mean and sd over
+    seeds, seeds, failures), the mean LAMBADA perplexity and accuracy changes, and k (from
+    ``frame``). ``lm``: :func:`lm_table`."""
+    ppl, lam = summary(lm, "change_pct"), summary(lm, "lambada_change_pct")
+    table = ppl.rename(columns={"mean": "WikiText-2 ppl change %"}).merge(
+        lam[CELL + ["mean"]].rename(columns={"mean": "LAMBADA ppl change %"}), on=CELL)
+    acc = lm.groupby(CELL).lambada_acc_change.mean().rename("LAMBADA acc change")
+    table = table.merge(acc.reset_index(), on=CELL)
+    table["method"] = table.method.map(LABELS)
+    k_of = frame.groupby(SETTING).k.first()
+    table["k"] = [k_of.get((r.model, r.kinds, r.ratio)) for r in table.itertuples()]
+    return table.round(3)
+
+
+def per_seed_table(lm: pd.DataFrame) -> pd.DataFrame:
+    """Table 1 per seed: one column per seed, each cell 'ppl change % [paired 95% CI] / LAMBADA
+    ppl change %' ('inf (failure)' for a non-finite perplexity)."""
+    cells = lm.assign(method=lm.method.map(LABELS), units=lm.kinds + " " + lm.ratio.map("{:.0%}".format),
+                      cell=[f"{c:+.1f} [{lo:+.1f}, {hi:+.1f}] / {la:+.1f}" if np.isfinite(c) else "inf (failure)"
+                            for c, lo, hi, la in zip(lm.change_pct, lm.ci_lo, lm.ci_hi, lm.lambada_change_pct)])
+    t = cells.pivot_table(index=["model", "units", "method"], columns="seed", values="cell", aggfunc="first")
+    t.columns = [f"seed {int(c)}" for c in t.columns]
+    return t.reset_index()
+
+
+def budget_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Table B1: each selection's budget record (calibration passes, paired evaluations, losses,
+    layer forwards, seconds), mean over seeds per (model, units, method)."""
+    rows = [{"model": r.model, "units": f"{r.kinds} {r.ratio:.0%}", "method": LABELS[r.method], **(r.budget or {})}
+            for r in frame[frame.method != "dense"].itertuples()]
+    return pd.DataFrame(rows).groupby(["model", "units", "method"]).mean(numeric_only=True).round(1).reset_index()
+
+
+def vision_summary(vis: pd.DataFrame, n_heads: dict[str, int]) -> pd.DataFrame:
+    """Table 2: per (model, k, method) the top-1 and its drop (mean, sd over seeds), the
+    cross-entropy increase, paired evaluations per run, seeds, and the effective ratio k / heads.
+    ``vis``: :func:`vision_table`; ``n_heads``: heads per model."""
+    t = vis.groupby(["model", "k", "method"]).agg(top1_pp=("top1_pp", "mean"), drop_pp=("top1_drop_pp", "mean"),
+                                                  drop_sd=("top1_drop_pp", "std"), ce_increase=("ce_increase", "mean"),
+                                                  paired_evaluations=("paired_evaluations", "mean"),
+                                                  seeds=("seed", "nunique")).reset_index()
+    t["method"] = t.method.map(LABELS)
+    t["effective ratio"] = [k / n_heads[m] for m, k in zip(t.model, t.k)]
+    return t.round(3)
+
+
+def removal_table(result: dict, batches) -> pd.DataFrame:
+    """Rows dense / zeroed / removed of a :func:`repro.engines.bandit.removal_cell` result:
+    parameters, checkpoint MB, median prefill ms per batch size, and the prefill speed-up against
+    dense with its 95% CI paired by round-robin round (:func:`repro.evaluate.stats.speed_ratio`)."""
+    rows = []
+    for v in ("dense", "zeroed", "removed"):
+        r = result[v]
+        row = {"model": v, "params": r["params"], "checkpoint MB": r["checkpoint_bytes"] / 1e6}
+        for b in batches:
+            t, base = r[f"prefill_b{b}"]["times_s"], result["dense"][f"prefill_b{b}"]["times_s"]
+            sp = speed_ratio(base, t)
+            row[f"prefill b{b} (ms)"] = 1000 * r[f"prefill_b{b}"]["median_s"]
+            row[f"speed-up b{b} [95% CI]"] = ("1" if v == "dense" else
+                                              f"x{sp.estimate:.3f} (one round: no interval)" if sp.ci is None else
+                                              f"x{sp.estimate:.3f} [{sp.ci[0]:.3f}, {sp.ci[1]:.3f}]")
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def reward_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """The distribution of rewards the sequential searches produced, per (model, units, method),
+    pooled over seeds: pulls, mean reward and the shares of harmful / neutral / beneficial pulls
+    (:func:`repro.methods.bandit.reward_summary`). Only each setting's largest ratio counts (a
+    smaller ratio's steps are its first steps, so they would count twice)."""
+    seq = frame[frame.rewards.map(lambda r: bool(r))] if len(frame) and "rewards" in frame else frame.iloc[:0]
+    rows = []
+    for (model, kinds, method), f in seq.groupby(["model", "kinds", "method"]):
+        top = f[f.ratio == f.ratio.max()]
+        s = reward_summary([r for rs in top.rewards for r in rs])
+        rows.append({"model": model, "units": f"{kinds} {top.ratio.iloc[0]:.0%}", "method": method,
+                     "seeds": top.seed.nunique(), "pulls": s["n"], "mean reward": s["mean"],
+                     "harmful": s["harmful"], "neutral": s["neutral"], "beneficial": s["beneficial"]})
+    return pd.DataFrame(rows)
+
+
+def layer_profile(frame: pd.DataFrame, n_layers: dict[str, int]) -> pd.DataFrame:
+    """Where each method's units sit, per (model, units, method), seeds pooled: the mean layer and
+    the share of units in the first tenth of the layers (``early layers``: at least one).
+    ``n_layers``: layers per model."""
+    rows = []
+    sel = frame[frame.units.map(lambda u: bool(u))] if len(frame) and "units" in frame else frame.iloc[:0]
+    for (model, kinds, ratio, method), f in sel.groupby(CELL):
+        layers = np.array([u[1] for units in f.units for u in units])
+        early = max(1, int(np.ceil(n_layers[model] / 10)))
+        rows.append({"model": model, "units": f"{kinds} {ratio:.0%}", "method": method, "seeds": f.seed.nunique(),
+                     "mean layer": float(layers.mean()), "early layers": early,
+                     "share in early layers": float((layers < early).mean())})
+    return pd.DataFrame(rows)
+
+
+# ---- statistics: per (method, seed) vs dense, MAB vs greedy across seeds, BH over the family ----
+
+def vs_dense(frame: pd.DataFrame) -> pd.DataFrame:
+    """Each evaluated selection against the dense model on the same windows: perplexity change
+    (%) with a paired bootstrap 95% CI over windows, and a Wilcoxon p-value of the per-window NLL
+    differences. Non-finite perplexities stay as failures (no CI, no p-value)."""
+    rows = []
+    for model, f in frame.groupby("model"):
+        dense = f[f.method == "dense"]
+        if dense.empty:
+            continue
+        d = np.asarray(dense.iloc[0].window_nll)
+        for _, r in f[f.method != "dense"].iterrows():
+            row = {"model": model, "kinds": r.kinds, "ratio": r.ratio, "k": r.k, "method": r.method, "seed": r.seed,
+                   "ppl": r.ppl, "finite": r.finite, "selection": _signature(r.units)}
+            nll = np.asarray(r.window_nll, dtype=float)
+            if r.finite and np.isfinite(nll).all():
+                p = paired_ratio(nll, d)
+                row.update(change_pct=100 * (p.estimate - 1), ci_lo=100 * (p.ci[0] - 1), ci_hi=100 * (p.ci[1] - 1),
+                           p=paired_test(nll, d) if len(d) >= 2 else np.nan)
+            else:
+                row.update(change_pct=np.inf, ci_lo=np.nan, ci_hi=np.nan, p=np.nan)
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def mab_tests(lm: pd.DataFrame, vis: pd.DataFrame) -> pd.DataFrame:
+    """Table B2's family, as the paper builds it: each MAB selector against each baseline that ran
+    in the same setting, across seeds (paired t), on the perplexity change (``lm``) and on the top-1
+    drop (``vis``), one test per distinct comparison."""
+    tests = []
+    for table, value in ((lm, "change_pct"), (vis, "top1_drop_pp")):
+        if not len(table):
+            continue
+        baselines = [m for m in SELECTORS if m not in MAB and m in set(table.method)]
+        tests += [across_seeds(table, m, b, value, SETTING) for m in MAB for b in baselines]
+    tests = pd.concat(tests or [pd.DataFrame()], ignore_index=True)
+    return tests.drop_duplicates(subset=SETTING + ["a", "b"], ignore_index=True) if len(tests) else tests
+
+
+def family_summary(per_seed: pd.DataFrame, tests: pd.DataFrame, alpha: float = 0.05) -> tuple:
+    """Two families, each with its own Benjamini-Hochberg q: Table B2's MAB-vs-baseline tests across
+    seeds (:func:`mab_tests`), and the per-seed comparisons of each *distinct* selection with dense
+    (a selection that several seeds share counts once; its copies get its q). Returns both frames
+    with ``q`` and a summary like the paper's Table B2: of how many comparisons the CI excludes
+    zero, p < alpha, q < alpha."""
+    per_seed, tests = per_seed.copy(), tests.copy()
+    tests["q"] = bh(tests.p.to_numpy(float)) if len(tests) else np.array([])
+    if len(per_seed):
+        distinct = ~per_seed.duplicated(subset=["model", "selection"])
+        q = pd.Series(bh(per_seed.p[distinct].to_numpy(float)), index=per_seed.index[distinct])
+        key = per_seed.model + "|" + per_seed.selection
+        per_seed["q"] = key.map(dict(zip(key[distinct], q)))
+        once = per_seed[distinct]
+    else:
+        per_seed["q"], once = np.array([]), per_seed
+    summary = pd.DataFrame([
+        family_counts(tests, "MAB vs each baseline, across seeds (paired t)", alpha),
+        family_counts(once, "each distinct selection vs dense (per seed)", alpha,
+                int((~once.finite).sum()) if len(once) else 0),
+    ])
+    return per_seed, tests, summary
+
+
+# ---- claims ---------------------------------------------------------------------------------
+
+def memory_ablation(step: pd.DataFrame, carry: pd.DataFrame, step_frame: pd.DataFrame, carry_frame: pd.DataFrame,
+                    value: str) -> pd.DataFrame:
+    """Per setting and MAB policy: the paper's conditioning (``memory="step"``, the per-seed rows
+    ``step`` of :func:`lm_table` / :func:`vision_table`) against carried-over statistics (``carry``),
+    same seeds, budget and pool: the mean difference carry - step of ``value`` over seeds with its t
+    interval and paired t-test (:func:`across_seeds`), the paired evaluations of each (matched by
+    construction) and the share of carry-over picks made without a pull under the mask they joined
+    (:func:`stale_picks`)."""
+    rows = []
+    for m in MAB:
+        both = pd.concat([step[step.method == m], carry[carry.method == m].assign(method=f"{m}:carry")])
+        t = across_seeds(both, f"{m}:carry", m, value, SETTING) if len(both) else pd.DataFrame()
+        for _, r in t.iterrows():
+            at = [(f.model == r.model) & (f.kinds == r.kinds) & (f.ratio == r.ratio) & (f.method == m)
+                  for f in (step_frame, carry_frame)]
+            runs = [f[a] for f, a in zip((step_frame, carry_frame), at)]
+            evals = [f.budget.map(lambda b: (b or {}).get("paired_evaluations")).mean() for f in runs]
+            rows.append({"model": r.model, "kinds": r.kinds, "ratio": r.ratio, "method": LABELS[m], "value": value,
+                         "seeds": r.seeds, "step (paper)": r.mean_b, "carry-over": r.mean_a,
+                         "carry - step": r.mean_diff, "ci_lo": r.ci_lo, "ci_hi": r.ci_hi, "p": r.p,
+                         "verdict (step better)": verdict((r.ci_lo, r.ci_hi), 0.0,
+                                                          "above" if value in LOWER_IS_BETTER else "below"),
+                         "paired evaluations (step / carry)": f"{evals[0]:.0f} / {evals[1]:.0f}",
+                         "carry-over picks with no pull under their mask": float(np.nanmean(
+                             [stale_picks(u, p) for u, p in zip(runs[1].units, runs[1].pulled)]))})
+    return pd.DataFrame(rows)
+
+
+def _labelled(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with its methods' labels instead of their names (an empty table as it is)."""
+    return table.assign(method=table.method.map(LABELS)) if len(table) else table
+
+
+# ---- the notebook's experiments and its plan (repro.engines.plan) ----------------------------------

@@ -1,0 +1,259 @@
+"""Paper 1 (MP-G) records as frames: the method sets and labels, the finders over a frame, paired
+comparisons and the values tables and claims share. Reads records only (no model is run).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from repro.engines.base import owned
+from repro.evaluate.stats import Paired, paired_difference, paired_ratio
+from repro.methods.heads import HEAD_METHODS, select_heads
+from repro.report import rank_marks, to_markdown
+from repro.store import Store
+
+TABLE3_METRIC = {"mrpc": "f1"}  # the paper's Table III reports MRPC in F1, the other GLUE tasks in accuracy
+PAPER_METHODS = HEAD_METHODS.names(paper=True)    # the paper's Table IV set
+EXTRA_METHODS = HEAD_METHODS.names(paper=False)   # ours: sanity baselines
+CALIBRATED = HEAD_METHODS.names(calibration_free=False)
+Z_METHODS = [m for m in HEAD_METHODS.names(calibration_free=True) if "z" in HEAD_METHODS[m].params]  # Table II
+LABEL = HEAD_METHODS.labels(dense="Dense")
+
+
+def pct(sparsity: float) -> str:
+    return f"{sparsity:.1%}"
+
+
+def _and(words: list[str]) -> str:
+    """'A, B and C'."""
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def _kv_heads(e) -> int:
+    """Layer 0's K/V heads, from the model card."""
+    return e.structure["kv_heads_per_layer"][0]
+
+
+def _group_size(e) -> int:
+    """Query heads per K/V head in layer 0, from the model card."""
+    return e.structure["heads_per_layer"][0] // e.structure["kv_heads_per_layer"][0]
+
+
+def describe(experiments) -> str:
+    """One line per model: its source, shape and evaluation windows."""
+    return "\n".join(f"{name}: {e.identity.get('upstream', e.identity['source'])}; "
+                     f"L x H = {e.shape[0]} x {e.shape[1]}, KV heads {_kv_heads(e)}; "
+                     f"eval {e.data.label}, first {e.setup.max_windows} windows of {e.setup.seqlen}"
+                     for name, e in experiments.items())
+
+
+# ---- records -> frames ------------------------------------------------------------------------
+
+def ppl_frame(store: Store, experiments, session: bool = True) -> pd.DataFrame:
+    """One row per perplexity cell of ``experiments`` (HeadExperiments) under their current setup
+    (data, seqlen, windows, batch size, dtype); ``session``: only cells asked for in this session."""
+    rows = []
+    for r, _ in owned(store, "heads-ppl", experiments, session):
+        c, res = r["config"], r["result"]
+        rows.append({"key": ("heads-ppl", r["key"]), "model": c["model"]["name"], "method": c["method"],
+                     "z": c.get("z"), "sparsity": c.get("sparsity", 0.0), "tie_break": c.get("tie_break", "index"),
+                     "tie_seed": c.get("tie_seed"), "data": f'{c["data"]["name"]}:{c["data"]["split"]}',
+                     "seqlen": c["seqlen"], "n_windows": res["n_windows"], "n_tokens": res["n_tokens"],
+                     "dtype": res["dtype"], "ppl": res["ppl"], "ci95": res["ci95"], "window_nll": res["window_nll"],
+                     "pruned": res.get("pruned"), "calibration": c.get("calibration"), "seconds": r.get("seconds")})
+    cols = ["key", "model", "method", "z", "sparsity", "tie_break", "tie_seed", "data", "seqlen", "n_windows",
+            "n_tokens", "dtype", "ppl", "ci95", "window_nll", "pruned", "calibration", "seconds"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def vision_frame(store: Store, experiments, session: bool = True) -> pd.DataFrame:
+    """One row per evaluated cell of ``experiments`` (VisionHeadExperiments): top-1 and mean
+    cross-entropy on the test images, and both per image (for paired comparisons). The columns
+    :func:`find` reads are those of :func:`ppl_frame`."""
+    rows = []
+    for r, _ in owned(store, "heads-vision", experiments, session):
+        c, res = r["config"], r["result"]
+        rows.append({"key": ("heads-vision", r["key"]), "model": c["model"]["name"], "method": c["method"],
+                     "z": c.get("z"), "sparsity": c.get("sparsity", 0.0), "tie_break": c.get("tie_break", "index"),
+                     "tie_seed": c.get("tie_seed"), "n_eval": res["n_eval"], "dtype": c["dtype"],
+                     "top1": res["top1"], "ce": res["ce"], "per_image_ce": res["per_image_ce"],
+                     "per_image_correct": res["per_image_correct"], "pruned": res.get("pruned"),
+                     "n_pruned": res.get("n_pruned", 0), "calibration": c.get("calibration")})
+    cols = ["key", "model", "method", "z", "sparsity", "tie_break", "tie_seed", "n_eval", "dtype", "top1", "ce",
+            "per_image_ce", "per_image_correct", "pruned", "n_pruned", "calibration"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def main_cells(frame: pd.DataFrame) -> pd.DataFrame:
+    """The cells of Table I: index tie-break, and z = 2 for the methods that take z."""
+    return frame[frame.tie_break.eq("index") & (frame.z.isna() | frame.z.eq(2.0))]
+
+
+def scores_frame(store: Store, experiments, session: bool = True) -> pd.DataFrame:
+    """One row per head-score record of ``experiments``: the scores (an L x H array), what scoring
+    cost on its own ("seconds", its calibration pass included) and the calibration windows read."""
+    rows = []
+    for r, _ in owned(store, "heads-scores", experiments, session):
+        c = r["config"]
+        rows.append({"key": ("heads-scores", r["key"]), "model": c["model"]["name"], "method": c["method"],
+                     "z": c.get("z"), "seed": c.get("seed"), "calibration": c.get("calibration"),
+                     "scores": np.asarray(r["result"]["scores"]), "seconds": r["result"]["seconds"]})
+    return pd.DataFrame(rows, columns=["key", "model", "method", "z", "seed", "calibration", "scores", "seconds"])
+
+
+def find(frame: pd.DataFrame, model: str, method: str, sparsity: float = 0.0, z: float = 2.0,
+         tie_seed: int | None = None) -> pd.Series | None:
+    """The cell of (model, method, sparsity[, z for methods that take z]) with the index tie-break
+    (``tie_seed``: the random tie-break of that seed); the dense row for ``method="dense"``."""
+    f = frame[(frame.model == model) & (frame.method == method)]
+    f = f[f.tie_break.eq("index")] if tie_seed is None else f[f.tie_break.eq("random") & f.tie_seed.eq(tie_seed)]
+    if method != "dense":
+        f = f[np.isclose(f.sparsity.astype(float), sparsity)]
+        if "z" in HEAD_METHODS[method].params:
+            f = f[f.z == z]
+    return None if f.empty else f.iloc[0]
+
+
+def find_scores(scores: pd.DataFrame, model: str, method: str, z: float = 2.0, seed: int = 0) -> pd.Series | None:
+    """The score record of (model, method[, z, seed for methods that take them])."""
+    f = scores[(scores.model == model) & (scores.method == method)]
+    params = HEAD_METHODS[method].params
+    if "z" in params:
+        f = f[f.z == z]
+    if "seed" in params:
+        f = f[f.seed == seed]
+    return None if f.empty else f.iloc[0]
+
+
+def grid(frame: pd.DataFrame, field: str, methods: list[str], models: list[str], sparsities: list[float],
+         z: float = 2.0, dense: bool = True) -> pd.DataFrame:
+    """``field`` of each (method, model, sparsity) cell: rows = method labels (Dense first, its value
+    repeated in every column of its model), columns = (model, "12.5%")."""
+    cols = pd.MultiIndex.from_tuples([(m, pct(s)) for m in models for s in sparsities])
+    rows = (["dense"] if dense else []) + list(methods)
+    out = pd.DataFrame(index=[LABEL[m] for m in rows], columns=cols, dtype=object)
+    for method in rows:
+        for model in models:
+            for sp in sparsities:
+                c = find(frame, model, method, sp, z)
+                out.at[LABEL[method], (model, pct(sp))] = None if c is None else c[field]
+    return out
+
+
+def curve(frame: pd.DataFrame, model: str, method: str, sparsities: list[float]) -> list[float]:
+    """Perplexity of ``method`` at sparsity 0 (the dense model) and at each of ``sparsities``
+    (NaN where a cell is missing)."""
+    cells = [find(frame, model, "dense")] + [find(frame, model, method, sp) for sp in sparsities]
+    return [np.nan if c is None else c.ppl for c in cells]
+
+
+def rank_counts(values: pd.DataFrame, rows: list[str]) -> pd.DataFrame:
+    """Best / second-best counts of ``rows`` (labels) over the columns of ``values`` (lower is
+    better; ties share a mark, as in the marked tables)."""
+    v = values.loc[rows].astype(float)
+    marks = [rank_marks(v[c]) for c in v.columns]
+    return pd.DataFrame({k: [sum(mk.get(r) == k for mk in marks) for r in rows] for k in ("best", "second")},
+                        index=rows)
+
+
+def best_calibrated(frame: pd.DataFrame, model: str, sparsity: float) -> str:
+    """The calibration-based method with the lowest perplexity at ``sparsity`` (Table I's cells)."""
+    return min(CALIBRATED, key=lambda m: c.ppl if (c := find(frame, model, m, sparsity)) is not None else np.inf)
+
+
+def zeroshot_cells(frame: pd.DataFrame, model: str, sparsities: list[float]) -> list[tuple[str, float]]:
+    """The Table III analogue's cells of ``model``: dense, then MP-G, MP and the best
+    calibration-based method of Table I at each of ``sparsities``."""
+    cells = [("dense", 0.0)]
+    for sp in sparsities:  # SparseGPT-Head always: the paper calls it the most robust downstream
+        cells += list(dict.fromkeys([("mpg", sp), ("mp", sp), (best_calibrated(frame, model, sp), sp),
+                                     ("sparsegpt-head", sp)]))
+    return cells
+
+
+def _points(p: Paired) -> Paired:
+    """An accuracy difference in percentage points."""
+    return Paired(100 * p.estimate, None if p.ci is None else (100 * p.ci[0], 100 * p.ci[1]), p.n, p.n_better,
+                  p.n_worse, p.p)
+
+
+def paired_vs(frame: pd.DataFrame, model: str, a: str, b: str, sparsity: float, z_a: float = 2.0,
+              z_b: float = 2.0, sparsity_b: float | None = None) -> Paired | None:
+    """ppl(a) / ppl(b) on the same windows with its paired bootstrap CI (None if a cell is missing)."""
+    ca = find(frame, model, a, sparsity, z_a)
+    cb = find(frame, model, b, sparsity if sparsity_b is None else sparsity_b, z_b)
+    if ca is None or cb is None:
+        return None
+    return paired_ratio(ca.window_nll, cb.window_nll)
+
+
+def paired_table(frame: pd.DataFrame, models: list[str], sparsities: list[float], reference: str = "mpg",
+                 others: list[str] | None = None) -> pd.DataFrame:
+    """``reference`` against every other method in every setting: ppl ratio (< 1: reference better)
+    with its paired 95% CI over windows, and on how many windows the reference was better."""
+    others = others or [m for m in PAPER_METHODS + EXTRA_METHODS if m != reference]
+    rows = []
+    for model in models:
+        for sp in sparsities:
+            for m in others:
+                p = paired_vs(frame, model, reference, m, sp)
+                if p is None:
+                    continue
+                rows.append({"model": model, "sparsity": pct(sp), "vs": LABEL[m], "ppl ratio": p.estimate,
+                             "95% CI": None if p.ci is None else f"[{p.ci[0]:.3f}, {p.ci[1]:.3f}]",
+                             "windows better": f"{p.n_better}/{p.n}"})
+    return pd.DataFrame(rows)
+
+
+def metrics(main: pd.DataFrame, frame: pd.DataFrame, claims: pd.DataFrame, models: list[str]) -> dict:
+    """What tests and CI assert of an executed notebook: dense perplexities, cell and claim counts."""
+    return {"dense_ppl": {n: float(find(main, n, "dense").ppl) for n in models}, "n_cells": int(len(frame)),
+            "n_claims": int(len(claims)), "verdicts": claims.verdict.value_counts().to_dict()}
+
+
+def readme_blocks(table1: pd.DataFrame, caption1: str, claims: pd.DataFrame, caption_claims: str) -> dict[str, str]:
+    """The README's generated blocks: Table I and the claims table."""
+    return {"mpg-table1": to_markdown(table1, caption1),
+            "mpg-claims": to_markdown(claims, caption_claims, index=False)}
+
+
+# ---- tables with their captions ---------------------------------------------------------------
+
+def _half(values, which: int) -> np.ndarray:
+    """The first (0) or second (1) half of a model's windows: one chooses, the other tests."""
+    v = np.asarray(values, dtype=float)
+    return v[: len(v) // 2] if which == 0 else v[len(v) // 2:]
+
+
+def _images(cell: pd.Series, field: str) -> np.ndarray:
+    return np.asarray(cell[field], dtype=float)
+
+
+def vision_paired(frame: pd.DataFrame, model: str, a: str, b: str, sparsity: float, field: str = "per_image_ce",
+                  z_a: float = 2.0, z_b: float = 2.0) -> Paired | None:
+    """mean(a) - mean(b) of ``field`` over the same test images (cross-entropy in nats, or
+    correctness in 0/1) with its paired bootstrap CI; None if a cell is missing."""
+    ca, cb = find(frame, model, a, sparsity, z_a), find(frame, model, b, sparsity, z_b)
+    if ca is None or cb is None:
+        return None
+    return paired_difference(_images(ca, field), _images(cb, field))
+
+
+def identical_scores(scores: pd.DataFrame, model: str, z_values, sparsities) -> dict | None:
+    """MP-G against MP on ``model`` for every z: the largest absolute score difference and the
+    (z, sparsity) cells whose selected heads differ (None without both score records)."""
+    diffs, differ, n = [], [], 0
+    for z in z_values:
+        a, b = find_scores(scores, model, "mpg", z), find_scores(scores, model, "mp", z)
+        if a is None or b is None:
+            continue
+        n += 1
+        diffs.append(float(np.abs(a["scores"] - b["scores"]).max()))
+        differ += [(z, sp) for sp in sparsities if select_heads(a["scores"], sp) != select_heads(b["scores"], sp)]
+    return None if not n else {"max_abs_diff": max(diffs), "differ": differ, "n_z": n}
+
+
+def _diff(p: Paired | None, scale: float, digits: int) -> str:
+    if p is None:
+        return "-"
+    return f"{scale * p.estimate:+.{digits}f} [{scale * p.ci[0]:+.{digits}f}, {scale * p.ci[1]:+.{digits}f}]"

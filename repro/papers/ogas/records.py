@@ -1,0 +1,132 @@
+"""Paper 2 (OGAS) records as frames: row names, labels, finders, paired ratios and captions.
+Reads records only (no model is run).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from repro.engines.base import owned
+from repro.engines.prune import PruneExperiment
+from repro.evaluate.stats import Paired, paired_difference, paired_ratio
+from repro.methods.unstructured import PRUNERS
+from repro.papers.ogas.grid import OgasGrid, own_headroom
+
+
+def prune_frame(store, experiments: list[PruneExperiment], session: bool = True) -> pd.DataFrame:
+    """One row per prune-ppl cell of the current protocol under one of ``experiments``' setups;
+    ``session``: only the cells asked for in this session (``store.status``), so records of an
+    earlier run with other settings never slip into a table."""
+    rows = []
+    for r, e in owned(store, "prune-ppl", experiments, session):
+        c, res = r["config"], r["result"]
+        rep = res.get("report", {})
+        rows.append({"key": ("prune-ppl", r["key"]), "model": e.name, "data": e.data.name, "method": c["method"],
+                     "sparsity": c.get("sparsity", 0.0) or 0.0, "pattern": c.get("pattern", "dense"),
+                     "params": c.get("params", {}), "ppl": res["ppl"], "ci95": res["ci95"],
+                     "window_nll": res["window_nll"], "achieved": rep.get("overall", 0.0),
+                     "prune_seconds": rep.get("seconds"), "timings": rep.get("timings"), "extras": rep.get("extras"),
+                     "zeros_sha256": res.get("zeros_sha256"), "zeroshot": res.get("zeroshot"),
+                     "channels": res.get("channels"), "channel_quantiles": res.get("channel_quantiles")})
+    return pd.DataFrame(rows)
+
+
+def frame(grid: OgasGrid) -> pd.DataFrame:
+    """The frame of every cell the notebook's grid asked for so far in this session."""
+    return prune_frame(grid.store, grid.all_experiments())
+
+
+# ---- cells of the frame -----------------------------------------------------------------------
+
+PAPER_ZEROSHOT = ("arc_challenge", "boolq", "hellaswag", "winogrande")  # the paper's Table 3 task set
+LABELS = PRUNERS.labels(dense="Dense", **{"ogas-exact": "OGAS (exact target)", "ogas-h0.05": "OGAS, S_max headroom 0.05",
+                                          "ogas-h0.2": "OGAS, S_max headroom 0.2",
+                                          "ogas-wide": "OGAS, wider gamma interval"})
+
+
+PAPER_GAMMA = (0.05, 1.1)  # the paper's gamma interval
+
+
+def row_name(method: str, params: dict | None) -> str:
+    """Table row of a cell: OGAS with largest-remainder rounding, or with another S_max headroom
+    than the default 0.1, is its own row ("ogas-exact", "ogas-h0.05")."""
+    params = params or {}
+    if method == "ogas" and params.get("rounding") == "exact":
+        return "ogas-exact"
+    if method == "ogas" and params.get("s_max_headroom", 0.1) != 0.1:
+        return f"ogas-h{params['s_max_headroom']:g}"
+    if method == "ogas" and tuple(params.get("gamma_bounds", PAPER_GAMMA)) != PAPER_GAMMA:
+        return "ogas-wide"
+    return method
+
+
+def headroom_row(sparsity: float, headroom: float) -> str:
+    """The row of OGAS with ``S_max`` headroom ``headroom`` at ``sparsity``: its own where it prunes
+    differently (:func:`repro.engines.prune.own_headroom`), else the default OGAS cell."""
+    return f"ogas-h{headroom:g}" if own_headroom(sparsity, headroom) else "ogas"
+
+
+def find(frame: pd.DataFrame, model: str, data: str, row: str, sparsity: float = 0.5,
+         pattern: str = "unstructured", **params) -> pd.Series | None:
+    """The cell of (model, data, row name, sparsity, pattern[, parameter values]) or None."""
+    if frame.empty:
+        return None
+    f = frame[(frame.model == model) & (frame.data == data)]
+    if row == "dense":
+        f = f[f.method == "dense"]
+    else:
+        named = np.array([row_name(m, p) == row for m, p in zip(f.method, f.params)], dtype=bool)
+        f = f[named & np.isclose(f.sparsity.astype(float), sparsity) & (f.pattern == pattern).to_numpy()]
+        for k, v in params.items():
+            f = f[[p.get(k) == v for p in f.params]]
+    return None if f.empty else f.iloc[0]
+
+
+def paired_to(frame, model, data, a, b, sparsity=0.5, pattern="unstructured", **params) -> Paired | None:
+    """ppl(a) / ppl(b) with a paired bootstrap CI over the shared windows (None if missing)."""
+    ca, cb = find(frame, model, data, a, sparsity, pattern, **params), find(frame, model, data, b, sparsity, pattern)
+    return None if ca is None or cb is None else paired_ratio(ca.window_nll, cb.window_nll)
+
+
+def zeroshot_paired(a: dict, b: dict, tasks: list[str], metric: str = "acc") -> Paired:
+    """Mean zero-shot accuracy of result ``a`` minus result ``b`` (lm-eval results of two models)
+    over ``tasks``, paired over the same documents (every task has ``limit`` documents, so the
+    pooled mean is the mean over tasks)."""
+    da = np.concatenate([a["tasks"][t]["per_doc"][metric] for t in tasks])
+    db = np.concatenate([b["tasks"][t]["per_doc"][metric] for t in tasks])
+    return paired_difference(da, db)
+
+
+def dense_ppl(frame: pd.DataFrame, grid: OgasGrid) -> dict[str, float]:
+    """WikiText-2 perplexity of each dense model."""
+    return {n: float(find(frame, n, grid.wt_name, "dense").ppl) for n in grid.models}
+
+
+def ratio_text(p: Paired, digits: int = 3) -> str:
+    """'x0.956 [0.923, 0.993]' (the interval always shown, also when it has no width)."""
+    return f"x{p.estimate:.{digits}f} [{p.ci[0]:.{digits}f}, {p.ci[1]:.{digits}f}]"
+
+
+# ---- tables ------------------------------------------------------------------------------------
+
+def caption(grid: OgasGrid, title: str, frame: pd.DataFrame | None = None) -> str:
+    """A table's caption: ``title``, then the profile, models, calibration and evaluation of the
+    first model's setups, and how many of ``frame``'s cells were read from cached records."""
+    parts = [f"{name} ({e.identity.get('quantisation')}, OGAS {grid.ogas_setting[name]} setting, evaluated on "
+             f"{e.windows()})" for name, e in grid.wt.items()]
+    cache = f" {grid.store.cache_summary(frame.key)}." if frame is not None and len(frame) else ""
+    s, c4 = grid.wt[grid.models[0]].setup, grid.c4[grid.models[0]].setup
+    return (f"**{title}** Profile `{grid.profile}`. Models: " + "; ".join(parts) + f". Calibration {s.calib_nsamples} "
+            f"x {s.calib_seqlen} tokens ({s.calib_data} for WikiText-2 rows, {c4.calib_data} for C4 rows); perplexity "
+            f"on the first windows of {s.data} / {c4.data}, {s.eval_dtype}.{cache}")
+
+
+def main_rows(grid: OgasGrid) -> list[str]:
+    """Rows of Tables 1-2: dense, every method, OGAS at the exact target."""
+    return ["dense", *grid.methods, "ogas-exact"]
+
+
+# accuracy of a uniform guess per task: ARC (mostly 4 choices, a few 3 or 5) and HellaSwag 4 endings; BoolQ,
+# WinoGrande and PIQA two answers (BoolQ's majority answer, "yes", is right more often than half the time)
+CHANCE = {"arc_challenge": 0.25, "arc_easy": 0.25, "hellaswag": 0.25, "openbookqa": 0.25, "boolq": 0.5,
+          "winogrande": 0.5, "piqa": 0.5, "sst2": 0.5, "mrpc": 0.5, "rte": 0.5}
