@@ -74,8 +74,6 @@ vision_grad_nsamples = 256  # of them, the first n for Gradient-Head
 vision_n_eval = 2000  # the first n Fashion-MNIST test images (those notebook 3 evaluates on)
 
 # %%
-import json
-
 import matplotlib.pyplot as plt
 import numpy as np
 import seaborn as sns
@@ -86,7 +84,8 @@ from repro.notebooks import start
 from repro.papers import mpg as R
 
 nb = start(globals())
-exps, vexps = R.build(nb)  # {model: HeadExperiment}, {model: VisionHeadExperiment}; R.plan lists every cell below
+grid = R.build(nb)  # the experiments and one method per section below (repro run plans every section)
+exps, vexps = grid.lm, grid.vision  # {model: HeadExperiment}, {model: VisionHeadExperiment}
 T = R.Tables(nb, exps)  # the tables of this session's records, with their captions
 print(R.describe(exps))
 
@@ -140,7 +139,7 @@ import torch
 name = models[0]
 e = exps[name]
 layer = e.shape[0] // 2
-profile_norms = e.norm_profile(layer)["result"]  # eq. 1's norms of each role, recorded (no model loaded)
+profile_norms = grid.norm_profile()["result"]  # eq. 1's norms of each role in the middle layer, recorded
 fig, axes = plt.subplots(1, 4, figsize=(15, 2.8))
 for ax, role in zip(axes, "qkvo"):
     r = np.asarray(profile_norms[role])
@@ -160,9 +159,7 @@ nb.figure(fig, "norm_profile.png")
 # machine, including the calibration forward/backward passes of the data-driven methods.
 
 # %%
-for e in exps.values():
-    e.grid(methods)  # no sparsity: every method's head scores only
-scores = T.scores()
+scores = grid.scores()  # no sparsity: every method's head scores only
 cost_table, cap, cost = T.scoring_cost(scores, methods)
 nb.show(cost_table, "scoring_cost", cap)
 
@@ -198,9 +195,7 @@ print(f"{int((s == 0).sum())} of {s.size} heads score exactly 0: at low sparsity
 # made **paired** (section 3b), which is far sharper than comparing these intervals.
 
 # %%
-for e in exps.values():
-    e.grid(methods, sparsities, dense=True)
-main = T.main()  # index tie-break, z = 2
+main = grid.table1()  # dense and every method x sparsity (index tie-break, z = 2)
 table1, cap1, vals = T.table1(main, methods, sparsities)
 nb.show(table1, "table1_ppl", cap1, raw=vals)
 
@@ -227,7 +222,7 @@ nb.show(zero_ties, "zero_score_ties", cap)
 # *improve* it (the earlier runs of this project, before the rule, showed exactly that).
 
 # %%
-feeding, cap = T.feeding({n: (e.dense(), e.without_bos().dense()) for n, e in exps.items() if e.bos is not None})
+feeding, cap = T.feeding(grid.feeding())
 nb.show(feeding, "feeding_bos", cap)
 
 # %% [markdown]
@@ -276,9 +271,7 @@ nb.figure(fig, "ppl_vs_sparsity.png")
 # rescues LLaMA-3-8B at 50% (perplexity 7227 at $z = 2$ -> 282.8).
 
 # %%
-for e in exps.values():
-    e.grid(R.Z_METHODS, z_sparsities, z_values)  # MP-G and MP
-table2, cap2, t2v = T.table2(T.frame(), z_values, z_sparsities)
+table2, cap2, t2v = T.table2(grid.table2(), z_values, z_sparsities)  # MP-G and MP at every z
 nb.show(table2, "table2_z_sweep", cap2, raw=t2v)
 
 # %% [markdown]
@@ -307,8 +300,7 @@ nb.show(extra, "table4b_extra_methods", cap4b)
 # $\pm 1.96$ lm-eval standard errors.
 
 # %%
-cells = T.zeroshot_cells(main, zeroshot_models, zeroshot_sparsities) if zeroshot_tasks else {}
-records = [r for n, c in cells.items() for r in exps[n].zeroshot_grid(c, zeroshot_tasks, zeroshot_limit)]
+records = grid.zeroshot()  # the cells Table I's ranking picks
 table3, cap3 = T.table3(records)
 if table3 is not None:
     nb.show(table3, "table3_zeroshot_analogue", cap3)
@@ -322,9 +314,7 @@ if table3 is not None:
 # the tie-break rather than the score.
 
 # %%
-for e in exps.values():
-    e.grid(["mpg"], sparsities, tie_break="random")  # one cell per seed of the model's tie_seeds
-ties, cap = T.ties(T.frame(), scores, sparsities)
+ties, cap = T.ties(grid.ties(), scores, sparsities)  # one cell per seed of each model's tie_seeds
 nb.show(ties, "tie_break", cap)
 
 # %% [markdown]
@@ -341,8 +331,7 @@ nb.show(ties, "tie_break", cap)
 # round-robin, so each round pairs them; speed-up CIs come from that paired spread.
 
 # %%
-eff = {n: exps[n].efficiency("mpg", efficiency_sparsities, efficiency_batches, efficiency_seqlen, efficiency_repeats)
-       for n in efficiency_models if n in exps}
+eff = grid.efficiency()
 eff_table, cap_eff = T.efficiency(eff)
 nb.show(eff_table, "efficiency", cap_eff)
 
@@ -368,10 +357,9 @@ nb.show(eff_table, "efficiency", cap_eff)
 
 # %%
 M = R.MhaTables(nb, vexps)
-R.plan_vision(nb, vexps)  # scores (MP at every z too), dense and method x sparsity cells, MP-G's z sweep
+vframe, vscores = grid.mha()  # scores (MP at every z too), dense and method x sparsity cells, MP-G's z sweep
 if vexps:
     print(M.describe())
-    vframe, vscores = M.frame(), M.scores()
     mha_table, cap, raw = M.table(vframe, sparsities, methods)
     nb.show(mha_table, "mha_encoders", cap, raw=raw)
 else:
@@ -474,5 +462,7 @@ display(Markdown(T.summary(main, claims, table4, mha_claims)))
 # %%
 nb.update_readme(R.readme_blocks(table1, cap1, shown, cap_claims))
 # Metrics that tests and CI can assert (recorded in the executed notebook)
+import json
+
 metrics = R.metrics(main, frame, claims, models)
 print(json.dumps(metrics))

@@ -78,7 +78,8 @@ from repro.notebooks import start
 from repro.papers import bandit as B
 
 nb = start(globals())
-exps, vexps = B.build(nb)  # language models, vision models; B.plan lists every cell below
+grid = B.build(nb)  # the experiments and one method per section below (repro run plans every section)
+exps, vexps = grid.lm, grid.vision  # language models, vision models
 R = B.BanditReport(nb.params, exps, vexps, nb.store)  # the tables below, with their captions
 print(R.describe())
 
@@ -133,9 +134,7 @@ nb.this_run()  # the values that ran, where the profile changed the parameters c
 # paired over those windows. Non-finite perplexities count as failures and are never averaged.
 
 # %%
-for name, e in exps.items():  # dense, then every (unit type, ratio, method, seed); search parameters to the searches
-    e.grid(unit_settings.get(name, {}), methods, seeds, search, lambada_limit)
-frame = B.bandit_frame(nb.store, exps)
+frame = grid.language_models()  # dense, then every (unit type, ratio, method, seed) of each language model
 lm = B.lm_table(frame)
 table1, cap_lm = R.table1(lm, frame)
 nb.show(table1, "table1_lm", cap_lm)
@@ -211,8 +210,8 @@ if len(rewards_t):
 maps = R.head_maps(frame)  # {model: (times each (layer, head) was selected by UCB, TS and greedy, seeds)}
 if maps:
     fig, axes = plt.subplots(1, len(maps), figsize=(6 * len(maps), 4), squeeze=False)
-    for ax, (m, (grid, n_seeds)) in zip(axes[0], maps.items()):
-        sns.heatmap(grid, ax=ax, cmap="mako_r", cbar_kws={"label": "times selected"})
+    for ax, (m, (counts, n_seeds)) in zip(axes[0], maps.items()):
+        sns.heatmap(counts, ax=ax, cmap="mako_r", cbar_kws={"label": "times selected"})
         ax.set_xlabel("head")
         ax.set_ylabel("layer")
         ax.set_title(f"{m}: heads selected by UCB, TS and greedy over {n_seeds} seeds", fontsize=9)
@@ -264,9 +263,7 @@ nb.show(b1, "table_b1_budget", cap_b1)
 # %%
 from scipy import stats
 
-for e in vexps.values():
-    e.grid({"head": [vision_ratio]}, vision_methods, seeds, vision_search)
-vframe = B.vision_frame(nb.store, vexps)
+vframe = grid.vision_models()  # dense and every method x seed of each vision model
 vis = B.vision_table(vframe)
 if len(vis):
     table2, cap_v = R.table2(vis, vframe)
@@ -299,11 +296,7 @@ if len(vis):
 # carry-over picks that had no pull under the mask they joined (0 for the paper's rule by construction).
 
 # %%
-if memory_ablation:
-    for name, e in exps.items():
-        e.grid(unit_settings.get(name, {}), list(B.MAB), seeds, {**search, "memory": "carry"}, lambada_limit)
-    for e in vexps.values():
-        e.grid({"head": [vision_ratio]}, list(B.MAB), seeds, {**vision_search, "memory": "carry"})
+if grid.memory_ablation():  # the MAB searches again with carried-over statistics (False if the profile skips it)
     ablation, cap_ab = R.memory_ablation(lm, frame, vis, vframe)
     nb.show(ablation, "table_memory_ablation", cap_ab)
 
@@ -392,10 +385,8 @@ display(Markdown(R.discussion(frame, lm, vis, claims, ablation if memory_ablatio
 # columns); parameters, checkpoint size and prefill time (timed round-robin) of dense, zeroed and removed.
 
 # %%
-rm = removal
-if rm["model"] in exps:  # each unit type's largest ratio, the same selections as above
-    rec = exps[rm["model"]].removal(rm["method"], unit_settings[rm["model"]], rm["seed"], search, rm["batches"],
-                                    seqlen, rm["repeats"])
+rec = grid.removal()  # each unit type's largest ratio, the same selections as above
+if rec is not None:
     removal_t, cap_rm = R.removal(rec)
     nb.show(removal_t, "table_removal", cap_rm)
 

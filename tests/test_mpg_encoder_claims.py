@@ -27,7 +27,7 @@ def test_plan_lists_the_section_without_computing(tmp_path):
                              n_eval=40, progress=False, loaded=loaded("tiny-vit"))
     store.plan = Plan()
     try:
-        R.plan_vision(session(store), {"tiny-vit": e})
+        R.MpgGrid(session(store), lm={}, vision={"tiny-vit": e}).mha()
         plan = store.plan
     finally:
         store.plan = None

@@ -12,7 +12,7 @@ from repro.papers.bandit.claims import (  # noqa: F401
     readme_blocks,
     summary_claims,
 )
-from repro.papers.bandit.grid import build, plan  # noqa: F401
+from repro.papers.bandit.grid import BanditGrid, BanditParams, build, plan  # noqa: F401
 from repro.papers.bandit.records import (  # noqa: F401
     CELL,
     LABELS,

@@ -1,37 +1,106 @@
-"""Notebook 3's experiments and the cells it asks for (:func:`build`, :func:`plan`).
+"""Notebook 3's grid, declared once: :class:`BanditParams` (the notebook's parameters that choose cells,
+typed) and :class:`BanditGrid` (its experiments, one method per notebook section that runs, or while
+the store plans, plans that section's cells and returns its frame). :func:`plan` is "call every
+section", so the notebook and ``repro run`` ask for the same cells by the same calls.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
+
+import pandas as pd
+
 from repro.engines.bandit import BanditExperiment, VisionBanditExperiment
-from repro.papers.bandit.records import MAB
+from repro.papers.bandit.records import MAB, bandit_frame, vision_frame
 
 
-def build(session) -> tuple[dict, dict]:
-    """Notebook 3's experiments from its parameters: ``({model: BanditExperiment},
-    {model: VisionBanditExperiment})``."""
-    p = session.params
-    lm = session.experiments(BanditExperiment, p["models"], calib_batch_size=p["calib_batch_size"],
-                             search_dtype=p["search_dtype"])
-    vision = session.experiments(VisionBanditExperiment, p["vision_models"], n_calib=p["vision_n_calib"],
-                                 n_eval=p["vision_n_eval"], calib_batch_size=p["vision_calib_batch_size"],
-                                 search_dtype=p["search_dtype"])
-    return lm, vision
+@dataclass(frozen=True)
+class BanditParams:
+    """What decides notebook 3's cells (each field is the notebook parameter of that name)."""
+    models: list
+    unit_settings: dict
+    methods: list
+    seeds: list
+    search: dict
+    lambada_limit: int | None
+    vision_models: list
+    vision_ratio: float
+    vision_methods: list
+    vision_search: dict
+    memory_ablation: bool
+    removal: dict
+    seqlen: int
+
+    @classmethod
+    def from_params(cls, params: dict) -> "BanditParams":
+        return cls(**{f.name: params[f.name] for f in fields(cls)})
 
 
-def plan(session, built: tuple[dict, dict]) -> None:
-    """Ask for every cell notebook 3 asks for (see :func:`repro.papers.mpg.plan`)."""
-    p, (lm, vision) = session.params, built
-    for name, e in lm.items():
-        e.grid(p["unit_settings"].get(name, {}), p["methods"], p["seeds"], p["search"], p["lambada_limit"])
-    for e in vision.values():
-        e.grid({"head": [p["vision_ratio"]]}, p["vision_methods"], p["seeds"], p["vision_search"])
-    if p.get("memory_ablation"):  # the carry-over variant of the MAB searches, same seeds and budgets
-        for name, e in lm.items():
-            e.grid(p["unit_settings"].get(name, {}), list(MAB), p["seeds"], {**p["search"], "memory": "carry"},
-                   p["lambada_limit"])
-        for e in vision.values():
-            e.grid({"head": [p["vision_ratio"]]}, list(MAB), p["seeds"], {**p["vision_search"], "memory": "carry"})
-    rm = p["removal"]
-    if rm["model"] in lm:
-        lm[rm["model"]].removal(rm["method"], p["unit_settings"][rm["model"]], rm["seed"], p["search"], rm["batches"],
-                                p["seqlen"], rm["repeats"])
+class BanditGrid:
+    """Notebook 3's experiments (``lm``: ``{model: BanditExperiment}``, ``vision``: ``{model:
+    VisionBanditExperiment}``) and the cells of each section."""
+
+    def __init__(self, session):
+        p = session.params
+        self.session, self.store, self.p = session, session.store, BanditParams.from_params(p)
+        self.lm = session.experiments(BanditExperiment, p["models"], calib_batch_size=p["calib_batch_size"],
+                                      search_dtype=p["search_dtype"])
+        self.vision = session.experiments(VisionBanditExperiment, p["vision_models"], n_calib=p["vision_n_calib"],
+                                          n_eval=p["vision_n_eval"], calib_batch_size=p["vision_calib_batch_size"],
+                                          search_dtype=p["search_dtype"])
+
+    def all_experiments(self) -> list:
+        return [*self.lm.values(), *self.vision.values()]
+
+    # ---- one method per section ------------------------------------------------------------------
+    def language_models(self) -> pd.DataFrame:
+        """Section 2 (Table 1): per language model, dense and every (unit type, ratio, method, seed)."""
+        p = self.p
+        for name, e in self.lm.items():
+            e.grid(p.unit_settings.get(name, {}), p.methods, p.seeds, p.search, p.lambada_limit)
+        return bandit_frame(self.store, self.lm)
+
+    def vision_models(self) -> pd.DataFrame:
+        """Section 4 (Table 2): per vision model, dense and every method x seed at ``vision_ratio``."""
+        p = self.p
+        for e in self.vision.values():
+            e.grid({"head": [p.vision_ratio]}, p.vision_methods, p.seeds, p.vision_search)
+        return vision_frame(self.store, self.vision)
+
+    def memory_ablation(self) -> bool:
+        """Section 5b: the MAB searches again with arm statistics carried over between steps (same
+        seeds, budgets and pools); False when the profile turns it off."""
+        p = self.p
+        if not p.memory_ablation:
+            return False
+        for name, e in self.lm.items():
+            e.grid(p.unit_settings.get(name, {}), list(MAB), p.seeds, {**p.search, "memory": "carry"},
+                   p.lambada_limit)
+        for e in self.vision.values():
+            e.grid({"head": [p.vision_ratio]}, list(MAB), p.seeds, {**p.vision_search, "memory": "carry"})
+        return True
+
+    def removal(self) -> dict | None:
+        """Section 8: the removal record of the ``removal`` parameter's (model, method, seed), each unit
+        type's largest ratio; None when that model is not in the profile."""
+        p, rm = self.p, self.p.removal
+        if rm["model"] not in self.lm:
+            return None
+        return self.lm[rm["model"]].removal(rm["method"], p.unit_settings[rm["model"]], rm["seed"], p.search,
+                                            rm["batches"], p.seqlen, rm["repeats"])
+
+    def plan(self) -> None:
+        """Every section, in the notebook's order."""
+        self.language_models()
+        self.vision_models()
+        self.memory_ablation()
+        self.removal()
+
+
+def build(session) -> BanditGrid:
+    """Notebook 3's grid from its parameters."""
+    return BanditGrid(session)
+
+
+def plan(session, grid: BanditGrid) -> None:
+    """Ask for every cell notebook 3 asks for: every section of the grid."""
+    grid.plan()

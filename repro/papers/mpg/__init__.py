@@ -9,7 +9,7 @@ from repro.papers.mpg.claims import (  # noqa: F401
     mha_claims,
     mpg_claims,
 )
-from repro.papers.mpg.grid import build, plan, plan_vision  # noqa: F401
+from repro.papers.mpg.grid import MpgGrid, MpgParams, build, plan  # noqa: F401
 from repro.papers.mpg.mha import MhaTables, vision_table, vision_z_table  # noqa: F401
 from repro.papers.mpg.records import (  # noqa: F401
     CALIBRATED,

@@ -1,59 +1,140 @@
-"""Notebook 1's experiments and the cells it asks for (:func:`build`, :func:`plan`).
+"""Notebook 1's grid, declared once: :class:`MpgParams` (the notebook's parameters that choose cells,
+typed) and :class:`MpgGrid` (its experiments, one method per notebook section that runs, or while the
+store plans, plans that section's cells and returns what the section shows). :func:`plan` is "call
+every section", so the notebook and ``repro run`` ask for the same cells by the same calls.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
+
+import pandas as pd
+
 from repro.engines.heads import HeadExperiment, VisionHeadExperiment
-from repro.papers.mpg.records import Z_METHODS, main_cells, ppl_frame
-from repro.papers.mpg.tables import Tables
+from repro.papers.mpg.records import Z_METHODS, main_cells, ppl_frame, scores_frame, vision_frame, zeroshot_cells
 
 
-def build(session) -> tuple[dict, dict]:
-    """Notebook 1's experiments from its parameters: ``({model: HeadExperiment}, {model:
-    VisionHeadExperiment})``, the language models and the MHA image classifiers."""
-    p = session.params
-    lm = session.experiments(HeadExperiment, p["models"], grad_nsamples=p["grad_nsamples"], tie_seeds=p["tie_seeds"])
-    vision = session.experiments(VisionHeadExperiment, p.get("vision_models") or [], n_calib=p["vision_n_calib"],
-                                 grad_nsamples=p["vision_grad_nsamples"], n_eval=p["vision_n_eval"])
-    return lm, vision
+@dataclass(frozen=True)
+class MpgParams:
+    """What decides notebook 1's cells (each field is the notebook parameter of that name)."""
+    models: tuple = ()
+    methods: tuple = ()
+    sparsities: tuple = ()
+    z_values: tuple = ()
+    z_sparsities: tuple = ()
+    zeroshot_models: tuple = ()
+    zeroshot_tasks: tuple = ()
+    zeroshot_sparsities: tuple = ()
+    zeroshot_limit: int | None = None
+    efficiency_models: tuple = ()
+    efficiency_sparsities: tuple = ()
+    efficiency_batches: tuple = ()
+    efficiency_seqlen: int | None = None
+    efficiency_repeats: int | None = None
+    vision_models: tuple = ()
+
+    @classmethod
+    def from_params(cls, params: dict) -> "MpgParams":
+        return cls(**{f.name: params.get(f.name) or f.default for f in fields(cls)})
 
 
-def plan_vision(session, vision: dict) -> None:
-    """The MHA-encoder section's cells: every method's scores (MP's at every z too, for the exact
-    MP-G = MP check), dense and every method x sparsity, and MP-G's z sweep."""
-    p = session.params
-    for e in vision.values():
-        e.grid(["mp"], (), p["z_values"])  # scores only
-        e.grid(p["methods"], p["sparsities"], dense=True)
-        e.grid(["mpg"], p["z_sparsities"], p["z_values"])
+class MpgGrid:
+    """Notebook 1's experiments (``lm``: ``{model: HeadExperiment}``, ``vision``: ``{model:
+    VisionHeadExperiment}``, the MHA image classifiers) and the cells of each section."""
+
+    def __init__(self, session, lm: dict | None = None, vision: dict | None = None):
+        """``lm``, ``vision``: experiments to use instead of building them from the parameters."""
+        p = session.params
+        self.session, self.store, self.p = session, session.store, MpgParams.from_params(p)
+        self.lm = lm if lm is not None else session.experiments(
+            HeadExperiment, self.p.models, grad_nsamples=p["grad_nsamples"], tie_seeds=p["tie_seeds"])
+        self.vision = vision if vision is not None else session.experiments(
+            VisionHeadExperiment, self.p.vision_models, n_calib=p["vision_n_calib"],
+            grad_nsamples=p["vision_grad_nsamples"], n_eval=p["vision_n_eval"])
+
+    def all_experiments(self) -> list:
+        return [*self.lm.values(), *self.vision.values()]
+
+    # ---- one method per section ------------------------------------------------------------------
+    def norm_profile(self) -> dict | None:
+        """Section 1's figure: eq. 1's norms of every role in the middle layer of the first model."""
+        if not self.lm:
+            return None
+        first = next(iter(self.lm.values()))
+        return first.norm_profile(first.shape[0] // 2)
+
+    def scores(self) -> pd.DataFrame:
+        """Section 2: every method's head scores on every model."""
+        for e in self.lm.values():
+            e.grid(self.p.methods)
+        return scores_frame(self.store, self.lm)
+
+    def table1(self) -> pd.DataFrame:
+        """Section 3 (Table I): dense and every method x sparsity; the frame of the main cells (z = 2,
+        index tie-break)."""
+        for e in self.lm.values():
+            e.grid(self.p.methods, self.p.sparsities, dense=True)
+        return main_cells(ppl_frame(self.store, self.lm))
+
+    def feeding(self) -> dict:
+        """Section 3a: ``{model: (dense record, dense record without <bos>)}`` of the families that need <bos>."""
+        return {n: (e.dense(), e.without_bos().dense()) for n, e in self.lm.items() if e.bos is not None}
+
+    def table2(self) -> pd.DataFrame:
+        """Section 4 (Table II): MP-G and MP at every z on ``z_sparsities``; every perplexity cell so far."""
+        for e in self.lm.values():
+            e.grid(Z_METHODS, self.p.z_sparsities, self.p.z_values)
+        return ppl_frame(self.store, self.lm)
+
+    def zeroshot(self) -> list[dict]:
+        """Section 6 (Table III analogue): zero-shot records of the cells Table I's ranking picks; they
+        exist only once Table I's records do (while planning, nothing before may be pending)."""
+        p = self.p
+        if not p.zeroshot_tasks or (self.store.plan is not None and not self.store.plan.empty):
+            return []
+        main = main_cells(ppl_frame(self.store, self.lm))
+        cells = {n: zeroshot_cells(main, n, p.zeroshot_sparsities) for n in p.zeroshot_models if n in self.lm}
+        return [r for n, c in cells.items() for r in self.lm[n].zeroshot_grid(c, p.zeroshot_tasks, p.zeroshot_limit)]
+
+    def ties(self) -> pd.DataFrame:
+        """Section 7: MP-G with each model's seeded random tie-breaks; every perplexity cell so far."""
+        for e in self.lm.values():
+            e.grid(["mpg"], self.p.sparsities, tie_break="random")
+        return ppl_frame(self.store, self.lm)
+
+    def efficiency(self) -> dict:
+        """Section 8: ``{model: efficiency record}`` of zeroed against removed heads."""
+        p = self.p
+        return {n: self.lm[n].efficiency("mpg", p.efficiency_sparsities, p.efficiency_batches, p.efficiency_seqlen,
+                                         p.efficiency_repeats) for n in p.efficiency_models if n in self.lm}
+
+    def mha(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """Section 9: every method's scores (MP's at every z too, for the exact MP-G = MP check), dense and
+        every method x sparsity, and MP-G's z sweep on the MHA encoders; their (frame, scores)."""
+        p = self.p
+        for e in self.vision.values():
+            e.grid(["mp"], (), p.z_values)  # scores only
+            e.grid(p.methods, p.sparsities, dense=True)
+            e.grid(["mpg"], p.z_sparsities, p.z_values)
+        return vision_frame(self.store, self.vision), scores_frame(self.store, self.vision)
+
+    def plan(self) -> None:
+        """Every section, in the notebook's order."""
+        self.norm_profile()
+        self.scores()
+        self.table1()
+        self.feeding()
+        self.table2()
+        self.zeroshot()
+        self.ties()
+        self.efficiency()
+        self.mha()
 
 
-def plan(session, built: tuple[dict, dict]) -> None:
-    """Ask for every cell notebook 1 asks for, by the calls its cells make, in their order (while
-    the store plans, a missing record becomes a job; ``tests/test_notebooks.py`` runs the plan,
-    then the notebook, and checks that the notebook computed nothing)."""
-    p = session.params
-    exps, vision = built
-    if exps:  # the norm-profile figure: the middle layer of the first model
-        first = next(iter(exps.values()))
-        first.norm_profile(first.shape[0] // 2)
-    for e in exps.values():
-        e.grid(p["methods"])  # scores
-    for e in exps.values():
-        e.grid(p["methods"], p["sparsities"], dense=True)  # Table I
-    for e in exps.values():
-        if e.bos is not None:
-            e.without_bos().dense()  # the feeding table
-    for e in exps.values():
-        e.grid(Z_METHODS, p["z_sparsities"], p["z_values"])  # Table II
-    if p["zeroshot_tasks"] and session.store.plan.empty:  # the cells follow Table I's ranking
-        cells = Tables(session, exps).zeroshot_cells(main_cells(ppl_frame(session.store, exps)),
-                                                     p["zeroshot_models"], p["zeroshot_sparsities"])
-        for n, c in cells.items():
-            exps[n].zeroshot_grid(c, p["zeroshot_tasks"], p["zeroshot_limit"])
-    for e in exps.values():
-        e.grid(["mpg"], p["sparsities"], tie_break="random")
-    for n in p["efficiency_models"]:
-        if n in exps:
-            exps[n].efficiency("mpg", p["efficiency_sparsities"], p["efficiency_batches"], p["efficiency_seqlen"],
-                               p["efficiency_repeats"])
-    plan_vision(session, vision)
+def build(session) -> MpgGrid:
+    """Notebook 1's grid from its parameters."""
+    return MpgGrid(session)
+
+
+def plan(session, grid: MpgGrid) -> None:
+    """Ask for every cell notebook 1 asks for: every section of the grid."""
+    grid.plan()
