@@ -6,9 +6,10 @@ import struct
 import pytest
 import torch
 
+from repro.assets.vision import fashion_pixels, resized_pixels
 from repro.errors import ReproError
 from repro.evaluate.mlm import pseudo_perplexity
-from repro.evaluate.vision import to_pixels, top1_accuracy
+from repro.evaluate.vision import classify
 
 from helpers import build_tiny
 
@@ -18,15 +19,18 @@ def test_top1_matches_argmax(name):
     m = build_tiny(name)
     g = torch.Generator().manual_seed(0)
     images = torch.randint(0, 256, (20, 28, 28), dtype=torch.uint8, generator=g)
-    px = to_pixels(images, 28, 1)
+    px = fashion_pixels(images)
     with torch.no_grad():
-        pred = m(pixel_values=px).logits.argmax(-1)
-    labels = pred.clone()
+        logits = m(pixel_values=px).logits
+    labels = logits.argmax(-1).clone()
     labels[:5] = (labels[:5] + 1) % 10  # exactly 5 wrong
-    r = top1_accuracy(m, px, labels, batch_size=7, progress=False)
-    assert r["accuracy"] == pytest.approx(0.75) and r["n"] == 20
+    r = classify(m, px, labels, batch_size=7)  # uneven batches
+    assert r["top1"] == pytest.approx(0.75) and r["n_eval"] == 20 and r["per_image_correct"] == [0] * 5 + [1] * 15
+    ce = torch.nn.functional.cross_entropy(logits.float(), labels, reduction="none")
+    torch.testing.assert_close(torch.tensor(r["per_image_ce"]), ce, rtol=1e-5, atol=1e-6)
+    assert r["ce"] == pytest.approx(float(ce.mean()), rel=1e-5)
     with pytest.raises(ReproError):
-        top1_accuracy(m, px, labels[:3], progress=False)
+        classify(m, px, labels[:3])
 
 
 def hand_nll(model, seq, special, mask_id=3):
@@ -118,15 +122,15 @@ def test_fashion_mnist_through_a_classifier():
     assert labels[:64].tolist() == list(raw[8:72])
 
     m = build_tiny("tiny-vit")
-    px = to_pixels(images[:64], 28, 1)
+    px = resized_pixels(images[:64], 28, 1, (0.5,), (0.5,))
     torch.testing.assert_close(px, images[:64, None].float() / 127.5 - 1.0, rtol=0, atol=1e-6)
     with torch.no_grad():  # independent: one batch, argmax, count
         n_correct = int((m(pixel_values=px).logits.argmax(-1) == labels[:64]).sum())
-    r = top1_accuracy(m, px, labels[:64], batch_size=10, progress=False)  # uneven batches
-    assert r["n"] == 64
-    assert r["accuracy"] * 64 == pytest.approx(n_correct, abs=1e-9)
+    r = classify(m, px, labels[:64], batch_size=10)  # uneven batches
+    assert r["n_eval"] == 64
+    assert r["top1"] * 64 == pytest.approx(n_correct, abs=1e-9)
     # and the count really depends on the labels: shifting every label changes it
-    shifted = top1_accuracy(m, px, (labels[:64] + 1) % 10, batch_size=10, progress=False)
+    shifted = classify(m, px, (labels[:64] + 1) % 10, batch_size=10)
     with torch.no_grad():
         n_shifted = int((m(pixel_values=px).logits.argmax(-1) == (labels[:64] + 1) % 10).sum())
-    assert shifted["accuracy"] * 64 == pytest.approx(n_shifted, abs=1e-9)
+    assert shifted["top1"] * 64 == pytest.approx(n_shifted, abs=1e-9)

@@ -7,7 +7,7 @@ import pytest
 import torch
 import transformers as T
 
-import repro.engines.heads as H
+import repro.engines.images as H
 from repro.assets.data import fashion_mnist
 from repro.assets.models import Loaded
 from repro.assets.tiny import TINY, build_tiny
@@ -116,7 +116,7 @@ def test_calibration_reads_training_images_and_evaluation_test_images(vexp, monk
     calib = vexp.calibration()
     images, labels = real("train")
     idx = torch.randperm(len(labels), generator=torch.Generator().manual_seed(0))[:16]
-    assert torch.equal(calib.windows["pixel_values"], vexp.pixels(images[idx]))
+    assert torch.equal(calib.windows["pixel_values"], vexp.images.pixels(images[idx]))
     assert torch.equal(calib.windows["labels"], labels[idx])
     assert calib.source == {"data": "fashion-mnist:train", "n": 16, "seed": 0}
     # Gradient-Head's 8 images: the first 8 of the same draw
@@ -129,7 +129,7 @@ def test_calibration_reads_training_images_and_evaluation_test_images(vexp, monk
     assert res["n_eval"] == 40 and len(res["per_image_ce"]) == 40
     assert res["top1"] == pytest.approx(np.mean(res["per_image_correct"]))
     with torch.no_grad():
-        logits = vexp.model(pixel_values=vexp.pixels(test_x[:40])).logits
+        logits = vexp.model(pixel_values=vexp.images.pixels(test_x[:40])).logits
     assert res["per_image_correct"] == (logits.argmax(-1) == test_y[:40]).int().tolist()
     assert dense["config"]["data"] == "fashion-mnist:test"
 

@@ -18,15 +18,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
 from repro.arch import adapter as get_adapter
 from repro.assets import parse_dtype
-from repro.assets.data import fashion_mnist
-from repro.assets.vision import pixels_for
 from repro.calib import sample_windows
 from repro.engines import plan
-from repro.engines.base import Experiment, Setup, model_key
+from repro.engines.base import Experiment, Setup
+from repro.engines.images import Images
 from repro.errors import ReproError
 from repro.evaluate.ppl import tokenize
 from repro.evaluate.prefix import UnitEvaluator, image_batches, lm_batches
@@ -298,27 +296,19 @@ class VisionBanditExperiment(BanditExperiment):
             raise ReproError(f"need 1 <= calib_batch_size <= n_calib and n_eval >= 1, got {calib_batch_size}, "
                              f"{n_calib}, {n_eval}")
         Experiment.__init__(self, model, setup, store, progress, loaded)
-        if self.task != "image-classification":
-            raise ReproError(f"{model} is not an image classifier ({self.task})")
+        self.images = Images(self, n_eval)
         self.n_calib, self.calib_batch_size, self.n_eval, self.group_size = n_calib, calib_batch_size, n_eval, group_size
         self.search_dtype = _search_dtype(search_dtype, setup)
         self._batches = {}
 
-    def pixels(self, images):
-        """uint8 Fashion-MNIST images -> this model's pixel values (its resolution, channels, normalisation)."""
-        return pixels_for(self.identity, images)
-
     def batches_source(self, seed: int) -> dict:
-        return {"data": "fashion-mnist:train", "n": self.n_calib, "seed": seed, "batch_size": self.calib_batch_size}
+        return self.images.source(self.n_calib, seed, batch_size=self.calib_batch_size)
 
     def _draw(self, seed: int) -> tuple[list[dict], dict]:
-        images, labels = fashion_mnist("train")
-        idx = torch.randperm(len(labels), generator=torch.Generator().manual_seed(seed))[:self.n_calib]
-        return image_batches(self.pixels(images[idx]), labels[idx], self.calib_batch_size), self.batches_source(seed)
+        return image_batches(*self.images.draw(self.n_calib, seed), self.calib_batch_size), self.batches_source(seed)
 
     def base_config(self) -> dict:
-        return {"protocol": PROTOCOL, "model": model_key(self.identity), "data": "fashion-mnist:test",
-                "n_eval": self.n_eval, "dtype": self.setup.eval_dtype}
+        return self.images.eval_config()
 
     def eval_config(self, lambada_limit: int | None = None) -> dict:
         return {**self.base_config(), "group_size": self.group_size}
@@ -327,17 +317,8 @@ class VisionBanditExperiment(BanditExperiment):
         return self.eval_config()
 
     def _evaluate(self, units, lambada_limit: int | None = None) -> dict:
-        images, labels = fashion_mnist("test")
-        x, y = self.pixels(images[:self.n_eval]), labels[:self.n_eval]
-        ce, right = [], []
-        with self.masked(units) as model, torch.no_grad():
-            for s in range(0, len(y), 500):
-                logits = model(pixel_values=x[s:s + 500].to(model.dtype)).logits.float()
-                ce.append(F.cross_entropy(logits, y[s:s + 500], reduction="none"))
-                right.append(logits.argmax(-1) == y[s:s + 500])
-        ce, right = torch.cat(ce), torch.cat(right)
-        return {"top1": float(right.float().mean()), "ce": float(ce.mean()), "per_image_ce": ce.tolist(),
-                "per_image_correct": right.int().tolist(), "n_eval": len(y)}
+        with self.masked(units) as model:
+            return self.images.measure(model)
 
     @plan.cell
     def dense(self, lambada_limit: int | None = None) -> dict:

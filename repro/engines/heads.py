@@ -17,15 +17,13 @@ import time
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from repro.arch import adapter as get_adapter
 from repro.assets import parse_dtype
-from repro.assets.data import fashion_mnist
-from repro.assets.vision import pixels_for
 from repro.calib import Calibration, image_windows
 from repro.engines import plan
 from repro.engines.base import Experiment, Setup, model_key
+from repro.engines.images import Images
 from repro.errors import ReproError
 from repro.evaluate.speed import attention_flops, attention_params, count_params, prefill_seconds
 from repro.methods.heads import get_method, norms, score_heads, select_heads
@@ -240,19 +238,13 @@ class VisionHeadExperiment(HeadExperiment):
         if n_calib < 1 or n_eval < 1:
             raise ReproError(f"n_calib and n_eval must be positive, got {n_calib}, {n_eval}")
         super().__init__(model, setup, store, grad_nsamples, progress, loaded)
-        if self.task != "image-classification":
-            raise ReproError(f"{model} is not an image classifier ({self.task})")
+        self.images = Images(self, n_eval)
         self.n_calib, self.n_eval = n_calib, n_eval
-        self._test = None
 
     @property
     def kv_heads(self) -> int:
         """K/V heads per layer (first layer), from the model card."""
         return self.structure["kv_heads_per_layer"][0]
-
-    def pixels(self, images: torch.Tensor) -> torch.Tensor:
-        """uint8 Fashion-MNIST images -> this model's pixel values (its resolution, channels, normalisation)."""
-        return pixels_for(self.identity, images)
 
     def _calib_nsamples(self, method: str) -> int | None:
         kind = get_method(method).calibration
@@ -264,43 +256,25 @@ class VisionHeadExperiment(HeadExperiment):
         """``nsamples`` (default ``n_calib``) labelled training images, drawn once per size."""
         n = self.n_calib if nsamples is None else nsamples
         if n not in self._calib:
-            images, labels = fashion_mnist("train")
-            idx = torch.randperm(len(labels), generator=torch.Generator().manual_seed(self.setup.calib_seed))[:n]
-            self._calib[n] = Calibration(image_windows(self.pixels(images[idx]), labels[idx]), self.calibration_key(n))
+            self._calib[n] = Calibration(image_windows(*self.images.draw(n, self.setup.calib_seed)),
+                                         self.calibration_key(n))
         return self._calib[n]
 
     def calibration_source(self, nsamples: int | None = None) -> dict:
         return self.calibration_key(self.n_calib if nsamples is None else nsamples)
 
     def calibration_key(self, nsamples: int, **extra) -> dict:
-        return {"data": "fashion-mnist:train", "n": nsamples, "seed": self.setup.calib_seed, **extra}
+        return self.images.source(nsamples, self.setup.calib_seed, **extra)
 
     def base_config(self) -> dict:
-        return {"protocol": PROTOCOL, "model": model_key(self.identity), "data": "fashion-mnist:test",
-                "n_eval": self.n_eval, "dtype": self.setup.eval_dtype}
+        return self.images.eval_config()
 
     def feeding(self) -> dict:
         return {}
 
-    def test_images(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """The first ``n_eval`` test images as this model's pixel values, and their labels."""
-        if self._test is None:
-            images, labels = fashion_mnist("test")
-            self._test = self.pixels(images[:self.n_eval]), labels[:self.n_eval]
-        return self._test
-
-    @torch.no_grad()
-    def measure(self, model, batch_size: int = 500) -> dict:
+    def measure(self, model) -> dict:
         """Top-1 and mean cross-entropy of ``model`` (as it is: masked) on the test images, per image too."""
-        x, y = self.test_images()
-        ce, right = [], []
-        for s in range(0, len(y), batch_size):
-            logits = model(pixel_values=x[s:s + batch_size].to(model.dtype)).logits.float()
-            ce.append(F.cross_entropy(logits, y[s:s + batch_size], reduction="none"))
-            right.append(logits.argmax(-1) == y[s:s + batch_size])
-        ce, right = torch.cat(ce), torch.cat(right)
-        return {"top1": float(right.float().mean()), "ce": float(ce.mean()), "per_image_ce": ce.tolist(),
-                "per_image_correct": right.int().tolist(), "n_eval": len(y), "dtype": str(model.dtype).split(".")[-1]}
+        return self.images.measure(model)
 
     def zeroshot_cell(self, *args, **kwargs):
         raise ReproError("zero-shot cells are for language models")
