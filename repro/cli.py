@@ -477,7 +477,7 @@ def cmd_notebook(args) -> dict:
         if not Path(args.profile).is_file():
             raise ReproError(f"--profile: no such file {args.profile}")
         with _about("--profile"):
-            load_profile(args.profile)  # parses; execute checks its keys against the notebook's parameters
+            load_profile(args.profile)  # parses; execute checks its keys (run_parameters)
     out = Path(args.out) if args.out else source.with_suffix(".ipynb")
     with _about("--out"):
         check_output(source, out)

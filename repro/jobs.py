@@ -41,19 +41,13 @@ PATH_PARAMS = ("results_dir", "figures_dir", "readme")  # relative to the notebo
 
 
 def notebook_params(source: str | Path, profile: str | Path | None = None, overrides: dict | None = None) -> dict:
-    """The parameters a notebook runs with: its parameters cell's literal values, then the
-    profile's (checked against the declared names, as :func:`repro.notebooks.execute` does), then
-    ``overrides``; relative paths resolved against the notebook's folder."""
-    from repro.notebooks import declared_parameters, default_parameters, load_profile, read_source
+    """The parameters a notebook runs with: its parameters cell's literal values updated with what
+    the run sets (:func:`repro.notebooks.run_parameters`: the profile's section, then ``overrides``,
+    checked there); relative paths resolved against the notebook's folder."""
+    from repro.notebooks import default_parameters, read_source, run_parameters
 
     nb = read_source(source)
-    params = default_parameters(nb)
-    if profile:
-        params.update(load_profile(profile, nb, Path(source).stem))
-    params.update(overrides or {})
-    unknown = sorted(set(params) - declared_parameters(nb))
-    if unknown:
-        raise ReproError(f"unknown parameter(s) {', '.join(unknown)}")
+    params = {**default_parameters(nb), **run_parameters(source, profile, overrides, nb)}
     folder = Path(source).resolve().parent
     for k in PATH_PARAMS:
         if isinstance(params.get(k), str) and not Path(params[k]).is_absolute():

@@ -178,12 +178,12 @@ def _read_yaml(path: str | Path):
         raise ReproError(f"profile {path}: not valid YAML{where}: {problem}") from None
 
 
-def load_profile(path: str | Path, nb=None, name: str | None = None) -> dict:
+def load_profile(path: str | Path, name: str | None = None) -> dict:
     """A profile's parameters for the notebook ``name`` (its file stem, e.g. ``02_ogas_unstructured``).
 
     A profile holds the keys every notebook shares at the top level and one section per notebook
-    under ``notebooks:``; the notebook gets the shared keys updated with its own section. With
-    ``nb``, every key it gets must be one of its declared parameters (a typo is an error)."""
+    under ``notebooks:``; the notebook gets the shared keys updated with its own section. Whether
+    each key is one of the notebook's parameters is :func:`run_parameters`' check."""
     raw = _read_yaml(path) or {}
     if not isinstance(raw, dict):
         raise ReproError(f"{path}: a profile is a mapping of parameter names to values")
@@ -196,12 +196,24 @@ def load_profile(path: str | Path, nb=None, name: str | None = None) -> dict:
             raise ReproError(f"{path}: no section for notebook {name!r} under 'notebooks' "
                              f"(it has: {', '.join(sorted(sections))})")
         params.update(sections.get(name, {}))
-    if nb is not None:
-        declared = declared_parameters(nb)
-        unknown = sorted(set(params) - declared)
-        if unknown:
-            raise ReproError(f"{path}: unknown parameter(s) {', '.join(unknown)} for {name or 'this notebook'} "
-                             f"(it declares: {', '.join(sorted(declared))})")
+    return params
+
+
+def run_parameters(source: str | Path, profile: str | Path | None = None, overrides: dict | None = None,
+                   nb=None) -> dict:
+    """The parameters a run of the notebook ``source`` sets (what papermill injects): its section of
+    ``profile``, then ``overrides``. The one place that checks them against the notebook's declared
+    parameters (a typo is an error naming it and the names the notebook declares). ``nb``: the
+    notebook, if already read."""
+    nb = read_source(source) if nb is None else nb
+    params = load_profile(profile, Path(source).stem) if profile else {}
+    params.update(overrides or {})
+    declared = declared_parameters(nb)
+    unknown = sorted(set(params) - declared)
+    if unknown:
+        where = f"{profile}: " if profile else ""
+        raise ReproError(f"{where}unknown parameter(s) {', '.join(unknown)} for {Path(source).stem} "
+                         f"(it declares: {', '.join(sorted(declared))})")
     return params
 
 
@@ -242,11 +254,7 @@ def execute(source: str | Path, output: str | Path, profile: str | Path | None =
     """Run the notebook ``source`` (.py) with ``profile`` (+ ``overrides``), write the cleaned
     executed notebook to ``output``; returns the wall-clock seconds."""
     nb = read_source(source)
-    params = load_profile(profile, nb, Path(source).stem) if profile else {}
-    params.update(overrides or {})
-    unknown = sorted(set(params) - declared_parameters(nb))
-    if unknown:
-        raise ReproError(f"unknown parameter(s) {', '.join(unknown)}")
+    params = run_parameters(source, profile, overrides, nb)
     check_output(source, output)  # every check before anything runs
     output = Path(output)
     defaults = default_parameters(nb)  # for the notebook's "this run" table (Session.this_run)

@@ -9,7 +9,7 @@ import pytest
 
 from repro.errors import ReproError
 from repro.jobs import run_notebook
-from repro.notebooks import clean, declared_parameters, execute, in_sync, load_profile, read_source
+from repro.notebooks import clean, declared_parameters, execute, in_sync, load_profile, read_source, run_parameters
 
 from conftest import ROOT
 
@@ -50,7 +50,7 @@ def test_in_sync_detects_an_edit(tmp_path):
 @pytest.mark.parametrize("profile", PROFILES, ids=[p.stem for p in PROFILES])
 def test_profiles_name_only_declared_parameters(profile):
     for src in SOURCES:
-        params = load_profile(profile, read_source(src), src.stem)  # raises on an unknown key
+        params = run_parameters(src, profile)  # raises on an unknown key
         assert params["profile"] == profile.stem and "models" in params  # shared keys + the notebook's section
 
 
@@ -61,21 +61,23 @@ def test_every_notebook_has_a_smoke_expectation():
 def test_unknown_profile_key_is_an_error(tmp_path):
     p = tmp_path / "bad.yaml"
     p.write_text("profile: x\nmax_window: 3\n")
-    with pytest.raises(ReproError, match="unknown parameter.*max_window"):
-        load_profile(p, read_source(SOURCES[0]))
+    with pytest.raises(ReproError, match="unknown parameter.*max_window.*it declares:"):
+        run_parameters(SOURCES[0], p)
     assert "max_windows" in declared_parameters(read_source(SOURCES[0]))
     p.write_text("profile: x\nnotebooks:\n  01_mpg_head_pruning: {max_window: 3}\n")
     with pytest.raises(ReproError, match="unknown parameter.*max_window"):
-        load_profile(p, read_source(SOURCES[0]), "01_mpg_head_pruning")
+        run_parameters(SOURCES[0], p)
+    with pytest.raises(ReproError, match="unknown parameter.*max_window"):  # overrides are checked the same way
+        run_parameters(SOURCES[0], None, {"max_window": 3})
 
 
 def test_profile_sections_are_per_notebook(tmp_path):
     p = tmp_path / "two.yaml"
     p.write_text("profile: x\nseqlen: 64\nnotebooks:\n  a: {seqlen: 32, models: [m]}\n  b: {models: [n]}\n")
-    assert load_profile(p, None, "a") == {"profile": "x", "seqlen": 32, "models": ["m"]}  # the section wins
-    assert load_profile(p, None, "b") == {"profile": "x", "seqlen": 64, "models": ["n"]}
+    assert load_profile(p, "a") == {"profile": "x", "seqlen": 32, "models": ["m"]}  # the section wins
+    assert load_profile(p, "b") == {"profile": "x", "seqlen": 64, "models": ["n"]}
     with pytest.raises(ReproError, match="no section for notebook 'c'"):
-        load_profile(p, None, "c")
+        load_profile(p, "c")
 
 
 def test_clean_drops_widgets_and_progress_only():
@@ -101,7 +103,7 @@ def test_notebook_smoke(src, tmp_path):
     """``make reproduce``'s path: the plan's cells computed by two workers, then the notebook renders
     from those records, computing nothing (the plan asked for every cell the notebook asks for)."""
     profile = ROOT / "notebooks/profiles/smoke.yaml"
-    params = load_profile(profile, None, src.stem)
+    params = load_profile(profile, src.stem)
     out = tmp_path / src.with_suffix(".ipynb").name
     overrides = {"results_dir": str(tmp_path / "results"), "figures_dir": str(tmp_path / "figures"),
                  "update_readme": False}
