@@ -81,13 +81,13 @@ from IPython.display import Markdown, display
 
 from repro.methods.heads import excess, select_heads
 from repro.notebooks import start
-from repro.papers import mpg as R
+from repro.papers import mpg as P
 
 nb = start(globals())
-grid = R.build(nb)  # the experiments and one method per section below (repro run plans every section)
+grid = P.build(nb)  # the experiments and one method per section below (repro run plans every section)
 exps, vexps = grid.lm, grid.vision  # {model: HeadExperiment}, {model: VisionHeadExperiment}
-T = R.Tables(nb, exps)  # the tables of this session's records, with their captions
-print(R.describe(exps))
+R = P.Report(nb, grid)  # the tables below, with their captions
+print(R.describe())
 
 # %%
 nb.this_run()  # the values that ran, where the profile changed the parameters cell above
@@ -160,7 +160,7 @@ nb.figure(fig, "norm_profile.png")
 
 # %%
 scores = grid.scores()  # no sparsity: every method's head scores only
-cost_table, cap, cost = T.scoring_cost(scores, methods)
+cost_table, cap, cost = R.scoring_cost(scores, methods)
 nb.show(cost_table, "scoring_cost", cap)
 
 # %%
@@ -196,7 +196,7 @@ print(f"{int((s == 0).sum())} of {s.size} heads score exactly 0: at low sparsity
 
 # %%
 main = grid.table1()  # dense and every method x sparsity (index tie-break, z = 2)
-table1, cap1, vals = T.table1(main, methods, sparsities)
+table1, cap1, vals = R.table1(main, methods, sparsities)
 nb.show(table1, "table1_ppl", cap1, raw=vals)
 
 # %% [markdown]
@@ -206,7 +206,7 @@ nb.show(table1, "table1_ppl", cap1, raw=vals)
 # the other), so in such a cell they prune the same heads and Table I shows them equal.
 
 # %%
-zero_ties, cap = T.zero_ties(T.scores(), ["mpg", "mp"], sparsities)
+zero_ties, cap = R.zero_ties(R.scores(), ["mpg", "mp"], sparsities)
 nb.show(zero_ties, "zero_score_ties", cap)
 
 # %% [markdown]
@@ -222,7 +222,7 @@ nb.show(zero_ties, "zero_score_ties", cap)
 # *improve* it (the earlier runs of this project, before the rule, showed exactly that).
 
 # %%
-feeding, cap = T.feeding(grid.feeding())
+feeding, cap = R.feeding(grid.feeding())
 nb.show(feeding, "feeding_bos", cap)
 
 # %% [markdown]
@@ -234,7 +234,7 @@ nb.show(feeding, "feeding_bos", cap)
 # many windows MP-G had the lower loss.
 
 # %%
-paired, cap = T.paired(main, sparsities)
+paired, cap = R.paired(main, sparsities)
 nb.show(paired, "paired_vs_mpg", cap)
 
 # %% [markdown]
@@ -246,14 +246,14 @@ nb.show(paired, "paired_vs_mpg", cap)
 # method empties completely and the most heads it takes from one layer.
 
 # %%
-spread, cap = T.spread(scores, methods, sparsities[0])
+spread, cap = R.spread(scores, methods, sparsities[0])
 nb.show(spread, "pruned_per_layer", cap)
 
 # %%
 fig, axes = plt.subplots(1, len(models), figsize=(6 * len(models), 4), squeeze=False)
 for ax, name in zip(axes[0], models):
     for m in methods:
-        ax.plot([0] + sparsities, R.curve(main, name, m, sparsities), marker="o", label=R.LABEL[m],
+        ax.plot([0] + sparsities, P.curve(main, name, m, sparsities), marker="o", label=P.LABEL[m],
                 lw=2.5 if m in ("mpg", "mp") else 1.2)
     ax.set_yscale("log")
     ax.set_xlabel("head sparsity")
@@ -271,7 +271,7 @@ nb.figure(fig, "ppl_vs_sparsity.png")
 # rescues LLaMA-3-8B at 50% (perplexity 7227 at $z = 2$ -> 282.8).
 
 # %%
-table2, cap2, t2v = T.table2(grid.table2(), z_values, z_sparsities)  # MP-G and MP at every z
+table2, cap2, t2v = R.table2(grid.table2(), z_values, z_sparsities)  # MP-G and MP at every z
 nb.show(table2, "table2_z_sweep", cap2, raw=t2v)
 
 # %% [markdown]
@@ -283,9 +283,9 @@ nb.show(table2, "table2_z_sweep", cap2, raw=t2v)
 # have been best or second had it been added to the paper's set.
 
 # %%
-table4, cap4 = T.table4(vals, methods)
+table4, cap4 = R.table4(vals, methods)
 nb.show(table4, "table4_rank_counts", cap4)
-extra, cap4b = T.table4b(vals, methods)
+extra, cap4b = R.table4b(vals, methods)
 nb.show(extra, "table4b_extra_methods", cap4b)
 
 # %% [markdown]
@@ -301,7 +301,7 @@ nb.show(extra, "table4b_extra_methods", cap4b)
 
 # %%
 records = grid.zeroshot()  # the cells Table I's ranking picks
-table3, cap3 = T.table3(records)
+table3, cap3 = R.table3(records)
 if table3 is not None:
     nb.show(table3, "table3_zeroshot_analogue", cap3)
 
@@ -314,7 +314,7 @@ if table3 is not None:
 # the tie-break rather than the score.
 
 # %%
-ties, cap = T.ties(grid.ties(), scores, sparsities)  # one cell per seed of each model's tie_seeds
+ties, cap = R.ties(grid.ties(), scores, sparsities)  # one cell per seed of each model's tie_seeds
 nb.show(ties, "tie_break", cap)
 
 # %% [markdown]
@@ -332,7 +332,7 @@ nb.show(ties, "tie_break", cap)
 
 # %%
 eff = grid.efficiency()
-eff_table, cap_eff = T.efficiency(eff)
+eff_table, cap_eff = R.efficiency(eff)
 nb.show(eff_table, "efficiency", cap_eff)
 
 # %% [markdown]
@@ -356,7 +356,7 @@ nb.show(eff_table, "efficiency", cap_eff)
 # the classifier's counterpart of the perplexity's mean NLL and decides the claims; top-1 is shown beside it.
 
 # %%
-M = R.MhaTables(nb, vexps)
+M = R.mha  # the MHA encoders' tables
 vframe, vscores = grid.mha()  # scores (MP at every z too), dense and method x sparsity cells, MP-G's z sweep
 if vexps:
     print(M.describe())
@@ -393,14 +393,14 @@ if vexps:
 
 # %%
 if vexps:
-    dense = {m: R.find(vframe, m, "dense") for m in vexps}
+    dense = {m: P.find(vframe, m, "dense") for m in vexps}
     odd = [r for r in vframe.itertuples() if r.method != "dense" and (r.top1 > dense[r.model].top1 or r.top1 < 0.10)]
     near = [r for r in vframe.itertuples() if r.method != "dense" and r.top1 < 0.11]
     for r in odd + [r for r in near if r not in odd]:
         d = dense[r.model]
         right = int(np.sum(r.per_image_correct)) - int(np.sum(d.per_image_correct))
-        dce = R.paired_difference(np.asarray(r.per_image_ce, float), np.asarray(d.per_image_ce, float))
-        print(f"{r.model} {R.LABEL[r.method]} z={r.z} at {R.pct(r.sparsity)}: top-1 {100 * r.top1:.2f}% "
+        dce = P.paired_difference(np.asarray(r.per_image_ce, float), np.asarray(d.per_image_ce, float))
+        print(f"{r.model} {P.LABEL[r.method]} z={r.z} at {P.pct(r.sparsity)}: top-1 {100 * r.top1:.2f}% "
               f"(dense {100 * d.top1:.2f}%, {right:+d} of {r.n_eval} images), CE - dense {dce.estimate:+.4f} "
               f"[{dce.ci[0]:+.4f}, {dce.ci[1]:+.4f}] nats (CE {r.ce:.2f}; uniform guessing: ln 10 = 2.30)")
     if not odd:
@@ -446,8 +446,8 @@ else:
 # about the paper's 7-8B models.
 
 # %%
-frame = T.frame()
-shown, cap_claims, claims = T.claims(frame, sparsities, z_values, z_sparsities, cost=cost, efficiency=eff,
+frame = R.frame()
+shown, cap_claims, claims = R.claims(frame, sparsities, z_values, z_sparsities, cost=cost, efficiency=eff,
                                      zeroshot=records)
 nb.show(shown, "claims", cap_claims, raw=claims)
 
@@ -457,12 +457,12 @@ nb.show(shown, "claims", cap_claims, raw=claims)
 # The text below is generated from the records above (no number is typed by hand).
 
 # %%
-display(Markdown(T.summary(main, claims, table4, mha_claims)))
+display(Markdown(R.summary(main, claims, table4, mha_claims)))
 
 # %%
-nb.update_readme(R.readme_blocks(table1, cap1, shown, cap_claims))
+nb.update_readme(P.readme_blocks(table1, cap1, shown, cap_claims))
 # Metrics that tests and CI can assert (recorded in the executed notebook)
 import json
 
-metrics = R.metrics(main, frame, claims, models)
+metrics = P.metrics(main, frame, claims, models)
 print(json.dumps(metrics))

@@ -79,13 +79,12 @@ import seaborn as sns
 from IPython.display import Markdown, display
 
 from repro.notebooks import start
-from repro.papers import ogas as O
+from repro.papers import ogas as P
 
 nb = start(globals())
-# per model: WikiText-2 (calibrated on train, evaluated on test) and C4 (the sample's two halves), one loaded
-# model; the grid holds the cells each section asks for (O.plan lists them all)
-grid = O.build(nb)
-print(grid.describe())
+grid = P.build(nb)  # the experiments and one method per section below (repro run plans every section)
+R = P.Report(nb, grid)  # the tables below, with their captions
+print(R.describe())  # per model: WikiText-2 (train -> test) and C4 (the sample's two halves), one loaded model
 
 # %%
 nb.this_run()  # the values that ran, where the profile changed the parameters cell above
@@ -136,9 +135,8 @@ nb.this_run()  # the values that ran, where the profile changed the parameters c
 # *paired* on the same windows (ratio below 1: better than Wanda).
 
 # %%
-grid.run_main()
-frame = O.frame(grid)
-table12, cap12, vals = O.table12(frame, grid)
+frame = grid.run_main()
+table12, cap12, vals = R.table12(frame)
 nb.show(table12, "table12_ppl", cap12, raw=vals)
 
 # %% [markdown]
@@ -148,9 +146,9 @@ nb.show(table12, "table12_ppl", cap12, raw=vals)
 # target; the exact variant hits it. The ratio of the two, paired over windows, is what the rounding buys.
 
 # %%
-achieved, cap_a = O.achieved_table(frame, grid)
+achieved, cap_a = R.achieved(frame)
 nb.show(achieved, "achieved_sparsity", cap_a)
-worth, cap_w = O.rounding_table(frame, grid)
+worth, cap_w = R.rounding(frame)
 nb.show(worth, "rounding_worth", cap_w)
 
 # %% [markdown]
@@ -160,9 +158,8 @@ nb.show(worth, "rounding_worth", cap_w)
 # chooses them inside each 128-column block as it goes). OGAS is not defined for N:M (see section 1).
 
 # %%
-grid.run_nm()
-frame = O.frame(grid)
-table_nm, cap_nm, nm_vals = O.nm_table(frame, grid)
+frame = grid.run_nm()
+table_nm, cap_nm, nm_vals = R.nm(frame)
 nb.show(table_nm, "table_nm", cap_nm, raw=nm_vals)
 
 # %% [markdown]
@@ -178,7 +175,7 @@ nb.show(table_nm, "table_nm", cap_nm, raw=nm_vals)
 
 # %%
 zeroshot = grid.run_zeroshot()
-for stem, table, cap in O.zeroshot_tables(zeroshot, grid):
+for stem, table, cap in R.zeroshot(zeroshot):
     nb.show(table, stem, cap)
 
 # %% [markdown]
@@ -188,9 +185,9 @@ for stem, table, cap in O.zeroshot_tables(zeroshot, grid):
 # about the method.
 
 # %%
-chance, cap_chance = O.dense_vs_chance(zeroshot, zeroshot_tasks)
+chance, cap_chance = R.dense_vs_chance(zeroshot)
 nb.show(chance, "zeroshot_dense_vs_chance", cap_chance, index=False)
-display(Markdown(O.chance_summary(chance)))
+display(Markdown(R.chance_summary(chance)))
 
 # %% [markdown]
 # **What we found.** No dense accuracy lies far below chance, so nothing points to a feeding or scoring bug;
@@ -216,9 +213,8 @@ display(Markdown(O.chance_summary(chance)))
 # ratio only ($\lambda = 1$), and both (the model's setting), all else equal.
 
 # %%
-grid.run_ablation()
-frame = O.frame(grid)
-table5, cap5 = O.ablation_table(frame, grid)
+frame = grid.run_ablation()
+table5, cap5 = R.ablation(frame)
 if len(table5):
     nb.show(table5, "table5_ablation", cap5)
 
@@ -232,7 +228,7 @@ if len(table5):
 # line. Channels above it keep more weights under OGAS than under Wanda, those below keep fewer.
 
 # %%
-name, layer, ax2 = O.figure2(frame, grid)
+name, layer, ax2 = R.figure2(frame)
 fig, ax = plt.subplots(figsize=(6, 4.5))
 sc = ax.scatter(ax2["x"], ax2["y"], c=ax2["s"], cmap="viridis", s=8)
 ax.plot(*ax2["line"], "r--", lw=1, label=f"OGAS sparsity = {sparsity:.0%} (Wanda's, on every channel)")
@@ -252,7 +248,7 @@ nb.figure(fig, "fig2_energy_papr.png")
 # Red crosses: the golden-section search ended within its tolerance of a bound of $(0.05, 1.1)$.
 
 # %%
-for name, ex, q in O.gamma_frames(frame, grid):
+for name, ex, q in R.gamma_frames(frame):
     fig, axes = plt.subplots(1, 2, figsize=(13, 3.8))
     for t, g in ex.groupby("type"):
         axes[0].plot(range(len(g)), g.gamma, marker=".", label=t)
@@ -277,7 +273,7 @@ for name, ex, q in O.gamma_frames(frame, grid):
 # interval, window by window: how much the paper's choice of interval matters here.
 
 # %%
-bounds, cap = O.gamma_bounds_table(O.frame(grid), grid)
+bounds, cap = R.gamma_bounds(frame)
 nb.show(bounds, "gamma_bounds", cap)
 
 # %% [markdown]
@@ -289,9 +285,8 @@ nb.show(bounds, "gamma_bounds", cap)
 # $h \geq 0.05$ hits the 0.95 cap) the pruning is identical, so that point is the default OGAS cell.
 
 # %%
-grid.run_curve()
-frame = O.frame(grid)
-curve, dense = O.curve_frame(frame, grid), O.dense_ppl(frame, grid)
+frame = grid.run_curve()
+curve, dense = R.curve(frame)
 fig, axes = plt.subplots(1, len(curve_models), figsize=(6.5 * len(curve_models), 4.2), squeeze=False)
 for ax, name in zip(axes[0], curve_models):
     for label, g in curve[curve.model == name].groupby("label", sort=False):
@@ -306,7 +301,7 @@ for ax, name in zip(axes[0], curve_models):
     ax.set_title(f"{name} ({profile}, first {grid.wt[name].setup.max_windows} x {seqlen} tokens)", fontsize=9)
     ax.legend(fontsize=7)
 nb.figure(fig, "fig4_ppl_vs_sparsity.png")
-table4, cap4 = O.curve_table(curve, frame, grid)
+table4, cap4 = R.curve_table(curve, frame)
 nb.show(table4, "fig4_ppl_vs_sparsity", cap4)
 
 # %% [markdown]
@@ -319,7 +314,7 @@ nb.show(table4, "fig4_ppl_vs_sparsity", cap4)
 # $\log \mathrm{ppl}_{90} - \log \mathrm{ppl}_{70}$ of OGAS with each other method, paired over windows.
 
 # %%
-shown, cap_claims, claims = O.claims_table(frame, grid)
+shown, cap_claims, claims = R.claims(frame)
 nb.show(shown, "claims", cap_claims, raw=claims)
 
 # %% [markdown]
@@ -328,8 +323,8 @@ nb.show(shown, "claims", cap_claims, raw=claims)
 # Generated from the records (no number typed by hand).
 
 # %%
-display(Markdown(O.summary(claims, sparsity)))
+display(Markdown(R.summary(claims)))
 
 # %%
-nb.update_readme(O.readme_blocks((table12, cap12), (shown, cap_claims)))
-print(json.dumps(O.metrics(frame, claims, grid)))
+nb.update_readme(R.readme_blocks((table12, cap12), (shown, cap_claims)))
+print(json.dumps(R.metrics(frame, claims)))

@@ -75,12 +75,12 @@ import seaborn as sns
 
 from repro.methods.bandit import reward_summary
 from repro.notebooks import start
-from repro.papers import bandit as B
+from repro.papers import bandit as P
 
 nb = start(globals())
-grid = B.build(nb)  # the experiments and one method per section below (repro run plans every section)
+grid = P.build(nb)  # the experiments and one method per section below (repro run plans every section)
 exps, vexps = grid.lm, grid.vision  # language models, vision models
-R = B.BanditReport(nb.params, exps, vexps, nb.store)  # the tables below, with their captions
+R = P.Report(nb, grid)  # the tables below, with their captions
 print(R.describe())
 
 # %%
@@ -135,7 +135,7 @@ nb.this_run()  # the values that ran, where the profile changed the parameters c
 
 # %%
 frame = grid.language_models()  # dense, then every (unit type, ratio, method, seed) of each language model
-lm = B.lm_table(frame)
+lm = P.lm_table(frame)
 table1, cap_lm = R.table1(lm, frame)
 nb.show(table1, "table1_lm", cap_lm)
 
@@ -153,8 +153,8 @@ np.random.seed(0)  # the strip plots' jitter draws from numpy's global generator
 fig, axes = plt.subplots(1, len(settings), figsize=(3.6 * len(settings), 3.8), squeeze=False)
 for ax, (m, k, r) in zip(axes[0], settings):
     t = lm[(lm.model == m) & (lm.kinds == k) & (lm.ratio == r)].copy()
-    t["method"] = t.method.map(B.LABELS)
-    order = [B.LABELS[x] for x in methods]
+    t["method"] = t.method.map(P.LABELS)
+    order = [P.LABELS[x] for x in methods]
     sns.stripplot(data=t[np.isfinite(t.change_pct)], x="method", y="change_pct", order=order, ax=ax, size=5)
     sns.pointplot(data=t[np.isfinite(t.change_pct)], x="method", y="change_pct", order=order, ax=ax,
                   errorbar=None, color="k", markers="_", linestyles="none")
@@ -171,7 +171,7 @@ nb.figure(fig, "fig_ppl_change_seeds.png")
 
 # %%
 m0, k0, r0 = settings[0]
-run = B.first_run(frame, m0, "ucb", k0, r0)  # its lowest seed
+run = P.first_run(frame, m0, "ucb", k0, r0)  # its lowest seed
 if run is not None:
     fig, axes = plt.subplots(1, 3, figsize=(15, 3.8))
     pulls = sorted(run.pulls.values(), reverse=True)
@@ -264,14 +264,14 @@ nb.show(b1, "table_b1_budget", cap_b1)
 from scipy import stats
 
 vframe = grid.vision_models()  # dense and every method x seed of each vision model
-vis = B.vision_table(vframe)
+vis = P.vision_table(vframe)
 if len(vis):
     table2, cap_v = R.table2(vis, vframe)
     nb.show(table2, "table2_vision", cap_v)
     np.random.seed(0)  # the strip plot's jitter draws from numpy's global generator: the same figure every run
     t95 = stats.t.ppf(0.975, len(seeds) - 1)  # mean +- t95 standard errors: the t interval the claims use
-    t = vis.assign(method=vis.method.map(B.LABELS))
-    order = [B.LABELS[m] for m in vision_methods]
+    t = vis.assign(method=vis.method.map(P.LABELS))
+    order = [P.LABELS[m] for m in vision_methods]
     fig, axes = plt.subplots(1, t.model.nunique(), figsize=(6 * t.model.nunique(), 3.8), squeeze=False)
     for ax, (m, tm) in zip(axes[0], t.groupby("model")):
         sns.pointplot(data=tm, x="method", y="top1_drop_pp", order=order, errorbar=("se", t95), ax=ax,
@@ -335,7 +335,7 @@ from IPython.display import Markdown, display
 
 shown, cap_claims, claims = R.claims(lm, vis)
 nb.show(shown, "claims", cap_claims, raw=claims)
-display(Markdown(B.claims_summary(claims)))
+display(Markdown(P.claims_summary(claims)))
 
 # %% [markdown]
 # ### What the results say
@@ -393,5 +393,5 @@ if rec is not None:
 # %%
 import json
 
-nb.update_readme(B.readme_blocks(table1, cap_lm, shown, cap_claims))
+nb.update_readme(P.readme_blocks(table1, cap_lm, shown, cap_claims))
 print(json.dumps(R.metrics(frame, vframe, claims)))

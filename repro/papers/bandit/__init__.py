@@ -1,4 +1,4 @@
-"""Paper 3 (damage-aware bandit pruning): notebook 3's grid (:mod:`.grid`), its record frames (:mod:`.records`), tables (:mod:`.tables`, :class:`.report.BanditReport`) and claims (:mod:`.claims`).
+"""Paper 3 (damage-aware bandit pruning): notebook 3's grid (:mod:`.grid`), its record frames (:mod:`.records`), tables (:class:`.report.Report`, :mod:`.tables`) and claims (:mod:`.claims`).
 """
 from repro.papers.bandit.claims import (  # noqa: F401
     PAPER_COMPARISONS,
@@ -29,7 +29,7 @@ from repro.papers.bandit.records import (  # noqa: F401
     stale_picks,
     vision_frame,
 )
-from repro.papers.bandit.report import BanditReport  # noqa: F401
+from repro.papers.bandit.report import BanditReport, Report  # noqa: F401
 from repro.papers.bandit.tables import (  # noqa: F401
     _labelled,
     budget_table,

@@ -191,3 +191,11 @@ class BanditReport:
                               for n in self.lm},
                 "n_cells": int(len(frame) + len(vframe)), "n_claims": int(len(claims)),
                 "verdicts": claims.verdict.value_counts().to_dict()}
+
+
+class Report(BanditReport):
+    """:class:`BanditReport` of one session's grid (notebook 3's tables with their captions)."""
+
+    def __init__(self, session, grid):
+        super().__init__(session.params, grid.lm, grid.vision, session.store)
+        self.grid = grid

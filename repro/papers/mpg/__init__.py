@@ -1,4 +1,4 @@
-"""Paper 1 (MP-G): notebook 1's grid (:mod:`.grid`), its record frames (:mod:`.records`), tables (:mod:`.tables`, :mod:`.mha`) and claims (:mod:`.claims`).
+"""Paper 1 (MP-G): notebook 1's grid (:mod:`.grid`), its record frames (:mod:`.records`), tables (:class:`.report.Report`, :mod:`.tables`, :mod:`.mha`) and claims (:mod:`.claims`).
 """
 from repro.evaluate.stats import paired_difference  # noqa: F401  (the notebook's sanity cell)
 from repro.papers.mpg.claims import (  # noqa: F401
@@ -45,4 +45,5 @@ from repro.papers.mpg.records import (  # noqa: F401
     vision_paired,
     zeroshot_cells,
 )
+from repro.papers.mpg.report import Report  # noqa: F401
 from repro.papers.mpg.tables import Tables  # noqa: F401

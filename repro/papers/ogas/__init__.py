@@ -1,4 +1,4 @@
-"""Paper 2 (OGAS): notebook 2's grid (:mod:`.grid`), its record frames (:mod:`.records`), tables and figures' data (:mod:`.tables`) and claims (:mod:`.claims`).
+"""Paper 2 (OGAS): notebook 2's grid (:mod:`.grid`), its record frames (:mod:`.records`), tables and figures' data (:class:`.report.Report`, :mod:`.tables`) and claims (:mod:`.claims`).
 """
 from repro.papers.ogas.claims import (  # noqa: F401
     COLLAPSE,
@@ -10,7 +10,7 @@ from repro.papers.ogas.claims import (  # noqa: F401
     readme_blocks,
     summary,
 )
-from repro.papers.ogas.grid import ABLATION, OgasGrid, build, own_headroom, plan  # noqa: F401
+from repro.papers.ogas.grid import ABLATION, OgasGrid, build, frame, own_headroom, plan, prune_frame  # noqa: F401
 from repro.papers.ogas.records import (  # noqa: F401
     CHANCE,
     LABELS,
@@ -19,15 +19,14 @@ from repro.papers.ogas.records import (  # noqa: F401
     caption,
     dense_ppl,
     find,
-    frame,
     headroom_row,
     main_rows,
     paired_to,
-    prune_frame,
     ratio_text,
     row_name,
     zeroshot_paired,
 )
+from repro.papers.ogas.report import Report  # noqa: F401
 from repro.papers.ogas.tables import (  # noqa: F401
     ablation_table,
     achieved_table,

@@ -6,7 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from functools import cached_property
 
+import pandas as pd
+
 from repro.assets.data import parse_spec
+from repro.engines.base import owned
 from repro.engines.prune import PruneExperiment
 from repro.methods.unstructured import auto_s_max, ogas_setting
 
@@ -118,7 +121,7 @@ class OgasGrid:
         return self.experiment(model, data).cell(method, self.sparsity, params=self.params_for(model, method, **params),
                                                  **extra)
 
-    def run_main(self) -> None:
+    def run_main(self) -> pd.DataFrame:
         """Tables 1-2: dense and every method at the main sparsity on WikiText-2 (and C4 for
         ``c4_models``), plus OGAS at the exact target on ``exact_rounding_data``."""
         for name in self.models:
@@ -130,13 +133,15 @@ class OgasGrid:
                     self.main_cell(name, data, m)
                 if {data, parse_spec(self.experiment(name, data).setup.data)[0]} & set(self.exact_rounding_data):
                     self.main_cell(name, data, "ogas", rounding="exact")
+        return frame(self)
 
-    def run_nm(self) -> None:
+    def run_nm(self) -> pd.DataFrame:
         """N:M cells (WikiText-2) of ``nm_methods`` on ``nm_models``."""
         for name in self.nm_models:
             for pattern in self.nm_patterns:
                 for m in self.nm_methods:
                     self.wt[name].cell(m, None, pattern=pattern)
+        return frame(self)
 
     def run_zeroshot(self) -> dict[str, dict[str, dict]]:
         """Tables 3-4: ``{model: {"dense" or method: lm-eval result}}`` of the zero-shot models."""
@@ -147,7 +152,7 @@ class OgasGrid:
             out[name].update({m: self.main_cell(name, self.wt_name, m)["result"]["zeroshot"] for m in self.methods})
         return out
 
-    def run_ablation(self) -> None:
+    def run_ablation(self) -> pd.DataFrame:
         """Table 5: Wanda, OGAS with one signal (the model's gamma), and OGAS, on WikiText-2; and, beyond
         the paper, OGAS with its gamma searched on ``wide_gamma_bounds`` (models whose gamma is searched)."""
         for name in self.ablation_models:
@@ -158,10 +163,11 @@ class OgasGrid:
                     self.wt[name].cell(r, self.sparsity, params={"gamma": ogas_setting(self.ogas_setting[name])["gamma"]})
             if self.wide_gamma_bounds and self.params_for(name, "ogas").get("gamma") == "search":
                 self.main_cell(name, self.wt_name, "ogas", gamma_bounds=tuple(self.wide_gamma_bounds))
+        return frame(self)
 
-    def run_curve(self) -> None:
+    def run_curve(self) -> pd.DataFrame:
         """Figure 4: every method at each of ``curve_sparsities`` (WikiText-2), and OGAS with the
-        other ``S_max`` headrooms where they prune differently (:func:`own_headroom`)."""
+        other ``S_max`` headrooms where they prune differently (:func:`own_headroom`); every cell's frame so far."""
         for name in self.curve_models:
             e = self.wt[name]
             for sp in self.curve_sparsities:
@@ -173,7 +179,32 @@ class OgasGrid:
                 for h in self.s_max_headrooms:
                     if own_headroom(sp, h):
                         e.cell("ogas", sp, params=self.params_for(name, "ogas", s_max_headroom=h))
+        return frame(self)
 
+
+
+
+def prune_frame(store, experiments: list[PruneExperiment], session: bool = True) -> pd.DataFrame:
+    """One row per prune-ppl cell of the current protocol under one of ``experiments``' setups;
+    ``session``: only the cells asked for in this session (``store.status``), so records of an
+    earlier run with other settings never slip into a table."""
+    rows = []
+    for r, e in owned(store, "prune-ppl", experiments, session):
+        c, res = r["config"], r["result"]
+        rep = res.get("report", {})
+        rows.append({"key": ("prune-ppl", r["key"]), "model": e.name, "data": e.data.name, "method": c["method"],
+                     "sparsity": c.get("sparsity", 0.0) or 0.0, "pattern": c.get("pattern", "dense"),
+                     "params": c.get("params", {}), "ppl": res["ppl"], "ci95": res["ci95"],
+                     "window_nll": res["window_nll"], "achieved": rep.get("overall", 0.0),
+                     "prune_seconds": rep.get("seconds"), "timings": rep.get("timings"), "extras": rep.get("extras"),
+                     "zeros_sha256": res.get("zeros_sha256"), "zeroshot": res.get("zeroshot"),
+                     "channels": res.get("channels"), "channel_quantiles": res.get("channel_quantiles")})
+    return pd.DataFrame(rows)
+
+
+def frame(grid: OgasGrid) -> pd.DataFrame:
+    """The frame of every cell the notebook's grid asked for so far in this session."""
+    return prune_frame(grid.store, grid.all_experiments())
 
 
 

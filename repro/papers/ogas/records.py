@@ -6,35 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from repro.engines.base import owned
-from repro.engines.prune import PruneExperiment
 from repro.evaluate.stats import Paired, paired_difference, paired_ratio
 from repro.methods.unstructured import PRUNERS
 from repro.papers.ogas.grid import OgasGrid, own_headroom
-
-
-def prune_frame(store, experiments: list[PruneExperiment], session: bool = True) -> pd.DataFrame:
-    """One row per prune-ppl cell of the current protocol under one of ``experiments``' setups;
-    ``session``: only the cells asked for in this session (``store.status``), so records of an
-    earlier run with other settings never slip into a table."""
-    rows = []
-    for r, e in owned(store, "prune-ppl", experiments, session):
-        c, res = r["config"], r["result"]
-        rep = res.get("report", {})
-        rows.append({"key": ("prune-ppl", r["key"]), "model": e.name, "data": e.data.name, "method": c["method"],
-                     "sparsity": c.get("sparsity", 0.0) or 0.0, "pattern": c.get("pattern", "dense"),
-                     "params": c.get("params", {}), "ppl": res["ppl"], "ci95": res["ci95"],
-                     "window_nll": res["window_nll"], "achieved": rep.get("overall", 0.0),
-                     "prune_seconds": rep.get("seconds"), "timings": rep.get("timings"), "extras": rep.get("extras"),
-                     "zeros_sha256": res.get("zeros_sha256"), "zeroshot": res.get("zeroshot"),
-                     "channels": res.get("channels"), "channel_quantiles": res.get("channel_quantiles")})
-    return pd.DataFrame(rows)
-
-
-def frame(grid: OgasGrid) -> pd.DataFrame:
-    """The frame of every cell the notebook's grid asked for so far in this session."""
-    return prune_frame(grid.store, grid.all_experiments())
-
 
 # ---- cells of the frame -----------------------------------------------------------------------
 

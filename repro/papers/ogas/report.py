@@ -1,0 +1,73 @@
+"""Notebook 2's tables with their captions (:class:`Report`): each method takes the frame a section
+of the grid returned and gives what the notebook shows; the functions it calls are pure functions of
+records (:mod:`.tables`, :mod:`.claims`)."""
+from __future__ import annotations
+
+import pandas as pd
+
+from repro.papers.ogas import claims as C
+from repro.papers.ogas import tables as T
+from repro.papers.ogas.grid import OgasGrid
+from repro.papers.ogas.records import dense_ppl
+
+
+class Report:
+    """Paper 2's tables for one notebook session's grid."""
+
+    def __init__(self, session, grid: OgasGrid):
+        self.session, self.grid = session, grid
+
+    def describe(self) -> str:
+        return self.grid.describe()
+
+    def table12(self, frame: pd.DataFrame):
+        return T.table12(frame, self.grid)
+
+    def achieved(self, frame: pd.DataFrame):
+        return T.achieved_table(frame, self.grid)
+
+    def rounding(self, frame: pd.DataFrame):
+        return T.rounding_table(frame, self.grid)
+
+    def nm(self, frame: pd.DataFrame):
+        return T.nm_table(frame, self.grid)
+
+    def zeroshot(self, results: dict):
+        return T.zeroshot_tables(results, self.grid)
+
+    def dense_vs_chance(self, results: dict):
+        return T.dense_vs_chance(results, self.grid.zeroshot_tasks)
+
+    def chance_summary(self, chance: pd.DataFrame) -> str:
+        return T.chance_summary(chance)
+
+    def ablation(self, frame: pd.DataFrame):
+        return T.ablation_table(frame, self.grid)
+
+    def figure2(self, frame: pd.DataFrame):
+        return T.figure2(frame, self.grid)
+
+    def gamma_frames(self, frame: pd.DataFrame):
+        return T.gamma_frames(frame, self.grid)
+
+    def gamma_bounds(self, frame: pd.DataFrame):
+        return T.gamma_bounds_table(frame, self.grid)
+
+    def curve(self, frame: pd.DataFrame):
+        """Figure 4's lines and the dense perplexity of each model."""
+        return T.curve_frame(frame, self.grid), dense_ppl(frame, self.grid)
+
+    def curve_table(self, curve: pd.DataFrame, frame: pd.DataFrame):
+        return T.curve_table(curve, frame, self.grid)
+
+    def claims(self, frame: pd.DataFrame):
+        return C.claims_table(frame, self.grid)
+
+    def summary(self, claims: pd.DataFrame) -> str:
+        return C.summary(claims, self.grid.sparsity)
+
+    def readme_blocks(self, table12: tuple, claims: tuple) -> dict:
+        return C.readme_blocks(table12, claims)
+
+    def metrics(self, frame: pd.DataFrame, claims: pd.DataFrame) -> dict:
+        return C.metrics(frame, claims, self.grid)
