@@ -69,9 +69,10 @@ class Session:
             out[m] = cls(m, self.setup(m, extra, **(changes or {})), self.store, **{**kwargs, **own, **loaded})
         return out
 
-    def show(self, table, stem: str, caption: str = "", raw=None, index: bool | None = None):
+    def show(self, table, stem: str, caption: str = "", raw=None, index: bool | None = None) -> None:
         """Save ``table`` as ``figures/<stem>.md`` (with its caption) and ``.csv`` (``raw`` numbers
-        if given), and display it."""
+        if given), and display it once, as Markdown (it returns nothing, so a cell that ends with it
+        does not render the frame a second time)."""
         import pandas as pd
         from IPython.display import Markdown, display
 
@@ -79,7 +80,6 @@ class Session:
             index = not isinstance(table.index, pd.RangeIndex)
         save_table(table, self.figures / stem, caption, raw=raw, index=index)
         display(Markdown(to_markdown(table, caption, index=index)))
-        return table
 
     def figure(self, fig, name: str):
         """Save ``fig`` as ``figures/<name>`` and show it inline."""
@@ -285,6 +285,19 @@ def cell_sources(nb) -> list[tuple[str, str]]:
     """(type, source) of every cell a person wrote (papermill's injected parameters excluded)."""
     return [(c.cell_type, c.source.strip()) for c in nb.cells
             if "injected-parameters" not in c.get("metadata", {}).get("tags", [])]
+
+
+def tables_shown_twice(nb) -> list[int]:
+    """The code cells of an executed notebook that render a table twice: a Markdown table displayed
+    beside a pandas frame rendered as HTML (a cell whose last expression returns the frame)."""
+    def html_frame(out) -> bool:
+        return "dataframe" in "".join(out.get("data", {}).get("text/html", ""))
+
+    def md_table(out) -> bool:
+        return "|---" in "".join(out.get("data", {}).get("text/markdown", "")).replace(" ", "")
+
+    return [i for i, c in enumerate(nb.cells) if c.cell_type == "code"
+            and any(md_table(o) for o in c.get("outputs", [])) and any(html_frame(o) for o in c.get("outputs", []))]
 
 
 def in_sync(py: str | Path, ipynb: str | Path) -> bool:

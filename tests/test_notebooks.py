@@ -9,7 +9,16 @@ import pytest
 
 from repro.errors import ReproError
 from repro.jobs import run_notebook
-from repro.notebooks import clean, declared_parameters, execute, in_sync, load_profile, read_source, run_parameters
+from repro.notebooks import (
+    clean,
+    declared_parameters,
+    execute,
+    in_sync,
+    load_profile,
+    read_source,
+    run_parameters,
+    tables_shown_twice,
+)
 
 from conftest import ROOT
 
@@ -45,6 +54,25 @@ def test_in_sync_detects_an_edit(tmp_path):
     edited = tmp_path / src.name
     edited.write_text(src.read_text().replace("## 1. The scores", "## 1. The scores (edited)"))
     assert not in_sync(edited, src.with_suffix(".ipynb"))
+
+
+@pytest.mark.parametrize("src", SOURCES, ids=[s.stem for s in SOURCES])
+def test_no_table_is_rendered_twice(src):
+    """Each table of an executed notebook appears once (as Markdown), never again as the frame's HTML."""
+    import nbformat
+
+    nb = nbformat.read(str(src.with_suffix(".ipynb")), as_version=4)
+    assert tables_shown_twice(nb) == []
+
+
+def test_the_twice_check_can_fail():
+    import nbformat
+
+    md = nbformat.v4.new_output("display_data", data={"text/markdown": "| a |\n|---|\n| 1 |"})
+    html = nbformat.v4.new_output("execute_result", data={"text/html": '<table class="dataframe">'}, execution_count=1)
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x", outputs=[md, html]),
+                                         nbformat.v4.new_code_cell("y", outputs=[md])])
+    assert tables_shown_twice(nb) == [0]
 
 
 @pytest.mark.parametrize("profile", PROFILES, ids=[p.stem for p in PROFILES])
