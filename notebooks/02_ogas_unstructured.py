@@ -68,7 +68,8 @@ figure_layer = None  # "model.layers.N.mlp.down_proj"; None: the middle layer's 
 recompute = False
 results_dir = "../results"
 figures_dir = "../figures/02_ogas"
-readme = "../README.md"
+readme = "../README.md"  # its headline line per paper (generated)
+results_page = "../docs/results.md"  # the tables and claims it generates for the docs
 update_readme = True
 
 # %%

@@ -65,7 +65,8 @@ removal = {"model": "smollm2-135m", "method": "thompson", "seed": 1, "batches": 
 recompute = False
 results_dir = "../results"
 figures_dir = "../figures/03_bandit"
-readme = "../README.md"
+readme = "../README.md"  # its headline line per paper (generated)
+results_page = "../docs/results.md"  # the tables and claims it generates for the docs
 update_readme = True
 
 # %%

@@ -257,3 +257,18 @@ def family_counts(frame, name: str, alpha: float, failures=None) -> dict:
     return {"family": name, "comparisons": len(frame), "CI excludes 0": int(excl.sum()),
             f"p < {alpha}": int((frame.p < alpha).sum()) if len(frame) else 0,
             f"q < {alpha}": int((frame.q < alpha).sum()) if len(frame) else 0, "failures (non-finite)": failures}
+
+
+def headline(claims, claim: str) -> str:
+    """One generated line for the README: how the rows of the paper's headline ``claim`` (rows whose
+    claim starts with it, in ``claims``: a claims table as shown) came out, and the measurement of
+    the first decided row (else the first row)."""
+    rows = claims[claims["claim"].astype(str).str.startswith(claim)] if len(claims) else claims
+    if not len(rows):
+        return f"*{claim}*: not checked in this run."
+    counts = rows["verdict"].value_counts()
+    said = ", ".join(f"{v} in {counts[v]}" for v in (HOLDS, FAILS, INCONCLUSIVE) if v in counts)
+    decided = rows[rows["verdict"].isin([HOLDS, FAILS])]
+    first = (decided if len(decided) else rows).iloc[0]
+    return (f"*{rows['claim'].iloc[0]}*: {said} of {len(rows)} settings; e.g. {first['setting']}: "
+            f"{first['measured']} ({first['verdict']}).")

@@ -37,7 +37,7 @@ from repro.engines.plan import Job, Plan
 from repro.errors import ReproError, UnknownNameError
 
 EXECUTORS = ("local", "ray")
-PATH_PARAMS = ("results_dir", "figures_dir", "readme")  # relative to the notebook's folder, as papermill runs it
+PATH_PARAMS = ("results_dir", "figures_dir", "readme", "results_page")  # relative to the notebook's folder, as papermill runs it
 
 
 def notebook_params(source: str | Path, profile: str | Path | None = None, overrides: dict | None = None) -> dict:

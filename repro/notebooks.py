@@ -89,12 +89,19 @@ class Session:
         plt.show()
 
     def update_readme(self, blocks: dict[str, str]) -> None:
-        """Replace the README's generated blocks (``update_readme`` parameter on, README present)."""
-        readme = self.params.get("readme")
-        if self.params.get("update_readme") and readme and Path(readme).exists():
-            for name, text in blocks.items():
-                replace_block(readme, name, text)
-            print("README tables updated from", self.params["results_dir"])
+        """Replace the generated blocks (``update_readme`` parameter on) in the file that holds each:
+        the README (a headline line per paper) or the results page (``results_page``,
+        docs/results.md: the tables and claims). A block neither file holds is an error."""
+        if not self.params.get("update_readme"):
+            return
+        files = [Path(p) for p in (self.params.get("readme"), self.params.get("results_page")) if p and Path(p).exists()]
+        texts = {f: f.read_text() for f in files}
+        for name, text in blocks.items():
+            f = next((f for f in files if f"<!-- begin {name} -->" in texts[f]), None)
+            if f is None:
+                raise ReproError(f"no file among {', '.join(map(str, files)) or '(none)'} holds the block {name!r}")
+            replace_block(f, name, text)
+        print("generated blocks updated from", self.params["results_dir"], "in", ", ".join(map(str, files)))
 
     def this_run(self):
         """The parameters that ran, once, as a short table (the parameters cell shows the paper-scale

@@ -56,3 +56,16 @@ def test_show_saves_and_update_readme_replaces_blocks(tmp_path, capsys):
     off = start(params(tmp_path, update_readme=False))
     off.update_readme({"b": "newer"})
     assert "newer" not in (tmp_path / "README.md").read_text()
+
+
+def test_each_generated_block_goes_to_the_file_that_holds_it(tmp_path, capsys):
+    """The README holds the headline blocks, the results page the tables: each block lands where its
+    markers are, and a block neither file holds is an error (never silently dropped)."""
+    (tmp_path / "README.md").write_text("<!-- begin h -->\n<!-- end h -->\n")
+    (tmp_path / "results.md").write_text("x\n<!-- begin t -->\nold\n<!-- end t -->\n")
+    nb = start(params(tmp_path, results_page=str(tmp_path / "results.md")))
+    nb.update_readme({"h": "headline", "t": "table"})
+    assert (tmp_path / "README.md").read_text() == "<!-- begin h -->\nheadline\n<!-- end h -->\n"
+    assert (tmp_path / "results.md").read_text() == "x\n<!-- begin t -->\ntable\n<!-- end t -->\n"
+    with pytest.raises(ReproError, match="holds the block 'nope'"):
+        nb.update_readme({"nope": "x"})

@@ -10,6 +10,7 @@ from repro.claims import (
     count_verdicts,
     difference_claim,
     family_counts,
+    headline,
     seed_diff,
     underpowered,
 )
@@ -114,8 +115,9 @@ def claims_summary(claims: pd.DataFrame) -> str:
 
 
 def readme_blocks(table1: pd.DataFrame, table1_caption: str, claims: pd.DataFrame, claims_caption: str) -> dict:
-    """The README's generated blocks of Paper 3: Table 1 and the claims, as Markdown."""
-    return {"bandit-tables": to_markdown(table1, table1_caption, index=False),
+    """The generated blocks of Paper 3: the README's headline, Table 1 and the claims (docs/results.md)."""
+    return {"bandit-headline": headline(claims, MAB_VS_GREEDY),
+            "bandit-tables": to_markdown(table1, table1_caption, index=False),
             "bandit-claims": to_markdown(claims, claims_caption, index=False)}
 
 

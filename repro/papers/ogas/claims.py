@@ -5,7 +5,17 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from repro.claims import Claim, claims_frame, count_verdicts, ratio_claim, shown, underpowered, with_paper, with_sources
+from repro.claims import (
+    Claim,
+    claims_frame,
+    count_verdicts,
+    headline,
+    ratio_claim,
+    shown,
+    underpowered,
+    with_paper,
+    with_sources,
+)
 from repro.evaluate.stats import paired_ratio
 from repro.papers.ogas.grid import OgasGrid
 from repro.papers.ogas.records import LABELS, PAPER_ZEROSHOT, dense_ppl, find, paired_to, zeroshot_paired
@@ -155,8 +165,10 @@ def summary(claims: pd.DataFrame, sparsity: float) -> str:
 
 
 def readme_blocks(table12: tuple[pd.DataFrame, str], claims: tuple[pd.DataFrame, str]) -> dict[str, str]:
-    """The README's generated blocks from ``(table, caption)`` of Tables 1-2 and of the claims."""
-    return {"ogas-tables": to_markdown(*table12), "ogas-claims": to_markdown(*claims, index=False)}
+    """The generated blocks from ``(table, caption)`` of Tables 1-2 and of the claims: the README's
+    headline, the tables and claims of docs/results.md."""
+    return {"ogas-headline": headline(claims[0], "OGAS below Wanda"),
+            "ogas-tables": to_markdown(*table12), "ogas-claims": to_markdown(*claims, index=False)}
 
 
 def metrics(frame: pd.DataFrame, claims: pd.DataFrame, grid: OgasGrid) -> dict:
