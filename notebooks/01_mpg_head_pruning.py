@@ -431,7 +431,7 @@ if vexps:
 # %%
 if vexps:
     mha_shown, cap_mha, mha_claims = M.claims(vframe, vscores, sparsities, z_values, z_sparsities)
-    nb.show(mha_shown, "claims_mha", cap_mha, raw=mha_claims)
+    nb.show_claims(mha_claims, "claims_mha", cap_mha)
 else:
     mha_claims = None
 
@@ -450,7 +450,7 @@ else:
 frame = R.frame()
 shown, cap_claims, claims = R.claims(frame, sparsities, z_values, z_sparsities, cost=cost, efficiency=eff,
                                      zeroshot=records)
-nb.show(shown, "claims", cap_claims, raw=claims)
+nb.show_claims(claims, "claims", cap_claims)
 
 # %% [markdown]
 # ## 11. What the results say
@@ -461,7 +461,7 @@ nb.show(shown, "claims", cap_claims, raw=claims)
 display(Markdown(R.summary(main, claims, table4, mha_claims)))
 
 # %%
-nb.update_readme(P.readme_blocks(table1, cap1, shown, cap_claims))
+nb.update_readme(P.readme_blocks(table1, cap1, claims, cap_claims))
 # Metrics that tests and CI can assert (recorded in the executed notebook)
 import json
 

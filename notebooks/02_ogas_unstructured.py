@@ -316,7 +316,7 @@ nb.show(table4, "fig4_ppl_vs_sparsity", cap4)
 
 # %%
 shown, cap_claims, claims = R.claims(frame)
-nb.show(shown, "claims", cap_claims, raw=claims)
+nb.show_claims(claims, "claims", cap_claims)
 
 # %% [markdown]
 # ## 8. What the results say
@@ -327,5 +327,5 @@ nb.show(shown, "claims", cap_claims, raw=claims)
 display(Markdown(R.summary(claims)))
 
 # %%
-nb.update_readme(R.readme_blocks((table12, cap12), (shown, cap_claims)))
+nb.update_readme(R.readme_blocks((table12, cap12), (claims, cap_claims)))
 print(json.dumps(R.metrics(frame, claims)))

@@ -335,7 +335,7 @@ if len(tests):
 from IPython.display import Markdown, display
 
 shown, cap_claims, claims = R.claims(lm, vis)
-nb.show(shown, "claims", cap_claims, raw=claims)
+nb.show_claims(claims, "claims", cap_claims)
 display(Markdown(P.claims_summary(claims)))
 
 # %% [markdown]
@@ -394,5 +394,5 @@ if rec is not None:
 # %%
 import json
 
-nb.update_readme(P.readme_blocks(table1, cap_lm, shown, cap_claims))
+nb.update_readme(P.readme_blocks(table1, cap_lm, claims, cap_claims))
 print(json.dumps(R.metrics(frame, vframe, claims)))

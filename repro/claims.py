@@ -20,17 +20,34 @@ that claim on the same scale (where the paper gives a number: :func:`with_paper`
 half-width of our interval. A row whose half-width exceeds the distance from the paper's effect to
 the threshold could not have detected an effect as large as the paper's: it is marked
 "underpowered" beside its verdict (:attr:`Claim.power`), whatever the verdict.
+
+**What kind of answer a row is** (:attr:`Claim.kind`), so that only real tests are read as verdicts:
+
+- *decided*: holds or does not hold by the rule above;
+- *true by construction*: the quantity follows from how the claim is counted, not from a measurement
+  (the paper module marks it: ``construction=True``);
+- *uninformative*: the design could not have shown the effect (``uninformative``: why, e.g. both sides
+  destroyed, the dense model at chance; and, found here for every row, an exact quantity equal to its
+  threshold: two identical selections);
+- *inconclusive*: the interval contains the threshold. Such a row says the sample that would detect the
+  effect at 80% power (:attr:`Claim.sample_needed`): the paper's effect where the paper gives one, else
+  the effect measured here, against the spread measured here.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 
 import numpy as np
+from scipy import stats
 
 from repro.evaluate.stats import paired_t
 
 HOLDS, FAILS, INCONCLUSIVE = "holds", "does not hold", "inconclusive"
 UNDERPOWERED = "underpowered"
+DECIDED, CONSTRUCTION, UNINFORMATIVE = "decided", "true by construction", "uninformative"
+KINDS = (DECIDED, INCONCLUSIVE, UNINFORMATIVE, CONSTRUCTION)  # the order a claims table shows them in
+POWER, ALPHA = 0.8, 0.05
 
 
 def verdict(ci, threshold: float = 1.0, side: str = "below") -> str:
@@ -67,6 +84,8 @@ class Claim:
     paper: str = ""                      # where the paper's number comes from
     log: bool = False                    # a ratio: precision and the paper's effect are compared on the log scale
     source: str = ""                     # the paper's sentence this row tests, with its section (with_sources)
+    construction: bool = False           # true by how it is counted, not by a measurement
+    uninformative: str = ""              # why the design could not have shown the effect ("" where it could)
 
     @classmethod
     def check(cls, claim: str, setting: str, measured: str, effect: float | None, ci, threshold: float = 1.0,
@@ -85,6 +104,48 @@ class Claim:
         if self.ci is None or not all(v is not None and np.isfinite(v) and (v > 0 or not self.log) for v in self.ci):
             return None
         return abs(self._scale(self.ci[1]) - self._scale(self.ci[0])) / 2
+
+    @property
+    def kind(self) -> str:
+        """What kind of answer the row is (the module docstring): decided, inconclusive, uninformative
+        or true by construction."""
+        if self.construction:
+            return CONSTRUCTION
+        if self.why_uninformative:
+            return UNINFORMATIVE
+        return DECIDED if self.verdict in (HOLDS, FAILS) else INCONCLUSIVE
+
+    @property
+    def why_uninformative(self) -> str:
+        """The paper module's reason, or an exact quantity equal to its threshold (e.g. two methods
+        that selected the same units: x1.000 with zero width)."""
+        if self.uninformative:
+            return self.uninformative
+        if self.ci is not None and self.threshold is not None and self.ci[0] == self.ci[1] == self.threshold:
+            return "identical on both sides (an exact quantity equal to the threshold)"
+        return ""
+
+    @property
+    def sample_needed(self) -> tuple[int, str] | None:
+        """For an inconclusive row: the sample (in the row's units: windows, documents, seeds...) that
+        would detect the effect at 80% power in a two-sided 5% test, with the spread measured here:
+        ``n' = ((z_0.975 + z_0.8) s / d)^2``, ``s = h sqrt(n) / t_{0.975, n-1}`` the per-unit spread behind
+        our half-width ``h``, ``d`` the effect's distance from the threshold (both on the log scale for a
+        ratio); and which effect: "paper" where the paper gives one, else "observed". A value below ``n``
+        says the present sample would have detected the paper's effect. None where it cannot be sized
+        (no interval, no effect, or an effect at the threshold)."""
+        if self.kind != INCONCLUSIVE or self.n is None or self.n < 2 or self.threshold is None:
+            return None
+        h = self.half_width
+        target, which = (self.paper_effect, "paper") if self.paper_effect is not None else (self.effect, "observed")
+        if h is None or h == 0 or target is None or not np.isfinite(target) or (self.log and target <= 0):
+            return None
+        d = abs(self._scale(target) - self._scale(self.threshold))
+        if d == 0:
+            return None
+        sd = h / stats.t.ppf(1 - ALPHA / 2, self.n - 1) * math.sqrt(self.n)  # per-unit spread
+        z = stats.norm.ppf(1 - ALPHA / 2) + stats.norm.ppf(POWER)
+        return max(2, math.ceil((z * sd / d) ** 2)), which
 
     @property
     def power(self) -> str:
@@ -122,17 +183,74 @@ def with_sources(claims: list[Claim], sources: dict[str, str]) -> list[Claim]:
     return claims
 
 
-COLUMNS = ["claim", "source", "setting", "measured", "verdict", "power", "n", "paper effect", "half-width", "effect", "ci",
-           "threshold", "side", "paper", "log"]
+COLUMNS = ["claim", "source", "setting", "measured", "verdict", "kind", "why uninformative", "power", "n",
+           "n for 80% power", "effect sized", "paper effect", "half-width", "effect", "ci", "threshold", "side", "paper",
+           "log"]
 
 
 def claims_frame(claims: list[Claim]):
     """Claims as a DataFrame (the columns a reader needs first, the numbers after)."""
     import pandas as pd
 
-    rows = [{**asdict(c), "power": c.power, "half-width": c.half_width, "paper effect": c.paper_effect}
-            for c in claims]
+    rows = []
+    for c in claims:
+        need = c.sample_needed
+        rows.append({**asdict(c), "kind": c.kind, "why uninformative": c.why_uninformative, "power": c.power,
+                     "half-width": c.half_width, "paper effect": c.paper_effect,
+                     "n for 80% power": None if need is None else need[0], "effect sized": None if need is None else need[1]})
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _paper_effect(row) -> str:
+    e = row["paper effect"]
+    if e is None or e != e:
+        return "no paper number"
+    return f"{'x' if row['log'] else ''}{e:.3g} ({row['paper']})"
+
+
+def _count(n) -> str:
+    return "" if n is None or n != n else str(int(n))
+
+
+def claims_markdown(claims, caption: str = "") -> str:
+    """A claims table (``claims``: :func:`claims_frame`) as Markdown split by kind of answer, at most six
+    columns each, with the paper's sentences as numbered notes below: decided rows (verdict, the paper's
+    effect, n, power), inconclusive rows (with the sample that would decide them at 80% power),
+    uninformative rows (why) and rows true by construction."""
+    import pandas as pd
+
+    if not len(claims):
+        return (caption.strip() + "\n\n" if caption else "") + "No claim checked in this run.\n"
+    notes = list(dict.fromkeys(s for s in claims["source"] if isinstance(s, str) and s))
+    mark = {s: f"[{i + 1}]" for i, s in enumerate(notes)}
+    def claim(row):
+        return f"{row['claim']} {mark[row['source']]}" if row["source"] in mark else row["claim"]
+    def needed(row):
+        n = row["n for 80% power"]
+        return "not sizeable" if n is None or n != n else f"{int(n)} ({row['effect sized']} effect)"
+    parts = [caption.strip()] if caption else []
+    views = {
+        DECIDED: lambda f: pd.DataFrame({"claim": f.apply(claim, axis=1), "setting": f.setting, "measured": f.measured,
+                                         "verdict": [v + (f" ({p})" if p == UNDERPOWERED else "")
+                                                     for v, p in zip(f.verdict, f.power)],
+                                         "paper effect": f.apply(_paper_effect, axis=1), "n": f.n.map(_count)}),
+        INCONCLUSIVE: lambda f: pd.DataFrame({"claim": f.apply(claim, axis=1), "setting": f.setting,
+                                              "measured": f.measured, "paper effect": f.apply(_paper_effect, axis=1),
+                                              "n": f.n.map(_count), "n for 80% power": f.apply(needed, axis=1)}),
+        UNINFORMATIVE: lambda f: pd.DataFrame({"claim": f.apply(claim, axis=1), "setting": f.setting,
+                                               "measured": f.measured, "why uninformative": f["why uninformative"],
+                                               "n": f.n.map(_count)}),
+        CONSTRUCTION: lambda f: pd.DataFrame({"claim": f.apply(claim, axis=1), "setting": f.setting,
+                                              "measured": f.measured, "verdict": f.verdict}),
+    }
+    for kind in KINDS:
+        f = claims[claims.kind == kind]
+        if len(f):
+            parts.append(f"**{kind.capitalize()}** ({len(f)} of {len(claims)} rows)\n\n" +
+                         views[kind](f).to_markdown(index=False))
+    if notes:
+        parts.append("What the paper says: " + " ".join(f"{mark[s]} {s}" for s in notes))
+    return "\n\n".join(parts) + "\n"
 
 
 SHOWN = ["claim", "paper says", "setting", "measured", "verdict", "power", "n", "paper effect", "half-width"]

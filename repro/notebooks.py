@@ -81,6 +81,18 @@ class Session:
         save_table(table, self.figures / stem, caption, raw=raw, index=index)
         display(Markdown(to_markdown(table, caption, index=index)))
 
+    def show_claims(self, claims, stem: str, caption: str = "") -> None:
+        """Save a claims frame (:func:`repro.claims.claims_frame`) as ``figures/<stem>.md``, split by kind
+        of answer (:func:`repro.claims.claims_markdown`), and ``.csv`` (every column), and display it once."""
+        from IPython.display import Markdown, display
+
+        from repro.claims import claims_markdown
+
+        text = claims_markdown(claims, caption)
+        atomic_write_text((self.figures / stem).with_suffix(".md"), text)
+        atomic_write_text((self.figures / stem).with_suffix(".csv"), claims.to_csv())
+        display(Markdown(text))
+
     def figure(self, fig, name: str):
         """Save ``fig`` as ``figures/<name>`` and show it inline."""
         import matplotlib.pyplot as plt

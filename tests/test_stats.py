@@ -3,6 +3,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from repro.claims import (
     FAILS,
@@ -209,3 +210,32 @@ def test_paired_difference():
     assert p.estimate == pytest.approx(3 / 8) and p.n_better == 12 and p.n_worse == 0
     assert 0 < p.ci[0] <= p.estimate <= p.ci[1] and verdict(p.ci, 0.0, "above") == HOLDS
     assert paired_difference(a, a).ci == (0.0, 0.0)
+
+
+# ---- what kind of answer a claim row is, and the sample an inconclusive one needs -------------------
+
+def test_claim_kinds_and_the_sample_for_80_percent_power():
+    from repro.claims import CONSTRUCTION, DECIDED, INCONCLUSIVE, UNINFORMATIVE, Claim, claims_frame, claims_markdown
+
+    decided = Claim.check("A beats B", "s", "m", 0.9, (0.85, 0.95), 1.0, "below", 32)
+    undecided = Claim.check("A beats B", "t", "m", -1.0, (-3.0, 1.0), 0.0, "below", 5)
+    same = Claim.check("A beats B", "u", "identical selections", 1.0, (1.0, 1.0), 1.0, "below", 32)
+    built = Claim.check("halves FLOPs", "v", "x0.50", 0.5, (0.5, 0.5), 0.55, "below")
+    built.construction = True
+    destroyed = Claim.check("A beats B", "w", "both above uniform", 0.8, (0.7, 0.9), 1.0, "below", 32)
+    destroyed.uninformative = "both sides worse than a uniform guess"
+    assert [c.kind for c in (decided, undecided, same, built, destroyed)] == \
+        [DECIDED, INCONCLUSIVE, UNINFORMATIVE, CONSTRUCTION, UNINFORMATIVE]
+    assert decided.sample_needed is None and same.sample_needed is None
+    # the observed effect -1 against h = 2 over 5 seeds: s = 2 sqrt(5) / t(0.975, 4), n' = ((1.96 + 0.84) s / 1)^2
+    s = 2.0 * np.sqrt(5) / stats.t.ppf(0.975, 4)
+    expect = int(np.ceil(((stats.norm.ppf(0.975) + stats.norm.ppf(0.8)) * s) ** 2))
+    assert undecided.sample_needed == (expect, "observed") and expect > 5
+    undecided.paper_effect = -2.0  # a paper effect twice as large needs a quarter of the sample
+    assert undecided.sample_needed[1] == "paper" and abs(undecided.sample_needed[0] - expect / 4) <= 1
+    text = claims_markdown(claims_frame([decided, undecided, same, built, destroyed]), "**Claims.**")
+    heads = [line for line in text.splitlines() if line.startswith("**") and "rows)" in line]
+    assert heads == ["**Decided** (1 of 5 rows)", "**Inconclusive** (1 of 5 rows)", "**Uninformative** (2 of 5 rows)",
+                     "**True by construction** (1 of 5 rows)"]
+    widths = [line.count("|") - 1 for line in text.splitlines() if line.startswith("|")]
+    assert max(widths) <= 6 and f"{expect} (observed effect)" not in text and "(paper effect)" in text

@@ -12,7 +12,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def render() -> str:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    pins = project["dependencies"] + project["optional-dependencies"]["dev"]
+    extras = project["optional-dependencies"]
+    pins = project["dependencies"] + extras["dev"] + extras.get("docs", [])  # the groups with exact pins
     lines = ["# Generated from pyproject.toml by tools/environment.py (do not edit; `make setup` is the reference).",
              "name: prune-repro", "channels: [conda-forge]", "dependencies:",
              f"  - python={project['requires-python'].removeprefix('>=')}", "  - pip", "  - pip:"]

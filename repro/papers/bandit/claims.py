@@ -7,6 +7,7 @@ import pandas as pd
 
 from repro.claims import (
     Claim,
+    claims_markdown,
     count_verdicts,
     difference_claim,
     family_counts,
@@ -118,7 +119,7 @@ def readme_blocks(table1: pd.DataFrame, table1_caption: str, claims: pd.DataFram
     """The generated blocks of Paper 3: the README's headline, Table 1 and the claims (docs/results.md)."""
     return {"bandit-headline": headline(claims, MAB_VS_GREEDY),
             "bandit-tables": to_markdown(table1, table1_caption, index=False),
-            "bandit-claims": to_markdown(claims, claims_caption, index=False)}
+            "bandit-claims": claims_markdown(claims, claims_caption)}
 
 
 def discussion(frame: pd.DataFrame, lm: pd.DataFrame, vis: pd.DataFrame, claims: pd.DataFrame, search: dict,

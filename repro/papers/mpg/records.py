@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from repro.claims import headline
+from repro.claims import claims_markdown, headline
 from repro.engines.base import owned
 from repro.evaluate.stats import Paired, paired_difference, paired_ratio
 from repro.methods.heads import HEAD_METHODS, select_heads
@@ -219,7 +219,7 @@ def readme_blocks(table1: pd.DataFrame, caption1: str, claims: pd.DataFrame, cap
     """The generated blocks: the README's headline, Table I and the claims table (docs/results.md)."""
     return {"mpg-headline": headline(claims, HEADLINE),
             "mpg-table1": to_markdown(table1, caption1),
-            "mpg-claims": to_markdown(claims, caption_claims, index=False)}
+            "mpg-claims": claims_markdown(claims, caption_claims)}
 
 
 # ---- tables with their captions ---------------------------------------------------------------

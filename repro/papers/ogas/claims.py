@@ -8,6 +8,7 @@ import pandas as pd
 from repro.claims import (
     Claim,
     claims_frame,
+    claims_markdown,
     count_verdicts,
     headline,
     ratio_claim,
@@ -168,7 +169,7 @@ def readme_blocks(table12: tuple[pd.DataFrame, str], claims: tuple[pd.DataFrame,
     """The generated blocks from ``(table, caption)`` of Tables 1-2 and of the claims: the README's
     headline, the tables and claims of docs/results.md."""
     return {"ogas-headline": headline(claims[0], "OGAS below Wanda"),
-            "ogas-tables": to_markdown(*table12), "ogas-claims": to_markdown(*claims, index=False)}
+            "ogas-tables": to_markdown(*table12), "ogas-claims": claims_markdown(*claims)}
 
 
 def metrics(frame: pd.DataFrame, claims: pd.DataFrame, grid: OgasGrid) -> dict:
