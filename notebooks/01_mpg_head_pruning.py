@@ -23,16 +23,7 @@
 # compute every cell again) and regenerates the tables in `figures/01_mpg/` and in the README.
 # Parameters come from a papermill profile (`notebooks/profiles/*.yaml`).
 #
-# **What differs from the paper** (each caption repeats what applies to it):
-#
-# | | paper | here (`cpu` profile) |
-# |---|---|---|
-# | models | RoBERTa-base/large, OPT-6.7B, LLaMA-3-8B, Mistral-7B | SmolLM2-135M-**Instruct** (not the base model) and Gemma-3-270m base, both from **4-bit GGUF** files dequantized to fp32 |
-# | evaluation | WikiText-2 **validation**, full split | WikiText-2 validation, the first few windows (8 x 256 tokens SmolLM2, 4 x 256 Gemma: profile `cpu`; every caption states it) |
-# | precision | fp16 on GPU | `auto`: bf16 on CPUs with fast bf16 (AVX512-BF16/AMX), else **fp32** (bf16 matmuls are ~30x slower than fp32 on an AVX2-only CPU); fp16 in the `paper` profile. Captions name the dtype that ran |
-# | calibration | 64 x 512 tokens | 16 (SmolLM2) / 8 (Gemma) windows of 512 tokens of WikiText-2 v1 tokenized train, gradients on half |
-# | Table III | fine-tuned RoBERTa on GLUE, then pruned | no RoBERTa or GLUE training split offline: **zero-shot** SST-2 / MRPC / RTE of the causal LM instead (section 6), an analogue only |
-# | encoder rows | RoBERTa pseudo-perplexity | no encoder with an MLM head installs offline; their MHA analogue (section 9): two image classifiers **trained here** on Fashion-MNIST, top-1 and cross-entropy |
+# What differs from the paper in this run is the first table below, generated from the parameters that ran.
 
 # %% tags=["parameters"]
 # Parameters (papermill overrides these from notebooks/profiles/<profile>.yaml)
@@ -92,6 +83,8 @@ print(R.describe())
 
 # %%
 nb.this_run()  # the values that ran, where the profile changed the parameters cell above
+differences, cap = R.differences()  # generated from the parameters that ran
+nb.show(differences, "what_differs", cap)
 
 # %% [markdown]
 # ## 1. The scores
@@ -328,7 +321,7 @@ nb.show(ties, "tie_break", cap)
 # fill the KV groups evenly, each group is either padded with zero query heads up to the largest group, or
 # K/V are expanded to one copy per query head, whichever keeps fewer parameters (both exact: tested to give
 # the zeroed model's logits). Padding keeps some zero heads, so removed FLOPs are above $0.5\times$.
-# Prefill time: median of repeated forward passes at sequence length 512, all model states timed
+# Prefill time: median of repeated forward passes at the profile's `efficiency_seqlen` (the caption says it), all model states timed
 # round-robin, so each round pairs them; speed-up CIs come from that paired spread.
 
 # %%

@@ -23,15 +23,7 @@
 # rerunning resumes, `recompute = True` computes every cell again. Tables go to `figures/02_ogas/` and
 # the README.
 #
-# **What differs from the paper** (captions repeat what applies):
-#
-# | | paper | here (`cpu` profile) |
-# |---|---|---|
-# | models / settings | LLaMA-3.1-8B-Instruct (lambda 0.4, gamma searched), Mistral-7B-v0.1 (lambda 0.2, gamma 0.2) | SmolLM2-135M-Instruct with the LLaMA setting, Gemma-3-270m with the Mistral setting; both **4-bit GGUF** dequantized to fp32 |
-# | calibration | 128 x 2048 tokens (WikiText-2 train for WikiText rows, C4 for C4 rows) | fewer, shorter windows (profile below); WikiText-2 **v1 tokenized** train; C4 = the calibration half of the 113 distinct documents of the only offline C4 sample |
-# | evaluation | WikiText-2 test, C4 validation | WikiText-2 test (first windows); C4 = the **held-out half** of that sample (never seen in calibration) |
-# | zero-shot | full task sets | first `zeroshot_limit` documents per task (lm-eval's own YAMLs) |
-# | precision | fp16 GPU | pruning in fp32; evaluation `auto`: bf16 where the CPU runs it fast, else fp32 (captions say which) |
+# What differs from the paper in this run is the first table below, generated from the parameters that ran.
 
 # %% tags=["parameters"]
 profile = "cpu"
@@ -89,6 +81,8 @@ print(R.describe())  # per model: WikiText-2 (train -> test) and C4 (the sample'
 
 # %%
 nb.this_run()  # the values that ran, where the profile changed the parameters cell above
+differences, cap = R.differences()  # generated from the parameters that ran
+nb.show(differences, "what_differs", cap)
 
 # %% [markdown]
 # ## 1. The methods

@@ -83,3 +83,17 @@ def replace_block(path: str | Path, name: str, text: str) -> None:
     head, rest = src.split(begin, 1)
     _, tail = rest.split(end, 1)
     atomic_write_text(path, f"{head}{begin}\n{text.strip()}\n{end}{tail}")
+
+
+def differences_table(rows: list[tuple[str, str, str]], profile: str) -> tuple[pd.DataFrame, str]:
+    """A notebook's opening table, "what differs from the paper": ``rows`` of (aspect, the paper's
+    setting, ours), ours generated from the parameters that ran (never typed in a markdown cell)."""
+    frame = pd.DataFrame(rows, columns=["", "paper", f"here (`{profile}` profile)"])
+    return frame, f"**What differs from the paper** in this run (profile `{profile}`; each caption repeats what applies to it)."
+
+
+def model_line(e) -> str:
+    """'smollm2-135m (SmolLM2-135M-Instruct (HuggingFaceTB), Q4_1 GGUF dequantized to fp32)': a model
+    and what it really is, from its identity (the model card's without loading it)."""
+    what = e.identity.get("upstream") or e.identity.get("source") or ""
+    return f"{e.name} ({what})" if what else e.name

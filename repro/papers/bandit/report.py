@@ -29,6 +29,7 @@ from repro.papers.bandit.tables import (
     vision_summary,
     vision_table,
 )
+from repro.report import differences_table, model_line
 from repro.store import Store
 from repro.structure import removal_counts
 
@@ -199,3 +200,31 @@ class Report(BanditReport):
     def __init__(self, session, grid):
         super().__init__(session.params, grid.lm, grid.vision, session.store)
         self.grid = grid
+
+    def differences(self):
+        """(table, caption): what differs from the paper, generated from the parameters that ran."""
+        p, lm, vision = self.params, self.grid.lm, self.grid.vision
+        units = "; ".join(f"{model_line(e)}: " + ", ".join(f"{k} {', '.join(f'{r:.0%}' for r in rs)}"
+                                                          for k, rs in p["unit_settings"].get(n, {}).items())
+                          for n, e in lm.items())
+        e0 = next(iter(lm.values()), None)
+        data = ("; ".join(f"{n}: {e.setup.calib_nsamples} calibration windows of {e.setup.calib_seqlen} tokens per "
+                          f"seed in mini-batches of {e.calib_batch_size}; evaluation {e.data.label}, first "
+                          f"{e.windows()}" for n, e in lm.items())
+                + (f"; LAMBADA first {p['lambada_limit']} documents" if e0 is not None else ""))
+        s, vs = p["search"], p["vision_search"]
+        search = (f"language models: budget {s['budget']} paired evaluations per step, pool {s['pool_size']}, memory "
+                  f"`{s.get('memory', 'step')}`, losses in {p['search_dtype']}; vision: budget {vs['budget']}, pool "
+                  f"{vs['pool_size']}")
+        mlp = sorted({r for st in p["unit_settings"].values() for r in st.get("mlp", [])})
+        ratios = (f"{', '.join(f'{r:.0%}' for r in mlp)}: one search to {max(mlp):.0%} per (method, seed), the "
+                  "smaller ratios its first k units (no step depends on k)" if mlp else "none")
+        rows = [("language models", "GPT-2, OPT-125m/350m, Pythia-160m/410m, Qwen2.5-0.5B, SmolLM2-360M", units),
+                ("vision", "ViT-B/16, DeiT-Tiny, Swin-Tiny on ImageNet-style data",
+                 (f"{', '.join(model_line(e) for e in vision.values())} on Fashion-MNIST (first {p['vision_n_eval']} "
+                  "test images)") if vision else "not run"),
+                ("calibration / evaluation", "up to 512 calibration texts, 1024 evaluation texts of 128 tokens", data),
+                ("search", "32 paired evaluations per step, pool of 48, the model's precision", search),
+                ("MLP ratios", "3 / 5 / 8%", ratios),
+                ("seeds", "five", ", ".join(map(str, p["seeds"])))]
+        return differences_table(rows, p["profile"])

@@ -9,6 +9,7 @@ from repro.papers.ogas import claims as C
 from repro.papers.ogas import tables as T
 from repro.papers.ogas.grid import OgasGrid
 from repro.papers.ogas.records import dense_ppl
+from repro.report import differences_table, model_line
 
 
 class Report:
@@ -71,3 +72,21 @@ class Report:
 
     def metrics(self, frame: pd.DataFrame, claims: pd.DataFrame) -> dict:
         return C.metrics(frame, claims, self.grid)
+
+    def differences(self):
+        """(table, caption): what differs from the paper, generated from the parameters that ran."""
+        g = self.grid
+        models = "; ".join(f"{model_line(e)}, the paper's {g.ogas_setting[n]} setting" for n, e in g.wt.items())
+        calib = "; ".join(f"{n}: {e.setup.calib_nsamples} x {e.setup.calib_seqlen} tokens of {e.calib_text.label} "
+                          f"(WikiText rows), of {g.c4[n].calib_text.label} (C4 rows)" for n, e in g.wt.items())
+        evals = "; ".join(f"{n}: {e.data.label} and {g.c4[n].data.label}, first {e.windows()}" for n, e in g.wt.items())
+        zs = (f"{', '.join(g.zeroshot_tasks)} on {', '.join(g.zeroshot_models)}, first {g.zeroshot_limit} documents "
+              "each (lm-eval's own task YAMLs)" if g.zeroshot_models else "not run")
+        dtypes = ", ".join(sorted({e.setup.eval_dtype for e in g.all_experiments()}))
+        rows = [("models / settings", "LLaMA-3.1-8B-Instruct (lambda 0.4, gamma searched), Mistral-7B-v0.1 (lambda "
+                 "0.2, gamma 0.2)", models),
+                ("calibration", "128 x 2048 tokens (WikiText-2 train for WikiText rows, C4 for C4 rows)", calib),
+                ("evaluation", "WikiText-2 test, C4 validation", evals),
+                ("zero-shot", "the full task sets", zs),
+                ("precision", "fp16 on a GPU", f"pruning in float32; evaluation {dtypes}")]
+        return differences_table(rows, self.session.profile)
