@@ -58,7 +58,7 @@ reproduce: setup
 	  if [ -z "$(RECOMPUTE)" ]; then \
 	    $(BIN)/python -m repro run $$nb --profile notebooks/profiles/$(PROFILE).yaml $(RUN_ARGS) || exit 1; fi; \
 	  $(BIN)/python -m repro notebook $$nb --profile notebooks/profiles/$(PROFILE).yaml \
-	    --out $(OUTDIR)/$$(basename $${nb%.py}).ipynb $(if $(RECOMPUTE),--recompute,) || exit 1; \
+	    --out $(OUTDIR)/$$(basename $${nb%.py}).ipynb --force $(if $(RECOMPUTE),--recompute,) || exit 1; \
 	done
 
 smoke:

@@ -28,12 +28,14 @@ import importlib
 import json
 import logging
 import math
+import signal
 import sys
+import threading
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
 
-from repro.errors import ReproError, UnknownNameError
+from repro.errors import Interrupted, ReproError, UnknownNameError
 
 # where each command's --method names come from (read when --help is shown: the registries import torch)
 METHOD_REGISTRIES = {"heads": ("repro.methods.heads", "HEAD_METHODS"),
@@ -184,9 +186,11 @@ def parser() -> argparse.ArgumentParser:
 
     n = command("notebook", "execute a paper notebook (jupytext .py) with a profile via papermill")
     n.add_argument("source", help="notebooks/NN_name.py")
-    n.add_argument("--profile", default=None, help="notebooks/profiles/<name>.yaml")
+    n.add_argument("--profile", default=None, help="notebooks/profiles/<name>.yaml (default: profiles/cpu.yaml "
+                   "beside the notebook)")
     n.add_argument("--out", default=None, help="executed .ipynb, in an existing folder (default: the .py's pair "
-                   "beside it)")
+                   "beside it for the cpu profile, .cache/executed/<profile>/ for any other)")
+    n.add_argument("--force", action="store_true", help="overwrite an existing --out file")
     n.add_argument("--recompute", action="store_true", help="compute every cell again instead of reading records")
 
     g = command("migrate", "rewrite a results folder's records made under an older protocol to the current keys "
@@ -196,7 +200,8 @@ def parser() -> argparse.ArgumentParser:
     r = command("run", "compute the missing records of a paper notebook as independent jobs (then render it "
                        "with 'notebook')")
     r.add_argument("source", help="notebooks/NN_name.py")
-    r.add_argument("--profile", default=None, help="notebooks/profiles/<name>.yaml")
+    r.add_argument("--profile", default=None, help="notebooks/profiles/<name>.yaml (default: profiles/cpu.yaml "
+                   "beside the notebook)")
     r.add_argument("--jobs", type=_positive, default=1, help="worker processes (default 1: in this process)")
     r.add_argument("--executor", choices=["local", "ray"], default="local",
                    help="local worker processes, or Ray tasks (pip install '.[cluster]')")
@@ -468,22 +473,38 @@ def cmd_zeroshot(args) -> dict:
 
 def cmd_notebook(args) -> dict:
     """Every input is checked (source, profile, output folder) before the notebook runs."""
-    from repro.notebooks import check_output, execute, load_profile
+    from repro.notebooks import DEFAULT_PROFILE, check_output, execute, load_profile, profile_name, run_parameters
 
     source = Path(args.source)
     if not source.is_file():
         raise ReproError(f"notebook source {args.source}: no such file")
-    if args.profile is not None:
-        if not Path(args.profile).is_file():
-            raise ReproError(f"--profile: no such file {args.profile}")
-        with _about("--profile"):
-            load_profile(args.profile)  # parses; execute checks its keys (run_parameters)
-    out = Path(args.out) if args.out else source.with_suffix(".ipynb")
+    profile = _profile(args)
+    with _about("--profile"):
+        name = profile_name(profile, load_profile(profile, source.stem))
+        run_parameters(source, profile)  # every key checked against the notebook's parameters
+    pair = source.with_suffix(".ipynb")
+    out = Path(args.out) if args.out else (pair if name == DEFAULT_PROFILE else
+                                           Path(".cache/executed") / name / pair.name)
+    if not args.out:
+        out.parent.mkdir(parents=True, exist_ok=True)
     with _about("--out"):
         check_output(source, out)
-    seconds = execute(args.source, out, args.profile, overrides={"recompute": True} if args.recompute else None)
-    return {"notebook": str(args.source), "profile": args.profile, "output": str(out), "seconds": round(seconds, 1),
+        on_purpose = name == DEFAULT_PROFILE and out.resolve() == pair.resolve()  # the committed pair, by its profile
+        if out.exists() and not (args.force or on_purpose):
+            raise ReproError(f"{out} exists: pass --force to overwrite it")
+    seconds = execute(args.source, out, profile, overrides={"recompute": True} if args.recompute else None)
+    return {"notebook": str(args.source), "profile": str(profile), "output": str(out), "seconds": round(seconds, 1),
             "bytes": out.stat().st_size}
+
+
+def _profile(args) -> Path:
+    """``--profile``, else the default profile beside the notebook; refused if it does not exist."""
+    from repro.notebooks import default_profile
+
+    profile = Path(args.profile) if args.profile is not None else default_profile(args.source)
+    if not profile.is_file():
+        raise ReproError(f"--profile: no such file {profile}" + ("" if args.profile else " (the default profile)"))
+    return profile
 
 
 def cmd_run(args) -> dict:
@@ -492,9 +513,7 @@ def cmd_run(args) -> dict:
 
     if not Path(args.source).is_file():
         raise ReproError(f"notebook source {args.source}: no such file")
-    if args.profile is not None and not Path(args.profile).is_file():
-        raise ReproError(f"--profile: no such file {args.profile}")
-    return run_notebook(args.source, args.profile, args.jobs, args.executor, args.address, args.threads)
+    return run_notebook(args.source, _profile(args), args.jobs, args.executor, args.address, args.threads)
 
 
 def cmd_migrate(args) -> dict:
@@ -506,8 +525,22 @@ def cmd_migrate(args) -> dict:
     return {"results": args.results, "protocol": PROTOCOL, "migrated": migrate_folder(args.results)}
 
 
+def _terminated(signum, frame):
+    raise KeyboardInterrupt  # SIGTERM ends a run the way Ctrl-C does: one line, exit 130, records kept
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminated) if main_thread else None
+    try:
+        return _main(args)
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _main(args) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     warnings.simplefilter("default")
     try:
@@ -519,6 +552,12 @@ def main(argv: list[str] | None = None) -> int:
     except ReproError as e:
         print(f"error: {' '.join(str(e).splitlines())}", file=sys.stderr)  # one line
         return 2
+    except Interrupted as e:
+        print(str(e), file=sys.stderr)  # one line: how many cells were written, and that a rerun resumes
+        return 130
+    except KeyboardInterrupt:
+        print(Interrupted(), file=sys.stderr)
+        return 130
     json.dump(out, sys.stdout)
     sys.stdout.write("\n")
     return 0

@@ -16,6 +16,16 @@ class UnknownNameError(ReproError, KeyError):
         return self.args[0]
 
 
+class Interrupted(Exception):
+    """The user interrupted a run (Ctrl-C, SIGTERM): ``cells`` records were written before it; every
+    one is whole (written atomically), so a rerun resumes. The CLI says so in one line, exit 130."""
+
+    def __init__(self, cells: int | None = None):
+        self.cells = cells
+        super().__init__("interrupted: " + (f"{cells} cell(s) written, " if cells is not None else "")
+                         + "a rerun resumes from the records written")
+
+
 class HashMismatchError(ReproError):
     """A data or model file whose sha256 is not the expected one."""
 

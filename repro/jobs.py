@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import signal
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -34,7 +35,7 @@ from pathlib import Path
 
 from repro.engines.base import Experiment
 from repro.engines.plan import Job, Plan
-from repro.errors import ReproError, UnknownNameError
+from repro.errors import Interrupted, ReproError, UnknownNameError
 
 EXECUTORS = ("local", "ray")
 PATH_PARAMS = ("results_dir", "figures_dir", "readme", "results_page")  # relative to the notebook's folder, as papermill runs it
@@ -126,6 +127,7 @@ def _init_worker(source: str, params: dict, threads: int) -> None:
     import torch
 
     global _WORKER
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle: it stops the workers
     torch.set_num_threads(threads)
     os.environ["REPRO_PROGRESS"] = "off"
     _WORKER = Context(source, params)
@@ -212,6 +214,13 @@ class Workers:
     def close(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=True)
 
+    def stop(self) -> None:
+        """At an interrupt: end the workers now (their cells in flight leave no record: records are
+        written atomically), instead of waiting for those cells to finish."""
+        for proc in list((self.pool._processes or {}).values()):  # noqa: SLF001 - no public way before 3.14
+            proc.terminate()
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
 
 def compute(ctx: Context, start, slots: int, progress: Progress, out, max_retries: int = 2) -> dict:
     """Compute every missing record of ``ctx``'s notebook on the backend that ``start()`` returns
@@ -280,8 +289,13 @@ def compute(ctx: Context, start, slots: int, progress: Progress, out, max_retrie
                 pending.clear()
                 continue
             settle(pending.pop(handle), seconds, error)
+    except KeyboardInterrupt:
+        getattr(backend, "stop", backend.close)()
+        backend = None
+        raise Interrupted(len(finished)) from None
     finally:
-        backend.close()
+        if backend is not None:
+            backend.close()
     if failed:
         job, error = next(iter(failed.values()))
         raise ReproError(f"{len(failed)} cell(s) failed, first {job.label}: {error}")

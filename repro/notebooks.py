@@ -203,7 +203,10 @@ def load_profile(path: str | Path, name: str | None = None) -> dict:
     A profile holds the keys every notebook shares at the top level and one section per notebook
     under ``notebooks:``; the notebook gets the shared keys updated with its own section. Whether
     each key is one of the notebook's parameters is :func:`run_parameters`' check."""
-    raw = _read_yaml(path) or {}
+    raw = _read_yaml(path)
+    if raw is None or raw == {}:
+        raise ReproError(f"profile {path} is empty: name the parameters it sets (an empty profile would run the "
+                         "notebook's paper-scale defaults into the committed results)")
     if not isinstance(raw, dict):
         raise ReproError(f"{path}: a profile is a mapping of parameter names to values")
     sections = raw.pop("notebooks", None) or {}
@@ -218,16 +221,38 @@ def load_profile(path: str | Path, name: str | None = None) -> dict:
     return params
 
 
+DEFAULT_PROFILE = "cpu"  # the one profile whose runs write the committed results, figures and notebooks
+
+
+def default_profile(source: str | Path) -> Path:
+    """``profiles/cpu.yaml`` beside the notebook: what a run without ``--profile`` uses (never the
+    notebook's own paper-scale defaults)."""
+    return Path(source).resolve().parent / "profiles" / f"{DEFAULT_PROFILE}.yaml"
+
+
+def profile_name(profile: str | Path | None, params: dict) -> str:
+    return str(params.get("profile") or (Path(profile).stem if profile else DEFAULT_PROFILE))
+
+
 def run_parameters(source: str | Path, profile: str | Path | None = None, overrides: dict | None = None,
                    nb=None) -> dict:
     """The parameters a run of the notebook ``source`` sets (what papermill injects): its section of
     ``profile``, then ``overrides``. The one place that checks them against the notebook's declared
     parameters (a typo is an error naming it and the names the notebook declares). ``nb``: the
-    notebook, if already read."""
+    notebook, if already read.
+
+    Committed outputs are written only by the default profile: another profile that does not name its
+    own ``results_dir`` / ``figures_dir`` writes under ``.cache/<profile>/``, and updates no README."""
     nb = read_source(source) if nb is None else nb
     params = load_profile(profile, Path(source).stem) if profile else {}
-    params.update(overrides or {})
+    name = profile_name(profile, params)
     declared = declared_parameters(nb)
+    if name != DEFAULT_PROFILE:
+        for k, v in (("results_dir", f"../.cache/{name}/results"),
+                     ("figures_dir", f"../.cache/{name}/figures/{Path(source).stem}"), ("update_readme", False)):
+            if k in declared:
+                params.setdefault(k, v)
+    params.update(overrides or {})
     unknown = sorted(set(params) - declared)
     if unknown:
         where = f"{profile}: " if profile else ""

@@ -18,12 +18,16 @@ import platform
 import re
 import tempfile
 import time
+import warnings
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
 SCHEMA = 1
 PROTOCOL = 3  # 2: batch size, weights hash and protocol in every key; 3: every default written (repro.migrate)
+
+
+QUARANTINE = ".quarantine"  # under the results folder: records that could not be read, moved aside
 
 
 class Pending(Exception):
@@ -49,13 +53,24 @@ def _versions() -> dict:
             "transformers": transformers.__version__}
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` whole or not at all (a temporary file, then ``os.replace``), with the
+    permissions of a plainly created file (``0666`` less the umask: 0644 by default; ``mkstemp``'s own
+    are 0600, which other users of a shared results folder could not read)."""
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w") as f:
             f.write(text)
             f.flush()
+            os.fchmod(f.fileno(), 0o666 & ~_umask())
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
@@ -94,7 +109,13 @@ class Store:
         if self.root is None:
             return self._memory.get(("models", name))
         p = self._card_path(name)
-        return json.loads(p.read_text()) if p.exists() else None
+        if not p.exists():
+            return None
+        try:
+            return json.loads(p.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            self.quarantine(p, "the model card is not valid JSON")
+            return None
 
     def save_model_card(self, name: str, card: dict) -> None:
         card = json.loads(json.dumps(card, default=str))
@@ -109,15 +130,42 @@ class Store:
         return self.root / experiment / f"{config_key(config)}.json"
 
     def get(self, experiment: str, config: dict) -> dict | None:
+        """The record of ``config``, or None (no record; or one that cannot be read or is not this
+        config's, which is moved aside by :meth:`quarantine` so the cell is computed again)."""
         if self.root is None:
             return self._memory.get((experiment, config_key(config)))
         p = self.path(experiment, config)
         if not p.exists():
             return None
-        record = json.loads(p.read_text())
-        if record.get("config") != json.loads(json.dumps(config, default=str)):
-            raise RuntimeError(f"record {p} does not match its config (hash collision?)")
+        record = self._read(p)
+        if record is not None and record.get("config") != json.loads(json.dumps(config, default=str)):
+            self.quarantine(p, "it holds another configuration")
+            return None
         return record
+
+    def _read(self, p: Path) -> dict | None:
+        """A record file's content, or None after moving aside one that is not a whole record."""
+        try:
+            record = json.loads(p.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            self.quarantine(p, f"it is not valid JSON ({e.__class__.__name__})")
+            return None
+        if not isinstance(record, dict) or not {"config", "result", "key"} <= set(record):
+            self.quarantine(p, "it is not a record (no config, result and key)")
+            return None
+        return record
+
+    def quarantine(self, p: Path, why: str) -> Path:
+        """Move an unreadable record aside to ``<root>/.quarantine/<experiment>/`` with one warning line
+        naming it; its cell is then computed again (nothing is deleted)."""
+        target = self.root / QUARANTINE / p.parent.name / p.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        n = 1
+        while target.exists():
+            target, n = target.with_name(f"{p.stem}.{n}{p.suffix}"), n + 1
+        os.replace(p, target)
+        warnings.warn(f"record {p} moved to {target}: {why}; its cell is computed again", stacklevel=3)
+        return target
 
     def put(self, experiment: str, config: dict, result: dict, seconds: float | None = None) -> dict:
         record = {"schema": SCHEMA, "experiment": experiment, "key": config_key(config),
@@ -185,4 +233,6 @@ class Store:
             yield from (r for (e, _), r in sorted(self._memory.items()) if e == experiment)
             return
         for p in sorted((self.root / experiment).glob("*.json")):
-            yield json.loads(p.read_text())
+            record = self._read(p)
+            if record is not None:
+                yield record

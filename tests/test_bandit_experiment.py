@@ -481,10 +481,11 @@ def test_claims_are_paired_over_seeds_and_summarised():
     text = claims_summary(claims)
     assert "across the 2 (setting, MAB variant) comparisons" in text
     assert "inconclusive: 2" in text and text.endswith(".")
-    blocks = readme_blocks(pd.DataFrame({"a": [1]}), "**T1.**", claims[["claim", "verdict"]], "**Claims.**")
-    assert set(blocks) == {"bandit-tables", "bandit-claims"}
+    blocks = readme_blocks(pd.DataFrame({"a": [1]}), "**T1.**", claims, "**Claims.**")
+    assert set(blocks) == {"bandit-headline", "bandit-tables", "bandit-claims"}
     assert blocks["bandit-tables"] == "**T1.**\n\n|   a |\n|----:|\n|   1 |\n"  # Markdown, no index column
-    assert "MAB-TS loses less top-1" in blocks["bandit-claims"]
+    assert "MAB-TS loses less top-1" in blocks["bandit-claims"] and "**Inconclusive**" in blocks["bandit-claims"]
+    assert blocks["bandit-headline"].startswith("*MAB degrades perplexity less than budgeted greedy*: inconclusive in")
 
 
 # ---- one session's tables with their captions ------------------------------------------------------

@@ -437,12 +437,22 @@ def _notebook_case(tmp_path, case: str) -> tuple[list[str], list[str]]:
         (tmp_path / "folder").mkdir()
         return [str(src), "--profile", str(profile), "--out", str(tmp_path / "folder")], ["--out", "is a folder"]
     if case == "out-is-the-source":
-        return [str(src), "--out", str(src)], ["--out", "source itself"]
+        return [str(src), "--profile", str(profile), "--out", str(src)], ["--out", "source itself"]
+    if case == "profile-empty":  # it would run the notebook's paper-scale defaults into the committed results
+        profile.write_text("# nothing here\n")
+        return [str(src), "--profile", str(profile), "--out", str(out)], ["--profile", "p.yaml is empty"]
+    if case == "out-exists":  # never overwritten silently
+        (tmp_path / "old.ipynb").write_text("keep me")
+        return [str(src), "--profile", str(profile), "--out", str(tmp_path / "old.ipynb")], \
+            ["--out", "old.ipynb exists: pass --force"]
+    if case == "no-profile-beside-it":  # no --profile and no profiles/cpu.yaml beside the notebook
+        return [str(src), "--out", str(out)], ["--profile", "profiles/cpu.yaml", "(the default profile)"]
     raise AssertionError(case)
 
 
 @pytest.mark.parametrize("case", ["missing-source", "missing-profile", "profile-not-yaml", "out-folder-missing",
-                                  "out-is-a-folder", "out-is-the-source"])
+                                  "out-is-a-folder", "out-is-the-source", "profile-empty", "out-exists",
+                                  "no-profile-beside-it"])
 def test_notebook_bad_input_refused_before_executing(capsys, tmp_path, tripwires, case):
     args, names = _notebook_case(tmp_path, case)
     before = {p: p.read_bytes() if p.is_file() else None for p in tmp_path.rglob("*")}

@@ -372,9 +372,10 @@ def test_tables_with_captions_from_constructed_cells():
     m = R.metrics(main, frame, claims, ["m"])
     assert m["dense_ppl"] == {"m": pytest.approx(math.exp(3.25))} and m["n_cells"] == len(frame) == 22
     assert m["n_claims"] == len(claims) and sum(m["verdicts"].values()) == len(claims)
-    blocks = R.readme_blocks(table1, cap1, shown, cap)
-    assert set(blocks) == {"mpg-table1", "mpg-claims"} and blocks["mpg-table1"].startswith(cap1)
+    blocks = R.readme_blocks(table1, cap1, claims, cap)
+    assert set(blocks) == {"mpg-headline", "mpg-table1", "mpg-claims"} and blocks["mpg-table1"].startswith(cap1)
     assert "| Dense " in blocks["mpg-table1"] and "\n| claim " in blocks["mpg-claims"]
+    assert blocks["mpg-headline"].startswith("*Calibration-free MP-G matches or beats")
 
 
 def test_zeroshot_and_efficiency_tables_from_constructed_records():

@@ -18,6 +18,8 @@ from repro.errors import ReproError
 from repro.jobs import Context, notebook_params, run_notebook
 from repro.store import Store, config_key
 
+from conftest import ROOT
+
 SMALL = Setup(data="wiki-sample", seqlen=32, max_windows=2, calib_data="wiki-sample", calib_nsamples=2, calib_seqlen=32)
 
 
@@ -297,3 +299,47 @@ def test_a_cell_starts_as_soon_as_its_input_is_written_not_after_a_wave(capsys):
     assert backend.log == [("submit", "a"), ("submit", "b"), ("done", "b"), ("submit", "c"), ("done", "c"),
                            ("done", "a")]
     assert summary == {"batches": [2, 1], "cells": 3, "retries": 0} and grid.written == {"a", "b", "c"}
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_ctrl_c_is_one_line_exit_130_and_loses_nothing(tmp_path, jobs):
+    """Ctrl-C of `repro run` (smoke notebook 1): one line saying how many cells were written, exit status
+    130, no traceback, no worker left, every record whole; the rerun plans only what is still missing."""
+    import json
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    profile = tmp_path / "p.yaml"
+    smoke = (ROOT / "notebooks/profiles/smoke.yaml").read_text()
+    profile.write_text(smoke.replace('results_dir: "../.cache/smoke/results"', f'results_dir: "{tmp_path / "results"}"'))
+    cmd = [sys.executable, "-m", "repro", "run", str(ROOT / "notebooks/01_mpg_head_pruning.py"), "--profile",
+           str(profile), "--jobs", str(jobs), "--threads", "1"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    records = tmp_path / "results"
+    deadline = time.time() + 300
+    while time.time() < deadline and len(list(records.glob("*/*.json"))) < 3:  # a few cells done: mid-run
+        time.sleep(0.5)
+    children = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err[-2000:]
+    assert "Traceback" not in err, err[-3000:]
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("interrupted: ") and "a rerun resumes" in last, last
+    for p in records.glob("*/*.json"):
+        json.loads(p.read_text())  # whole records only
+    def alive():
+        out = {}
+        for pid in children:
+            try:
+                out[pid] = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()[:200]
+            except OSError:
+                pass
+        return out
+    for _ in range(20):  # multiprocessing's own helpers end once the driver is gone
+        if not alive():
+            break
+        time.sleep(0.25)
+    assert not alive(), f"process(es) outlived the interrupt: {alive()}"

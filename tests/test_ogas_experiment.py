@@ -402,9 +402,10 @@ def test_claims_summary_metrics_and_readme(fake_grid):
     assert "**OGAS vs Wanda** at 50%: holds: 3;" in text and "**Zero-shot mean above Wanda**: not run" in text
     m = O.metrics(f, claims, fake_grid)
     assert m["n_cells"] == len(f) and m["n_claims"] == len(claims) and sum(m["verdicts"].values()) == len(claims)
-    blocks = O.readme_blocks((pd.DataFrame({"x": [1]}, index=["r"]), "cap"), (shown, cap))
+    blocks = O.readme_blocks((pd.DataFrame({"x": [1]}, index=["r"]), "cap"), (claims, cap))
     assert blocks["ogas-tables"].startswith("cap\n\n|    |   x |") and "\n| r  |" in blocks["ogas-tables"]
-    assert blocks["ogas-claims"].startswith(cap + "\n\n| claim") and "| 0 " not in blocks["ogas-claims"]
+    assert blocks["ogas-claims"].startswith(cap + "\n\n**") and "\n| claim" in blocks["ogas-claims"]
+    assert blocks["ogas-headline"].startswith("*OGAS below Wanda")
 
 
 def test_zeroshot_claim_reads_the_papers_tasks_only():

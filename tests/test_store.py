@@ -173,3 +173,66 @@ def test_killed_run_resumes_identically(tmp_path):
     assert resumed.stdout.split()[-2:] == ["computed", "3"], "finished cells are skipped, the killed one is redone"
     assert _ppl_by_key(root) == reference
     assert os.path.exists(dst)
+
+
+# ---- a corrupt record is never fatal ---------------------------------------------------------------
+
+def _corrupt(path, how: str, other: str) -> None:
+    if how == "truncated":
+        path.write_text(path.read_text()[: len(path.read_text()) // 2])
+    elif how == "empty":
+        path.write_text("")
+    elif how == "another record":
+        path.write_text(other)
+    elif how == "not a record":
+        path.write_text("[1, 2, 3]\n")
+    elif how == "binary":
+        path.write_bytes(b"\xff\xfe\x00garbage")
+
+
+@pytest.mark.parametrize("how", ["truncated", "empty", "another record", "not a record", "binary"])
+def test_a_corrupt_record_is_moved_aside_and_its_cell_recomputed(tmp_path, how):
+    from repro.store import QUARANTINE, Store
+
+    store = Store(tmp_path)
+    a, b = {"method": "a"}, {"method": "b"}
+    store.run("exp", a, lambda: {"x": 1})
+    store.run("exp", b, lambda: {"x": 2})
+    path, other = store.path("exp", a), store.path("exp", b).read_text()
+    _corrupt(path, how, other)
+    fresh = Store(tmp_path)  # a later run
+    with pytest.warns(UserWarning, match=f"record {path} moved to .*{QUARANTINE}"):
+        rec = fresh.run("exp", a, lambda: {"x": 10})
+    assert rec["result"] == {"x": 10} and fresh.status[("exp", rec["key"])] == "computed"
+    moved = list((tmp_path / QUARANTINE / "exp").iterdir())
+    assert len(moved) == 1 and moved[0].name == path.name  # kept for inspection, not deleted
+    assert [r["config"] for r in Store(tmp_path).records("exp")] == sorted([a, b], key=lambda c: config_key(c))
+
+
+def test_reading_every_record_skips_a_corrupt_one(tmp_path):
+    from repro.store import Store
+
+    store = Store(tmp_path)
+    for m in "abc":
+        store.run("exp", {"method": m}, lambda: {"x": 1})
+    store.path("exp", {"method": "b"}).write_text("{")
+    with pytest.warns(UserWarning, match="not valid JSON"):
+        configs = [r["config"]["method"] for r in Store(tmp_path).records("exp")]
+    assert sorted(configs) == ["a", "c"]
+
+
+def test_records_are_written_with_the_users_umask(tmp_path):
+    import os
+    import stat
+
+    from repro.store import Store
+
+    old = os.umask(0o022)
+    try:
+        p = Store(tmp_path).put("exp", {"method": "a"}, {"x": 1}) and Store(tmp_path).path("exp", {"method": "a"})
+        assert stat.S_IMODE(p.stat().st_mode) == 0o644  # mkstemp's own 0600 would hide it from other users
+        os.umask(0o077)
+        Store(tmp_path).put("exp", {"method": "b"}, {"x": 1})
+        assert stat.S_IMODE(Store(tmp_path).path("exp", {"method": "b"}).stat().st_mode) == 0o600
+    finally:
+        os.umask(old)
