@@ -424,6 +424,11 @@ def cmd_bandit(args) -> dict:
         if key not in selector.defaults:
             raise ReproError(f"--{key.replace('_', '-')}: unit selector {args.method!r} takes "
                              f"{', '.join(selector.defaults) or 'no parameters'}")
+    from repro.evaluate.stats import MIN_BOOTSTRAP_UNITS
+
+    if args.data and args.max_windows is not None and args.max_windows < MIN_BOOTSTRAP_UNITS:
+        raise ReproError(f"--max-windows {args.max_windows}: the paired evaluation's interval needs at least "
+                         f"{MIN_BOOTSTRAP_UNITS} windows (a percentile bootstrap over fewer is refused)")
     from repro.engines.bandit import BanditExperiment
     from repro.evaluate.stats import paired_ratio
     from repro.store import Store

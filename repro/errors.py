@@ -43,3 +43,39 @@ def check_fraction(name: str, value: float) -> float:
     if not (0.0 <= v < 1.0):  # NaN fails both comparisons
         raise ReproError(f"{name} must be in [0, 1), got {value!r}")
     return v
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def check_list(name: str, value, item: str = "name", lo: float | None = None, hi: float | None = None,
+               known=None, allow_none: bool = False) -> list:
+    """A parameter that must be a list: of names (``item="name"``, each among ``known`` if given), of
+    integers or of numbers (each in ``[lo, hi)`` where given). One line naming the parameter and what is
+    wrong, before any work: a string is not split into letters, a number out of range is refused."""
+    if value is None and allow_none:
+        return value
+    if not isinstance(value, (list, tuple)):
+        raise ReproError(f"parameter {name} must be a list of {item}s, got {value!r}")
+    for v in value:
+        if item == "name":
+            if not isinstance(v, str) or not v:
+                raise ReproError(f"parameter {name} must be a list of names, got {v!r} in it")
+            if known is not None and v not in known:
+                raise UnknownNameError(f"{name} entry", v, known)
+            continue
+        ok = _is_number(v) and (item != "integer" or float(v) == int(v)) and v == v and abs(v) != float("inf")
+        if not ok or (lo is not None and v < lo) or (hi is not None and v >= hi):
+            span = f" in [{lo:g}, {hi:g})" if lo is not None and hi is not None else (f" >= {lo:g}" if lo is not None else "")
+            raise ReproError(f"parameter {name} must be a list of {item}s{span}, got {v!r} in it")
+    return list(value)
+
+
+def check_number(name: str, value, integer: bool = False, lo: float | None = None, hi: float | None = None,
+                 allow_none: bool = False):
+    """A parameter that must be one number (an integer where ``integer``) in ``[lo, hi)``."""
+    if value is None and allow_none:
+        return value
+    check_list(name, [value], "integer" if integer else "number", lo, hi)
+    return value

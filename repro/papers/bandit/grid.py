@@ -10,6 +10,7 @@ from dataclasses import dataclass, fields
 import pandas as pd
 
 from repro.engines.bandit import BanditExperiment, VisionBanditExperiment
+from repro.errors import ReproError, UnknownNameError, check_list, check_number
 from repro.papers.bandit.records import MAB, bandit_frame, vision_frame
 
 
@@ -29,6 +30,37 @@ class BanditParams:
     memory_ablation: bool
     removal: dict
     seqlen: int
+
+    def __post_init__(self):
+        """Every value checked before any model is loaded (one line naming the parameter)."""
+        from repro.methods.bandit import SELECTORS
+        from repro.structure.masks import KINDS
+
+        check_list("models", self.models)
+        check_list("vision_models", self.vision_models)
+        check_list("methods", self.methods, known=list(SELECTORS))
+        check_list("vision_methods", self.vision_methods, known=list(SELECTORS))
+        check_list("seeds", self.seeds, "integer", 0)
+        if not isinstance(self.unit_settings, dict):
+            raise ReproError(f"parameter unit_settings must map each model to {{unit kind: [ratios]}}, "
+                             f"got {self.unit_settings!r}")
+        for model, kinds in self.unit_settings.items():
+            if not isinstance(kinds, dict):
+                raise ReproError(f"parameter unit_settings[{model!r}] must map unit kinds to ratios, got {kinds!r}")
+            for kind, ratios in kinds.items():
+                if kind not in KINDS:
+                    raise UnknownNameError("unit kind in unit_settings", kind, KINDS)
+                check_list(f"unit_settings[{model!r}][{kind!r}]", ratios, "number", 0.0, 1.0)
+        check_number("vision_ratio", self.vision_ratio, lo=0.0, hi=1.0)
+        check_number("lambada_limit", self.lambada_limit, True, 1, allow_none=True)
+        check_number("seqlen", self.seqlen, True, 1)
+        for name in ("search", "vision_search"):
+            s = getattr(self, name)
+            if not isinstance(s, dict):
+                raise ReproError(f"parameter {name} must be a mapping (budget, pool_size, ...), got {s!r}")
+            for k in ("budget", "pool_size"):
+                if k in s:
+                    check_number(f"{name}[{k!r}]", s[k], True, 1)
 
     @classmethod
     def from_params(cls, params: dict) -> "BanditParams":

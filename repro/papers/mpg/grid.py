@@ -10,6 +10,7 @@ from dataclasses import dataclass, fields
 import pandas as pd
 
 from repro.engines.heads import HeadExperiment, VisionHeadExperiment
+from repro.errors import check_list, check_number
 from repro.papers.mpg.records import Z_METHODS, main_cells, ppl_frame, scores_frame, vision_frame, zeroshot_cells
 
 
@@ -32,9 +33,23 @@ class MpgParams:
     efficiency_repeats: int | None = None
     vision_models: tuple = ()
 
+    def __post_init__(self):
+        """Every value checked before any model is loaded (one line naming the parameter)."""
+        from repro.methods.heads import HEAD_METHODS
+
+        for name in ("models", "zeroshot_models", "zeroshot_tasks", "efficiency_models", "vision_models"):
+            check_list(name, getattr(self, name))
+        check_list("methods", self.methods, known=list(HEAD_METHODS))
+        for name in ("sparsities", "z_sparsities", "zeroshot_sparsities", "efficiency_sparsities"):
+            check_list(name, getattr(self, name), "number", 0.0, 1.0)
+        check_list("z_values", self.z_values, "number")
+        check_list("efficiency_batches", self.efficiency_batches, "integer", 1)
+        for name in ("zeroshot_limit", "efficiency_seqlen", "efficiency_repeats"):
+            check_number(name, getattr(self, name), True, 1, allow_none=True)
+
     @classmethod
     def from_params(cls, params: dict) -> "MpgParams":
-        return cls(**{f.name: params.get(f.name) or f.default for f in fields(cls)})
+        return cls(**{f.name: f.default if params.get(f.name) is None else params[f.name] for f in fields(cls)})
 
 
 class MpgGrid:

@@ -11,6 +11,7 @@ import pandas as pd
 from repro.assets.data import parse_spec
 from repro.engines.base import owned
 from repro.engines.prune import PruneExperiment
+from repro.errors import check_list, check_number
 from repro.methods.unstructured import auto_s_max, ogas_setting
 
 ABLATION = ("wanda", "ogas-energy", "ogas-papr", "ogas")  # Table 5's rows: uniform, energy only, PAPR only, both
@@ -208,10 +209,29 @@ def frame(grid: OgasGrid) -> pd.DataFrame:
 
 
 
+def check_params(p: dict) -> None:
+    """Notebook 2's values that choose cells, checked before any work (one line naming the parameter)."""
+    from repro.methods.unstructured import PRUNERS
+
+    for name in ("models", "c4_models", "nm_models", "ablation_models", "curve_models", "zeroshot_models",
+                 "zeroshot_tasks", "nm_patterns", "exact_rounding_data"):
+        if name in p:
+            check_list(name, p[name])
+    for name in ("methods", "nm_methods"):
+        if name in p:
+            check_list(name, p[name], known=list(PRUNERS))
+    check_number("sparsity", p.get("sparsity", 0.5), lo=0.0, hi=1.0)
+    for name in ("curve_sparsities", "s_max_headrooms"):
+        if name in p:
+            check_list(name, p[name], "number", 0.0, 1.0)
+    check_number("zeroshot_limit", p.get("zeroshot_limit"), True, 1, allow_none=True)
+
+
 def build(session) -> OgasGrid:
     """Notebook 2's grid from its parameters: per model a WikiText-2 and a C4 experiment sharing one
     loaded model."""
     p = session.params
+    check_params(p)  # before any model is loaded
     wt = session.experiments(PruneExperiment, p["models"])
     c4 = session.experiments(PruneExperiment, p["models"], shared=wt,
                              changes={"data": p["c4_data"], "calib_data": p["c4_calib"]})

@@ -1,0 +1,44 @@
+"""A bad parameter value is refused in one line naming it, before any model is loaded or cell computed
+(each notebook's typed parameters check themselves when its grid is built: ``repro run`` and the notebook
+build the grid first)."""
+import pytest
+
+from repro.errors import ReproError, check_list
+from repro.jobs import Context, notebook_params
+
+from conftest import ROOT
+
+SMOKE = ROOT / "notebooks/profiles/smoke.yaml"
+NB = {p.stem[:2]: p for p in (ROOT / "notebooks").glob("[0-9]*.py")}
+BAD = [
+    ("01", {"sparsities": "abc"}, "parameter sparsities must be a list of numbers"),
+    ("01", {"sparsities": [0.25, 1.5, -0.1]}, "parameter sparsities must be a list of numbers in [0, 1), got 1.5"),
+    ("01", {"methods": ["mpg", "magic"]}, "unknown methods entry 'magic'"),
+    ("01", {"efficiency_batches": [1, 0]}, "parameter efficiency_batches must be a list of integers >= 1, got 0"),
+    ("01", {"zeroshot_limit": -3}, "parameter zeroshot_limit"),
+    ("02", {"sparsity": 1.2}, "parameter sparsity"),
+    ("02", {"curve_sparsities": [0.3, "0.5"]}, "parameter curve_sparsities must be a list of numbers"),
+    ("02", {"methods": "wanda"}, "parameter methods must be a list of names, got 'wanda'"),
+    ("03", {"seeds": [1, -2]}, "parameter seeds must be a list of integers >= 0, got -2"),
+    ("03", {"seeds": [1, 2.5]}, "parameter seeds must be a list of integers"),
+    ("03", {"unit_settings": {"tiny-llama": {"neurons": [0.1]}}}, "unknown unit kind in unit_settings 'neurons'"),
+    ("03", {"unit_settings": {"tiny-llama": {"head": [1.0]}}}, "unit_settings['tiny-llama']['head']"),
+    ("03", {"search": {"budget": 0, "pool_size": 4}}, "parameter search['budget']"),
+    ("03", {"vision_ratio": float("nan")}, "parameter vision_ratio"),
+]
+
+
+@pytest.mark.parametrize("nb, override, message", BAD, ids=[f"{n}-{next(iter(o))}" for n, o, _ in BAD])
+def test_bad_values_are_refused_before_any_model_loads(monkeypatch, nb, override, message):
+    monkeypatch.setenv("REPRO_NO_LOAD", "1")  # a load would raise a different error
+    src = NB[nb]
+    with pytest.raises(ReproError) as e:
+        Context(src, notebook_params(src, SMOKE, override))
+    assert message in str(e.value) and "REPRO_NO_LOAD" not in str(e.value)
+
+
+def test_good_smoke_values_pass_the_checks():
+    assert check_list("x", [0.0, 0.5], "number", 0.0, 1.0) == [0.0, 0.5]
+    assert check_list("x", (1, 2), "integer", 0) == [1, 2]
+    with pytest.raises(ReproError, match="got True"):
+        check_list("x", [True], "integer", 0)  # a bool is not a count
