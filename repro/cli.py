@@ -223,11 +223,19 @@ def _about(option: str):
         raise ReproError(f"{option}: {e}") from None
 
 
-def _check_model(name: str) -> None:
-    from repro.assets.models import check_model_name
+# what each model command needs the model to be (checked by short name before anything loads or trains)
+COMMAND_TASKS = {"ppl": ("causal-lm",), "zeroshot": ("causal-lm",), "prune": ("causal-lm",), "bandit": ("causal-lm",),
+                 "heads": ("causal-lm",)}  # the CLI evaluates perplexity; image classifiers: notebook 1, section 9
+
+
+def _check_model(name: str, command: str | None = None) -> None:
+    from repro.assets.models import check_model_name, known_task
 
     with _about("--model"):
         check_model_name(name)
+        task, needed = known_task(name), COMMAND_TASKS.get(command)
+        if task is not None and needed is not None and task not in needed:
+            raise ReproError(f"{name} is a {task} model; `{command}` needs a {' or '.join(needed)} model")
 
 
 def _check_text(option: str, spec: str) -> None:
@@ -244,7 +252,7 @@ def _check_text(option: str, spec: str) -> None:
 def _check_inputs(args) -> None:
     """What every model command can check before loading the model: the model name and the
     dataset specs."""
-    _check_model(args.model)
+    _check_model(args.model, args.command)
     if getattr(args, "data", None) is not None:
         _check_text("--data" if args.command == "ppl" else "--eval", args.data)
     if getattr(args, "calib_data", None) is not None:

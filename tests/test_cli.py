@@ -518,6 +518,17 @@ def test_bandit_bad_input_refused_before_loading(capsys, tripwires, bad, names):
     assert all(n in line for n in names), line
 
 
+@pytest.mark.parametrize("command", ["ppl", "heads", "prune", "zeroshot", "bandit"])
+@pytest.mark.parametrize("model", ["fashion-vit", "tiny-vit", "tiny-bert"])
+def test_a_model_of_the_wrong_kind_is_refused_before_it_loads_or_trains(capsys, tripwires, command, model):
+    """`ppl --model fashion-vit` used to start training the vision model (~15 min) before anything said that
+    perplexity makes no sense for an image classifier."""
+    extra = {"prune": ["--method", "magnitude"], "bandit": ["--ratio", "0.25", "--method", "random"],
+             "zeroshot": ["--tasks", "sst2"]}.get(command, [])
+    line = refused(capsys, command, "--model", model, *extra)
+    assert "--model" in line and f"{model} is a" in line and "needs a causal-lm model" in line, line
+
+
 @pytest.mark.parametrize("tasks, names", [("sst2,nope", ["--tasks", "unknown zero-shot task 'nope'"]),
                                           (",", ["--tasks", "no task names"])])
 def test_zeroshot_unknown_task_refused_before_loading(capsys, tripwires, tasks, names):

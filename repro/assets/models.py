@@ -136,6 +136,16 @@ class Loaded:
         return self.identity["name"]
 
 
+def known_task(name: str) -> str | None:
+    """The task of a model known by short name (``causal-lm``, ``masked-lm``, ``image-classification``...),
+    without loading, training or converting it; None for a hub id or a folder (known once loaded)."""
+    if name in ("fashion-vit", "fashion-dinov2"):
+        return "image-classification"
+    if name in TINY:
+        return TINY[name][2]
+    return "causal-lm" if name in GGUF_MODELS else None
+
+
 def known_models() -> list[str]:
     return sorted([*GGUF_MODELS, *TINY, "fashion-vit", "fashion-dinov2"])
 
