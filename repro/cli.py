@@ -64,6 +64,9 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
         if getattr(action, "registry", None):
             module, name = action.registry
             text += ": " + ", ".join(getattr(importlib.import_module(module), name))
+        shown = action.default not in (None, False, argparse.SUPPRESS) and action.option_strings
+        if shown and "default" not in text:
+            text += f" (default: {action.default})"
         return text
 
 
@@ -111,9 +114,9 @@ def _calib_args(p: argparse.ArgumentParser, nsamples: int, seqlen: int, seed: bo
 def _ppl_args(p: argparse.ArgumentParser, data_default: str | None) -> None:
     p.add_argument("--eval" if data_default is None else "--data", dest="data", default=data_default,
                    help="text dataset spec, e.g. wikitext2:validation" + ("" if data_default else " (evaluate the result)"))
-    p.add_argument("--seqlen", type=_positive, default=1024)
+    p.add_argument("--seqlen", type=_positive, default=1024, help="tokens per evaluation window")
     p.add_argument("--max-windows", type=_positive, default=None, help="evaluate the first N windows only")
-    p.add_argument("--batch-size", type=_positive, default=1)
+    p.add_argument("--batch-size", type=_positive, default=1, help="evaluation windows per forward pass")
     p.add_argument("--dtype", default="auto", help="evaluation dtype: auto (default: bfloat16 where this machine "
                    "runs it fast, else float32), bfloat16, float16 or float32")
 
@@ -134,7 +137,8 @@ def parser() -> argparse.ArgumentParser:
     _method_arg(h, "heads", "head scorer (default mpg)", default="mpg")
     h.add_argument("--z", type=_finite, default=2.0, help="MP-G's z (a finite number)")
     h.add_argument("--sparsity", type=_fraction, default=0.25, help="share of the heads to prune, in [0, 1)")
-    h.add_argument("--tie-break", default="index", choices=["index", "random"])
+    h.add_argument("--tie-break", default="index", choices=["index", "random"],
+                   help="how equal scores are ordered: by (layer, head), or seeded random")
     h.add_argument("--seed", type=_nonneg, default=0, help="seed of Random scores and random tie-breaks")
     h.add_argument("--remove", action="store_true", help="remove heads physically instead of zeroing")
     _calib_args(h, nsamples=64, seqlen=512)
@@ -181,8 +185,9 @@ def parser() -> argparse.ArgumentParser:
     _model_args(z)
     z.add_argument("--tasks", required=True, help="comma-separated lm-eval task names, e.g. arc_easy,sst2")
     z.add_argument("--limit", type=_positive, default=None, help="first N documents of each task")
-    z.add_argument("--batch-size", type=_positive, default=8)
-    z.add_argument("--dtype", default="auto")
+    z.add_argument("--batch-size", type=_positive, default=8, help="lm-eval requests per forward pass")
+    z.add_argument("--dtype", default="auto", help="evaluation dtype: auto (bfloat16 where this machine runs it "
+                   "fast, else float32), float32, bfloat16 or float16")
 
     n = command("notebook", "execute a paper notebook (jupytext .py) with a profile via papermill")
     n.add_argument("source", help="notebooks/NN_name.py")

@@ -577,3 +577,23 @@ def test_help_names_every_method_and_only_current_spellings(capsys, command, reg
     for option in ("--method", "--calib-data", "--calib-nsamples", "--calib-seqlen"):
         assert option in text
     assert not re.search(r"--calib\b(?!-)|--nsamples|--policy", text)
+
+
+def test_every_option_has_a_help_line_that_shows_its_default():
+    import argparse
+
+    from repro.cli import parser
+
+    sub = next(a for a in parser()._actions if isinstance(a, argparse._SubParsersAction))
+    missing, no_default = [], []
+    for name, sp in sub.choices.items():
+        formatter = sp._get_formatter()
+        for a in sp._actions:
+            if not a.option_strings or a.dest == "help":
+                continue
+            if not a.help:
+                missing.append(f"{name} {a.option_strings[0]}")
+            elif a.default not in (None, False) and "default" not in formatter._get_help_string(a):
+                no_default.append(f"{name} {a.option_strings[0]}")
+        assert "(default: " in sp.format_help() or name in ("notebook", "run", "migrate")
+    assert not missing and not no_default, (missing, no_default)
