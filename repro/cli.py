@@ -35,7 +35,7 @@ import warnings
 from contextlib import contextmanager
 from pathlib import Path
 
-from repro.errors import Interrupted, ReproError, UnknownNameError
+from repro.errors import Interrupted, ReproError, UnknownNameError, check_path
 
 # where each command's --method names come from (read when --help is shown: the registries import torch)
 METHOD_REGISTRIES = {"heads": ("repro.methods.heads", "HEAD_METHODS"),
@@ -265,13 +265,11 @@ def _check_inputs(args) -> None:
 
 
 def _new_path(option: str, path: str) -> Path:
-    """A path to be created: it must not exist (nothing is overwritten) and its folder must."""
-    p = Path(path)
+    """A path to be created: it must not exist (nothing is overwritten) and its folder must, writable."""
+    p = check_path(option, path)
     if p.exists() or p.is_symlink():
         raise ReproError(f"{option}: {path} exists; name a new path (nothing is overwritten)")
-    if not p.parent.is_dir():
-        raise ReproError(f"{option}: folder {p.parent} does not exist")
-    return p
+    return check_path(option, path, writable=True)
 
 
 def _setup(args, **calib):
@@ -493,7 +491,7 @@ def cmd_notebook(args) -> dict:
     """Every input is checked (source, profile, output folder) before the notebook runs."""
     from repro.notebooks import DEFAULT_PROFILE, check_output, execute, load_profile, profile_name, run_parameters
 
-    source = Path(args.source)
+    source = check_path("notebook source", args.source)
     if not source.is_file():
         raise ReproError(f"notebook source {args.source}: no such file")
     profile = _profile(args)
@@ -506,6 +504,7 @@ def cmd_notebook(args) -> dict:
     if not args.out:
         out.parent.mkdir(parents=True, exist_ok=True)
     with _about("--out"):
+        check_path("--out", out)
         check_output(source, out)
         on_purpose = name == DEFAULT_PROFILE and out.resolve() == pair.resolve()  # the committed pair, by its profile
         if out.exists() and not (args.force or on_purpose):
@@ -519,7 +518,8 @@ def _profile(args) -> Path:
     """``--profile``, else the default profile beside the notebook; refused if it does not exist."""
     from repro.notebooks import default_profile
 
-    profile = Path(args.profile) if args.profile is not None else default_profile(args.source)
+    check_path("notebook source", args.source)
+    profile = check_path("--profile", args.profile) if args.profile is not None else default_profile(args.source)
     if not profile.is_file():
         raise ReproError(f"--profile: no such file {profile}" + ("" if args.profile else " (the default profile)"))
     return profile
@@ -529,7 +529,7 @@ def cmd_run(args) -> dict:
     """Every input is checked (source, profile, executor, address) before any cell is computed."""
     from repro.jobs import run_notebook
 
-    if not Path(args.source).is_file():
+    if not check_path("notebook source", args.source).is_file():
         raise ReproError(f"notebook source {args.source}: no such file")
     return run_notebook(args.source, _profile(args), args.jobs, args.executor, args.address, args.threads)
 

@@ -79,3 +79,22 @@ def check_number(name: str, value, integer: bool = False, lo: float | None = Non
         return value
     check_list(name, [value], "integer" if integer else "number", lo, hi)
     return value
+
+
+def check_path(what: str, path, writable: bool = False):
+    """A path a command reads or writes, checked before any work: no component longer than the file
+    system allows (255 bytes) and not 4096 bytes in all (the kernel's ENAMETOOLONG would otherwise come
+    after the work); with ``writable``, its folder exists and can be written."""
+    import os
+    from pathlib import Path
+
+    p = Path(path)
+    if len(os.fsencode(str(p))) >= 4096 or any(len(os.fsencode(part)) > 255 for part in p.parts):
+        raise ReproError(f"{what}: path too long ({len(str(p))} characters; at most 255 per name)")
+    if writable:
+        folder = p.parent if str(p.parent) else Path(".")
+        if not folder.is_dir():
+            raise ReproError(f"{what}: folder {folder} does not exist")
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise ReproError(f"{what}: folder {folder} is not writable")
+    return p

@@ -289,6 +289,8 @@ def check_output(source: str | Path, output: str | Path) -> None:
         raise ReproError(f"output {output} is a folder; name the .ipynb file to write")
     if not output.parent.is_dir():
         raise ReproError(f"output {output}: folder {output.parent} does not exist")
+    if not os.access(output.parent, os.W_OK | os.X_OK):
+        raise ReproError(f"output {output}: folder {output.parent} is not writable")
     if source.suffix != ".ipynb" and output.exists() and source.exists() and output.samefile(source):
         raise ReproError(f"output {output} is the notebook's source itself")
 

@@ -445,6 +445,11 @@ def _notebook_case(tmp_path, case: str) -> tuple[list[str], list[str]]:
         (tmp_path / "old.ipynb").write_text("keep me")
         return [str(src), "--profile", str(profile), "--out", str(tmp_path / "old.ipynb")], \
             ["--out", "old.ipynb exists: pass --force"]
+    if case == "out-path-too-long":
+        return [str(src), "--profile", str(profile), "--out", str(tmp_path / ("x" * 5000 + ".ipynb"))], \
+            ["--out", "path too long"]
+    if case == "profile-path-too-long":
+        return [str(src), "--profile", "/".join(["y" * 250] * 20), "--out", str(out)], ["--profile", "path too long"]
     if case == "no-profile-beside-it":  # no --profile and no profiles/cpu.yaml beside the notebook
         return [str(src), "--out", str(out)], ["--profile", "profiles/cpu.yaml", "(the default profile)"]
     raise AssertionError(case)
@@ -452,7 +457,7 @@ def _notebook_case(tmp_path, case: str) -> tuple[list[str], list[str]]:
 
 @pytest.mark.parametrize("case", ["missing-source", "missing-profile", "profile-not-yaml", "out-folder-missing",
                                   "out-is-a-folder", "out-is-the-source", "profile-empty", "out-exists",
-                                  "no-profile-beside-it"])
+                                  "no-profile-beside-it", "out-path-too-long", "profile-path-too-long"])
 def test_notebook_bad_input_refused_before_executing(capsys, tmp_path, tripwires, case):
     args, names = _notebook_case(tmp_path, case)
     before = {p: p.read_bytes() if p.is_file() else None for p in tmp_path.rglob("*")}
