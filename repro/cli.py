@@ -246,12 +246,21 @@ def _check_model(name: str, command: str | None = None) -> None:
 def _check_text(option: str, spec: str) -> None:
     """A text dataset spec: a known name and, after ':', a non-empty split (the split's own
     name is checked by the loader)."""
-    from repro.assets.data import TEXT, parse_spec
+    import os
+
+    from repro.assets.data import FALLBACK_ENV, TEXT, parse_spec, wikitext_dir
 
     with _about(option):
         name, _ = parse_spec(spec)
         if name not in TEXT:
             raise UnknownNameError("text dataset", name, TEXT)
+        if name.startswith("wikitext2") and wikitext_dir() is None and \
+                (name == "wikitext2-train" or os.environ.get(FALLBACK_ENV, "").lower() not in ("1", "true", "yes")):
+            raise ReproError(f"WikiText-2 not found: set REPRO_DATA_DIR to the folder holding wikitext-2/ (or "
+                             f"{FALLBACK_ENV}=1 to evaluate on the packaged Wikipedia sample, labelled FALLBACK)")
+        if name == "c4" and any(os.environ.get(v) for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "REPRO_OFFLINE")):
+            raise ReproError("c4 reads allenai/c4 from the hub, and this process is offline: use c4-sample "
+                             "(c4-sample:calib / c4-sample:eval, the packaged sample's two halves)")
 
 
 def _check_inputs(args) -> None:

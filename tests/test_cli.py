@@ -602,3 +602,19 @@ def test_every_option_has_a_help_line_that_shows_its_default():
                 no_default.append(f"{name} {a.option_strings[0]}")
         assert "(default: " in sp.format_help() or name in ("notebook", "run", "migrate")
     assert not missing and not no_default, (missing, no_default)
+
+
+def test_missing_wikitext_is_refused_before_loading(capsys, tripwires, monkeypatch):
+    """Missing data is an error (exit 2, one line naming REPRO_DATA_DIR), never a silent substitute."""
+    monkeypatch.setattr("repro.assets.data.wikitext_dir", lambda: None)
+    monkeypatch.delenv("REPRO_DATA_FALLBACK", raising=False)
+    line = refused(capsys, "ppl", "--model", "tiny-llama", "--data", "wikitext2:test")
+    assert "--data" in line and "WikiText-2 not found: set REPRO_DATA_DIR" in line
+    line = refused(capsys, "prune", "--model", "tiny-llama", "--method", "wanda", "--calib-data", "wikitext2-train")
+    assert "--calib-data" in line and "REPRO_DATA_DIR" in line
+
+
+def test_c4_offline_is_one_line(capsys, tripwires, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    line = refused(capsys, "ppl", "--model", "tiny-llama", "--data", "c4:validation", "--max-windows", "1")
+    assert "c4 reads allenai/c4 from the hub" in line and "c4-sample" in line

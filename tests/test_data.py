@@ -36,10 +36,14 @@ def test_corrupt_file_fails_its_hash(tmp_path, monkeypatch):
         load_text("wikitext2:test")
 
 
-def test_missing_wikitext_falls_back_with_warning(tmp_path, monkeypatch):
+def test_missing_wikitext_is_an_error_and_falls_back_only_when_asked(tmp_path, monkeypatch):
     monkeypatch.setenv("REPRO_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("REPRO_OFFLINE", "1")
+    monkeypatch.delenv("REPRO_DATA_FALLBACK", raising=False)
     monkeypatch.setattr("repro.assets.data.wikitext_dir", lambda: None)
+    with pytest.raises(ReproError, match="WikiText-2 not found: set REPRO_DATA_DIR"):
+        load_text("wikitext2:test")  # never a silent substitute
+    monkeypatch.setenv("REPRO_DATA_FALLBACK", "1")
     with pytest.warns(UserWarning, match="WikiText-2 not found"):
         d = load_text("wikitext2:test")
     assert d.name == "wiki-sample" and "FALLBACK" in d.label

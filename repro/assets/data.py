@@ -104,11 +104,20 @@ def _fallback(split: str) -> TextData:
     return data
 
 
-def wikitext2(split: str = "test", fallback: bool = True) -> TextData:
+FALLBACK_ENV = "REPRO_DATA_FALLBACK"  # "1": without WikiText-2, use the packaged Wikipedia sample (labelled so)
+
+
+def wikitext2(split: str = "test", fallback: bool | None = None) -> TextData:
+    """WikiText-2 raw ``split``, found through ``REPRO_DATA_DIR`` and hash-checked. Missing, it is an
+    error (never a silent substitute); the packaged Wikipedia sample stands in only when asked for
+    (``fallback=True`` or ``REPRO_DATA_FALLBACK=1``), and every label then says FALLBACK."""
     data = _wikitext2(split)
     if data is None:
+        if fallback is None:
+            fallback = os.environ.get(FALLBACK_ENV, "").lower() in ("1", "true", "yes")
         if not fallback:
-            raise ReproError("WikiText-2 not found: set REPRO_DATA_DIR to the folder holding wikitext-2/")
+            raise ReproError(f"WikiText-2 not found: set REPRO_DATA_DIR to the folder holding wikitext-2/ "
+                             f"(or {FALLBACK_ENV}=1 to use the packaged Wikipedia sample, labelled FALLBACK)")
         return _fallback(split)
     return data
 
@@ -146,7 +155,14 @@ def c4_hub(split: str = "validation") -> TextData:
 
     if split not in C4_SHARDS:
         raise ReproError(f"c4 has splits {', '.join(C4_SHARDS)}; not {split!r}")
-    rows = datasets.load_dataset("allenai/c4", data_files={split: C4_SHARDS[split]}, split=split)["text"]
+    if os.environ.get("HF_HUB_OFFLINE") or os.environ.get("HF_DATASETS_OFFLINE") or os.environ.get("REPRO_OFFLINE"):
+        raise ReproError("c4 reads allenai/c4 from the hub, and this process is offline: use c4-sample "
+                         "(c4-sample:calib / c4-sample:eval, the packaged sample's two halves)")
+    try:
+        rows = datasets.load_dataset("allenai/c4", data_files={split: C4_SHARDS[split]}, split=split)["text"]
+    except (ConnectionError, OSError) as e:  # requests' ConnectionError is an OSError too
+        raise ReproError(f"c4: the hub could not be reached ({e.__class__.__name__}); offline, use c4-sample "
+                         "(c4-sample:calib / c4-sample:eval)") from None
     rows = rows[:1100] if split == "validation" else rows
     digest = hashlib.sha256("\n\n".join(rows).encode()).hexdigest()
     return TextData("c4", split, rows, digest, f"hub:allenai/c4/{C4_SHARDS[split]}",
