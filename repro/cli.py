@@ -506,7 +506,11 @@ def cmd_notebook(args) -> dict:
     profile = _profile(args)
     with _about("--profile"):
         name = profile_name(profile, load_profile(profile, source.stem))
-        run_parameters(source, profile)  # every key checked against the notebook's parameters
+        params = run_parameters(source, profile)  # every key checked against the notebook's parameters
+        if params.get("device"):  # e.g. the paper profile's cuda on a machine without one: one line, not papermill's
+            from repro.assets.devices import resolve_device
+
+            resolve_device(params["device"])
     pair = source.with_suffix(".ipynb")
     out = Path(args.out) if args.out else (pair if name == DEFAULT_PROFILE else
                                            Path(".cache/executed") / name / pair.name)

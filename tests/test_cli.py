@@ -618,3 +618,15 @@ def test_c4_offline_is_one_line(capsys, tripwires, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     line = refused(capsys, "ppl", "--model", "tiny-llama", "--data", "c4:validation", "--max-windows", "1")
     assert "c4 reads allenai/c4 from the hub" in line and "c4-sample" in line
+
+
+def test_notebook_with_a_device_this_machine_lacks_is_one_line(capsys, tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    src, profile = tmp_path / "nb.py", tmp_path / "p.yaml"
+    src.write_text(NOTEBOOK.replace("x = 1", "x = 1\ndevice = None"))
+    profile.write_text("device: cuda\n")
+    line = refused(capsys, "notebook", str(src), "--profile", str(profile), "--out", str(tmp_path / "o.ipynb"))
+    assert "--profile" in line and "no CUDA device is available" in line
