@@ -159,7 +159,9 @@ def cli(args) -> int:
 ])
 def test_bad_run_input_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys, args, message):
     src = jobs_paper.write_notebook(tmp_path)
-    code = cli(["run", str(src), *args])
+    (tmp_path / "p.yaml").write_text("profile: test\n")
+    profile = [] if "--profile" in args else ["--profile", str(tmp_path / "p.yaml")]
+    code = cli(["run", str(src), *profile, *args])
     out, err = capsys.readouterr()
     assert code == 2 and out == "" and err.count("\n") == 1 and err.startswith("error: ") and message in err
     assert not (tmp_path / "results").exists()
@@ -168,7 +170,8 @@ def test_bad_run_input_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys, a
 def test_unreachable_ray_address_is_one_line(tmp_path, capsys):
     pytest.importorskip("ray")
     src = jobs_paper.write_notebook(tmp_path)
-    code = cli(["run", str(src), "--executor", "ray", "--address", "127.0.0.1:1"])
+    (tmp_path / "p.yaml").write_text("profile: test\n")
+    code = cli(["run", str(src), "--profile", str(tmp_path / "p.yaml"), "--executor", "ray", "--address", "127.0.0.1:1"])
     out, err = capsys.readouterr()
     assert code == 2 and out == "" and err.count("\n") == 1 and "Ray cluster at 127.0.0.1:1" in err
     assert not (tmp_path / "results").exists()
