@@ -319,7 +319,10 @@ def test_ctrl_c_is_one_line_exit_130_and_loses_nothing(tmp_path, jobs):
     profile.write_text(smoke.replace('results_dir: "../.cache/smoke/results"', f'results_dir: "{tmp_path / "results"}"'))
     cmd = [sys.executable, "-m", "repro", "run", str(ROOT / "notebooks/01_mpg_head_pruning.py"), "--profile",
            str(profile), "--jobs", str(jobs), "--threads", "1"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # a shell's background job inherits SIGINT ignored (and Python then never raises KeyboardInterrupt):
+    # give the run the default disposition, as a terminal's foreground command has
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     records = tmp_path / "results"
     deadline = time.time() + 300
     while time.time() < deadline and len(list(records.glob("*/*.json"))) < 3:  # a few cells done: mid-run
