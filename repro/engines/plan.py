@@ -111,3 +111,10 @@ def cell(method=None, *, exclusive: bool = False):
         finally:
             plan.depth -= 1
     return wrapper
+
+
+def shown(store, read):
+    """What a grid's section returns: ``read()`` (its frame of records), or None while ``store`` plans:
+    no table is shown then, and replanning, which runs whenever workers run low, reads no record it does
+    not need."""
+    return None if store.plan is not None else read()

@@ -10,6 +10,7 @@ from dataclasses import dataclass, fields
 import pandas as pd
 
 from repro.engines.bandit import BanditExperiment, VisionBanditExperiment
+from repro.engines.plan import shown
 from repro.errors import ReproError, UnknownNameError, check_list, check_number
 from repro.papers.bandit.records import MAB, bandit_frame, vision_frame
 
@@ -89,14 +90,14 @@ class BanditGrid:
         p = self.p
         for name, e in self.lm.items():
             e.grid(p.unit_settings.get(name, {}), p.methods, p.seeds, p.search, p.lambada_limit)
-        return bandit_frame(self.store, self.lm)
+        return shown(self.store, lambda: bandit_frame(self.store, self.lm))
 
     def vision_models(self) -> pd.DataFrame:
         """Section 4 (Table 2): per vision model, dense and every method x seed at ``vision_ratio``."""
         p = self.p
         for e in self.vision.values():
             e.grid({"head": [p.vision_ratio]}, p.vision_methods, p.seeds, p.vision_search)
-        return vision_frame(self.store, self.vision)
+        return shown(self.store, lambda: vision_frame(self.store, self.vision))
 
     def memory_ablation(self) -> bool:
         """Section 5b: the MAB searches again with arm statistics carried over between steps (same

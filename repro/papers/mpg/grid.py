@@ -10,6 +10,7 @@ from dataclasses import dataclass, fields
 import pandas as pd
 
 from repro.engines.heads import HeadExperiment, VisionHeadExperiment
+from repro.engines.plan import shown
 from repro.errors import check_list, check_number
 from repro.papers.mpg.records import Z_METHODS, main_cells, ppl_frame, scores_frame, vision_frame, zeroshot_cells
 
@@ -81,14 +82,14 @@ class MpgGrid:
         """Section 2: every method's head scores on every model."""
         for e in self.lm.values():
             e.grid(self.p.methods)
-        return scores_frame(self.store, self.lm)
+        return shown(self.store, lambda: scores_frame(self.store, self.lm))
 
     def table1(self) -> pd.DataFrame:
         """Section 3 (Table I): dense and every method x sparsity; the frame of the main cells (z = 2,
         index tie-break)."""
         for e in self.lm.values():
             e.grid(self.p.methods, self.p.sparsities, dense=True)
-        return main_cells(ppl_frame(self.store, self.lm))
+        return shown(self.store, lambda: main_cells(ppl_frame(self.store, self.lm)))
 
     def feeding(self) -> dict:
         """Section 3a: ``{model: (dense record, dense record without <bos>)}`` of the families that need <bos>."""
@@ -98,7 +99,7 @@ class MpgGrid:
         """Section 4 (Table II): MP-G and MP at every z on ``z_sparsities``; every perplexity cell so far."""
         for e in self.lm.values():
             e.grid(Z_METHODS, self.p.z_sparsities, self.p.z_values)
-        return ppl_frame(self.store, self.lm)
+        return shown(self.store, lambda: ppl_frame(self.store, self.lm))
 
     def zeroshot(self) -> list[dict]:
         """Section 6 (Table III analogue): zero-shot records of the cells Table I's ranking picks; they
@@ -114,7 +115,7 @@ class MpgGrid:
         """Section 7: MP-G with each model's seeded random tie-breaks; every perplexity cell so far."""
         for e in self.lm.values():
             e.grid(["mpg"], self.p.sparsities, tie_break="random")
-        return ppl_frame(self.store, self.lm)
+        return shown(self.store, lambda: ppl_frame(self.store, self.lm))
 
     def efficiency(self) -> dict:
         """Section 8: ``{model: efficiency record}`` of zeroed against removed heads."""
@@ -130,7 +131,7 @@ class MpgGrid:
             e.grid(["mp"], (), p.z_values)  # scores only
             e.grid(p.methods, p.sparsities, dense=True)
             e.grid(["mpg"], p.z_sparsities, p.z_values)
-        return vision_frame(self.store, self.vision), scores_frame(self.store, self.vision)
+        return shown(self.store, lambda: (vision_frame(self.store, self.vision), scores_frame(self.store, self.vision)))
 
     def plan(self) -> None:
         """Every section, in the notebook's order."""

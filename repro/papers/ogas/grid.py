@@ -10,6 +10,7 @@ import pandas as pd
 
 from repro.assets.data import parse_spec
 from repro.engines.base import owned
+from repro.engines.plan import shown
 from repro.engines.prune import PruneExperiment
 from repro.errors import check_list, check_number
 from repro.methods.unstructured import auto_s_max, ogas_setting
@@ -134,7 +135,7 @@ class OgasGrid:
                     self.main_cell(name, data, m)
                 if {data, parse_spec(self.experiment(name, data).setup.data)[0]} & set(self.exact_rounding_data):
                     self.main_cell(name, data, "ogas", rounding="exact")
-        return frame(self)
+        return shown(self.store, lambda: frame(self))
 
     def run_nm(self) -> pd.DataFrame:
         """N:M cells (WikiText-2) of ``nm_methods`` on ``nm_models``."""
@@ -142,7 +143,7 @@ class OgasGrid:
             for pattern in self.nm_patterns:
                 for m in self.nm_methods:
                     self.wt[name].cell(m, None, pattern=pattern)
-        return frame(self)
+        return shown(self.store, lambda: frame(self))
 
     def run_zeroshot(self) -> dict[str, dict[str, dict]]:
         """Tables 3-4: ``{model: {"dense" or method: lm-eval result}}`` of the zero-shot models."""
@@ -164,7 +165,7 @@ class OgasGrid:
                     self.wt[name].cell(r, self.sparsity, params={"gamma": ogas_setting(self.ogas_setting[name])["gamma"]})
             if self.wide_gamma_bounds and self.params_for(name, "ogas").get("gamma") == "search":
                 self.main_cell(name, self.wt_name, "ogas", gamma_bounds=tuple(self.wide_gamma_bounds))
-        return frame(self)
+        return shown(self.store, lambda: frame(self))
 
     def run_curve(self) -> pd.DataFrame:
         """Figure 4: every method at each of ``curve_sparsities`` (WikiText-2), and OGAS with the
@@ -180,7 +181,7 @@ class OgasGrid:
                 for h in self.s_max_headrooms:
                     if own_headroom(sp, h):
                         e.cell("ogas", sp, params=self.params_for(name, "ogas", s_max_headroom=h))
-        return frame(self)
+        return shown(self.store, lambda: frame(self))
 
 
 
