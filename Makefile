@@ -4,6 +4,8 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 PROFILE ?= cpu
+# make test runs pytest in TEST_WORKERS pytest-xdist processes (the cores are shared out among them)
+TEST_WORKERS ?= 2
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9]*.py))
 # WikiText-2 is never shipped: point at ../shared/data when that folder exists (override freely).
 REPRO_DATA_DIR ?= $(if $(wildcard ../shared/data/wikitext-2),$(abspath ../shared/data),)
@@ -38,7 +40,7 @@ $(STAMP):  # its name hashes pyproject.toml and requirements-assets.txt: file da
 
 test: setup
 	$(BIN)/ruff check repro tests benchmarks notebooks
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal
 
 lint: setup
 	$(BIN)/ruff check repro tests benchmarks notebooks

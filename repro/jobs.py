@@ -28,9 +28,11 @@ import importlib
 import os
 import signal
 import sys
+import threading
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from pathlib import Path
 
 from repro.engines.base import Experiment
@@ -137,6 +139,31 @@ def _run_in_worker(job: Job) -> float:
     return _WORKER.run(job)
 
 
+@contextmanager
+def sigint_deferred():
+    """Ctrl-C held back until the block ends, then raised as one ``KeyboardInterrupt``.
+
+    Starting a spawned worker is two steps, start the process, then write it its preparation data:
+    an interrupt between them left a child reading an empty pipe, which printed an ``EOFError``
+    traceback and was never terminated (it was not yet the pool's). SIGINT is blocked in this thread
+    for the block, so children started in it inherit it blocked (a terminal's Ctrl-C reaches the
+    whole process group) until their initializer ignores it; one that reaches another thread is
+    recorded by the handler and raised here."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught = []
+    previous = signal.signal(signal.SIGINT, lambda *_: caught.append(1))
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # a pending SIGINT arrives now, caught or not
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        raise KeyboardInterrupt
+
+
 class Progress:
     """One line per finished cell: its time, the elapsed time and an estimate of what remains (of
     the cells planned so far: later cells join as their inputs are written)."""
@@ -198,7 +225,8 @@ class Workers:
                                         initargs=(ctx.source, ctx.params, threads))
 
     def submit(self, job: Job):
-        return self.pool.submit(_run_in_worker, job)
+        with sigint_deferred():  # a submit may start a worker process
+            return self.pool.submit(_run_in_worker, job)
 
     def next_done(self, handles):
         """The first handle to finish, its seconds or its error; raises :class:`BrokenProcessPool`

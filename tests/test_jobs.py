@@ -349,3 +349,30 @@ def test_ctrl_c_is_one_line_exit_130_and_loses_nothing(tmp_path, jobs):
             break
         time.sleep(0.25)
     assert not alive(), f"process(es) outlived the interrupt: {alive()}"
+
+
+def test_ctrl_c_while_a_worker_starts_comes_after_the_start_and_the_worker_inherits_it_blocked():
+    """A SIGINT in the middle of starting a spawned worker is raised once the start is complete (an
+    interrupt between spawning the child and writing its preparation data left it reading an empty
+    pipe: an EOFError traceback, CI of stop 35), and the child is born with SIGINT blocked, so a
+    terminal's Ctrl-C to the process group cannot raise in it before its initializer ignores it."""
+    import os
+    import signal
+    from concurrent.futures import ProcessPoolExecutor
+
+    from repro.jobs import sigint_deferred
+
+    steps = []
+    with pytest.raises(KeyboardInterrupt):
+        with sigint_deferred():
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)  # without the deferral, KeyboardInterrupt is raised here
+            steps.append("started")
+    assert steps == ["started"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handler and mask restored
+    assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+
+    with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as pool:
+        with sigint_deferred():
+            child_mask = pool.submit(signal.pthread_sigmask, signal.SIG_BLOCK, [])
+        assert signal.SIGINT in child_mask.result(timeout=60)
