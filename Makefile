@@ -40,7 +40,7 @@ $(STAMP):  # its name hashes pyproject.toml and requirements-assets.txt: file da
 
 test: setup
 	$(BIN)/ruff check repro tests benchmarks notebooks
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 lint: setup
 	$(BIN)/ruff check repro tests benchmarks notebooks

@@ -75,14 +75,13 @@ from repro.methods.heads import excess, select_heads
 from repro.notebooks import start
 from repro.papers import mpg as P
 
-nb = start(globals())
+nb = start(globals(), "01_mpg_head_pruning")  # opened in JupyterLab: applies profiles/<profile>.yaml
 grid = P.build(nb)  # the experiments and one method per section below (repro run plans every section)
 exps, vexps = grid.lm, grid.vision  # {model: HeadExperiment}, {model: VisionHeadExperiment}
 R = P.Report(nb, grid)  # the tables below, with their captions
-print(R.describe())
 
 # %%
-nb.this_run()  # the values that ran, where the profile changed the parameters cell above
+nb.this_run(R.provenance())  # what each model is, its samples, and the values the profile changed
 differences, cap = R.differences()  # generated from the parameters that ran
 nb.show(differences, "what_differs", cap)
 
@@ -353,7 +352,6 @@ nb.show(eff_table, "efficiency", cap_eff)
 M = R.mha  # the MHA encoders' tables
 vframe, vscores = grid.mha()  # scores (MP at every z too), dense and method x sparsity cells, MP-G's z sweep
 if vexps:
-    print(M.describe())
     mha_table, cap, raw = M.table(vframe, sparsities, methods)
     nb.show(mha_table, "mha_encoders", cap, raw=raw)
 else:
@@ -372,7 +370,7 @@ if vexps:
     nb.show(mha_ties, "mha_zero_score_ties", cap)
 
 # %% [markdown]
-# **Sanity.** A pruned model more accurate than the dense one, or below chance (10% on ten balanced
+# **Sanity.** A pruned model more accurate than the dense one, or below chance (one image in ten: ten balanced
 # classes), would be a bug until explained. The cell lists those cells with how many of the test images
 # they get right against the dense model and their cross-entropy change, paired per image.
 #
@@ -380,7 +378,7 @@ if vexps:
 # (same weights, images, dtype and batches). On the Fashion-MNIST ViT, Gradient-Head at 12.5% gets one more
 # test image right than the dense model while its cross-entropy is *higher*: a borderline image flipping
 # under a tiny perturbation, not a gain. Nothing is below chance, but at 50% Wanda-Head and Hybrid leave
-# the DINOv2 probe at chance level (about 10%) with a cross-entropy far above uniform guessing's ln 10:
+# the DINOv2 probe at chance level (about one image in ten) with a cross-entropy far above uniform guessing's $\ln 10$:
 # confidently wrong. The probe is linear and was fitted on the intact frozen backbone's features;
 # removing half of the backbone's heads moves those features away from it, so the probe's decisions
 # fail together. It is a collapse of the pruned model, not a bug of the evaluation.

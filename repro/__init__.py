@@ -2,7 +2,7 @@
 
 Layers, each importing only the ones before it in this list (``tests/test_layers.py`` checks it):
 assets -> arch -> structure -> calib -> methods -> evaluate -> store / report / claims / migrate ->
-engines -> papers -> notebooks / jobs / cli. ``errors`` and ``progress`` serve every layer.
+engines -> papers -> notebooks / jobs / cli (with its argument types, ``cliargs``). ``errors`` and ``progress`` serve every layer.
 
 - ``engines``: a configuration in, a cached record out (head pruning, unstructured pruning, unit search),
   knowing no paper;

@@ -41,13 +41,38 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy import stats
 
-from repro.evaluate.stats import paired_t
+from repro.evaluate.stats import bootstrap_ci, paired_t
 
 HOLDS, FAILS, INCONCLUSIVE = "holds", "does not hold", "inconclusive"
 UNDERPOWERED = "underpowered"
 DECIDED, CONSTRUCTION, UNINFORMATIVE = "decided", "true by construction", "uninformative"
 KINDS = (DECIDED, INCONCLUSIVE, UNINFORMATIVE, CONSTRUCTION)  # the order a claims table shows them in
 POWER, ALPHA = 0.8, 0.05
+
+
+def destroyed(ppls: dict[str, float], uniform: float | None) -> str:
+    """Why a comparison of perplexities ``ppls`` (``{side: perplexity}``) cannot inform a claim: every side at
+    or above ``uniform``, the perplexity of a uniform guess over the vocabulary (both models destroyed, so
+    which is "better" says nothing about the method); "" where it can (or no bound is known)."""
+    if not uniform or not ppls or any(v is None or v < uniform for v in ppls.values()):
+        return ""
+    return (f"both models destroyed: perplexity {' and '.join(f'{k} {v:,.0f}' for k, v in ppls.items())}, at or above "
+            f"a uniform guess over the {uniform:,.0f}-word vocabulary")
+
+
+def at_chance(correct, chance: float | None, what: str = "the dense model") -> str:
+    """Why a comparison of zero-shot accuracies on these documents cannot inform a claim: ``what``'s
+    per-document correctness ``correct`` (its 95% bootstrap interval) does not lie above ``chance`` (a
+    uniform guess among the answers), so a pruned copy can only tie it or fall below it by noise; "" where
+    it lies above (or chance is unknown)."""
+    x = np.asarray(correct, dtype=float)
+    if chance is None or x.size < 2:
+        return ""
+    ci = bootstrap_ci(x) or (float(x.mean()), float(x.mean()))
+    if ci[0] > chance:
+        return ""
+    return (f"{what} is not above chance here: accuracy {x.mean():.3f} [{ci[0]:.3f}, {ci[1]:.3f}] over {x.size} "
+            f"documents against {chance:.3f} for a uniform guess")
 
 
 def verdict(ci, threshold: float = 1.0, side: str = "below") -> str:

@@ -24,7 +24,6 @@ is written before every check has passed.
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import logging
 import math
@@ -35,62 +34,15 @@ import warnings
 from contextlib import contextmanager
 from pathlib import Path
 
+from repro.cliargs import METHOD_REGISTRIES
+from repro.cliargs import Formatter as _Formatter
+from repro.cliargs import Parser as _Parser
+from repro.cliargs import finite as _finite
+from repro.cliargs import fraction as _fraction
+from repro.cliargs import nonneg as _nonneg
+from repro.cliargs import open_fraction as _open_fraction
+from repro.cliargs import positive as _positive
 from repro.errors import Interrupted, ReproError, UnknownNameError, check_path
-
-# where each command's --method names come from (read when --help is shown: the registries import torch)
-METHOD_REGISTRIES = {"heads": ("repro.methods.heads", "HEAD_METHODS"),
-                     "prune": ("repro.methods.unstructured", "PRUNERS"),
-                     "bandit": ("repro.methods.bandit", "SELECTORS")}
-MAX_SEED = 2**63 - 1  # torch and numpy generators take any seed in [0, 2**63)
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line ``error: ...`` on stderr and exit status 2."""
-
-    def error(self, message: str):
-        self.exit(2, f"error: {self.prog}: {' '.join(message.split())}\n")
-
-
-class _Formatter(argparse.RawDescriptionHelpFormatter):
-    """Help that lists each ``--method``'s valid names from its registry (unbroken)."""
-
-    def _split_lines(self, text, width):  # never split a name such as "wanda-head" at its hyphen
-        import textwrap
-
-        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
-
-    def _get_help_string(self, action):
-        text = super()._get_help_string(action) or ""
-        if getattr(action, "registry", None):
-            module, name = action.registry
-            text += ": " + ", ".join(getattr(importlib.import_module(module), name))
-        shown = action.default not in (None, False, argparse.SUPPRESS) and action.option_strings
-        if shown and "default" not in text:
-            text += f" (default: {action.default})"
-        return text
-
-
-def _number(kind: type, lo: float, hi: float, what: str, lo_open: bool = False, hi_open: bool = False):
-    """An argparse type: a finite ``kind`` in the interval from ``lo`` to ``hi``, else one line saying
-    what was ``what`` (argparse names the option)."""
-    def parse(text: str):
-        try:
-            v = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
-        if not math.isfinite(v):
-            raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
-        if v < lo or v > hi or (lo_open and v == lo) or (hi_open and v == hi):
-            raise argparse.ArgumentTypeError(f"expected {what}, got {v}")
-        return v
-    return parse
-
-
-_positive = _number(int, 1, math.inf, "a positive integer")
-_nonneg = _number(int, 0, MAX_SEED, "a non-negative integer below 2**63")  # a seed
-_finite = _number(float, -math.inf, math.inf, "a finite number")
-_fraction = _number(float, 0.0, 1.0, "a number in [0, 1)", hi_open=True)  # a sparsity
-_open_fraction = _number(float, 0.0, 1.0, "a number in (0, 1)", lo_open=True, hi_open=True)  # a share of units
 
 
 def _model_args(p: argparse.ArgumentParser) -> None:

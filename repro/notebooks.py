@@ -115,10 +115,12 @@ class Session:
             replace_block(f, name, text)
         print("generated blocks updated from", self.params["results_dir"], "in", ", ".join(map(str, files)))
 
-    def this_run(self):
-        """The parameters that ran, once, as a short table (the parameters cell shows the paper-scale
-        defaults; papermill injects the profile's values below them): one row per parameter whose
-        value the profile changed, the default beside it."""
+    def this_run(self, provenance: str = "") -> None:
+        """The run's provenance and parameters, once per notebook (the captions below name only their
+        models, data, sample and dtype in one line): ``provenance`` (Markdown bullets: what each model
+        is, where its weights come from, its evaluation and calibration samples), then one row per
+        parameter whose value the profile changed, the default beside it (the parameters cell shows the
+        notebook's defaults; papermill injects the profile's values below them)."""
         import pandas as pd
         from IPython.display import Markdown, display
 
@@ -126,8 +128,11 @@ class Session:
         rows = [{"parameter": k, "this run": _short(v), "notebook default": _short(defaults[k])}
                 for k, v in self.params.items() if k in defaults and defaults[k] != v]
         table = pd.DataFrame(rows, columns=["parameter", "this run", "notebook default"])
-        display(Markdown(to_markdown(table, f"**This run.** Profile `{self.profile}`: the values that ran, where "
-                                            "they differ from the parameters cell above.", index=False)))
+        head = f"**This run.** Profile `{self.profile}`."
+        if provenance:
+            head += " What each model is and the samples it was evaluated and calibrated on:\n\n" + provenance + "\n\n"
+        display(Markdown(to_markdown(table, head + " The parameters that ran, where they differ from the parameters "
+                                              "cell above:", index=False)))
 
     def cache(self, keys) -> str:
         return self.store.cache_summary(keys)
@@ -138,9 +143,44 @@ def _short(v) -> str:
     return text if len(text) <= 90 else text[:87] + "..."
 
 
-def start(params: dict) -> Session:
-    """The :class:`Session` of a notebook from its parameters (pass ``globals()``)."""
+def start(params: dict, notebook: str | None = None) -> Session:
+    """The :class:`Session` of a notebook from its parameters (pass ``globals()``, and the notebook's
+    name, its file stem).
+
+    Run by ``repro notebook`` / ``make reproduce`` (papermill with a profile), the parameters are what
+    the run injected. Opened in JupyterLab, nothing was injected: the profile that the parameters cell
+    names (``profile = "cpu"``) is applied from ``profiles/<profile>.yaml`` beside the notebook
+    (:func:`apply_profile`), so an interactive run computes and reads what ``make reproduce`` does,
+    never the notebook's paper-scale defaults into the committed results."""
+    if notebook is not None and "_run" not in params:
+        apply_profile(params, notebook)
     return Session(params)
+
+
+def apply_profile(params: dict, notebook: str, folder: str | Path = ".") -> list[str]:
+    """Set, in ``params`` (a notebook's globals), the values of the profile its ``profile`` parameter
+    names (``folder/profiles/<profile>.yaml``, the notebook's section; checked as a run's are, by
+    :func:`run_parameters`), for each parameter still at the notebook's default (one set by hand or by
+    papermill stays); relative folders as papermill runs them, from the notebook's folder. Says in one
+    line what it applied; returns the names set. Nothing to apply (no source beside the kernel, or no
+    such profile) is said and changes nothing."""
+    folder = Path(folder)
+    source = folder / f"{notebook}.py"
+    profile = folder / "profiles" / f"{params.get('profile', DEFAULT_PROFILE)}.yaml"
+    if not source.is_file() or not profile.is_file():
+        print(f"interactive run: {source if not source.is_file() else profile} not found, so the parameters cell's "
+              "values run as they are")
+        return []
+    nb = read_source(source)
+    defaults = default_parameters(nb)
+    values = run_parameters(source, profile, None, nb)
+    changed = [k for k, v in values.items() if k in defaults and params.get(k) == defaults[k] and v != defaults[k]]
+    for k in changed:
+        params[k] = values[k]
+    params["_run"] = {"defaults": {k: defaults[k] for k in values if k in defaults}}
+    print(f"interactive run: profile {profile} applied ({len(changed)} parameter(s) changed from the notebook's "
+          "defaults, shown under 'This run'); set `profile` in the parameters cell to run another")
+    return changed
 
 
 def read_source(path: str | Path):
@@ -351,3 +391,66 @@ def in_sync(py: str | Path, ipynb: str | Path) -> bool:
     import nbformat
 
     return cell_sources(read_source(py)) == cell_sources(nbformat.read(str(ipynb), as_version=4))
+
+
+# ---- numbers typed in prose ------------------------------------------------------------------------
+# A notebook's numbers come from records (generated Markdown) or from its parameters; a markdown cell may
+# hold a number only where it is not a measurement of this run: an equation or code, a reference (Table 2,
+# section 3, eq. 1), a name (WikiText-2, ViT-S/14, top-1), a quotation ("..."), a sentence that gives the
+# paper's own number (it names the paper), a parameter's value, or one of a few constants of the method
+# (0, 1, 2, 0.5, the 95% intervals, 80% power, a 5% test).
+_MATH = re.compile(r"\$\$.*?\$\$|\$[^$]*\$", re.S)
+_CODE = re.compile(r"```.*?```|`[^`]*`", re.S)
+_LINK = re.compile(r"\]\([^)]*\)")
+_QUOTE = re.compile(r'"[^"\n]*"|“[^”]*”')
+_ENUMERATION = re.compile(r"\(\d+\)")
+_REF = re.compile(r"\b(?:Tables?|Figures?|Fig\.|eqs?\.|equations?|[Ss]ections?|Algorithm|[Nn]otebooks?|Papers?|Appendix|"
+                  r"steps?|[Ii]ssue)\s+[IVX0-9]+[a-z]?(?:\s*(?:-|–|,|and|or|/)\s*[IVX0-9]+[a-z]?)*")
+_NUMBER = re.compile(r"(?<![\w.\-/])\d+(?:[.,]\d+)*%?(?![\w\-/])")
+_SENTENCE = re.compile(r"(?<=[.;:!?])\s+(?=[A-Z(*])")
+_PAPER = re.compile(r"\bpaper(?:'s|s)?\b", re.I)
+CONSTANTS = frozenset({"0", "1", "2", "0.5", "95%", "80%", "5%"})
+
+
+def parameter_numbers(*values) -> set[str]:
+    """Every number in ``values`` (parameters, profiles: nested dicts and lists) as prose would write
+    it: ``0.125`` and ``12.5%``, ``8``."""
+    out: set[str] = set()
+
+    def walk(v):
+        if isinstance(v, bool):
+            return
+        if isinstance(v, (int, float)):
+            out.update({f"{v:g}", f"{v * 100:g}%"})
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                walk(k)
+                walk(x)
+        elif isinstance(v, (list, tuple, set)):
+            for x in v:
+                walk(x)
+
+    for v in values:
+        walk(v)
+    return out
+
+
+def typed_numbers(nb, allowed: set[str] = frozenset()) -> list[tuple[int, str, str]]:
+    """(cell index, number, sentence) for every number typed in a markdown cell of ``nb`` outside the
+    places listed above (``allowed``: the notebook's parameter values, :func:`parameter_numbers`):
+    a number that should have been generated from the records."""
+    hits = []
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "markdown":
+            continue
+        text = _LINK.sub(" ", _CODE.sub(" ", _MATH.sub(" ", cell.source)))
+        text = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith(("#", ">")))
+        text = _ENUMERATION.sub(" ", _REF.sub(" ", _QUOTE.sub(" ", text)))
+        for sentence in _SENTENCE.split(" ".join(text.split())):
+            if _PAPER.search(sentence):
+                continue
+            for m in _NUMBER.finditer(sentence):
+                number = m.group().rstrip(".,")
+                if number not in CONSTANTS and number not in allowed:
+                    hits.append((i, number, sentence.strip()))
+    return hits

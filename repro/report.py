@@ -89,7 +89,8 @@ def differences_table(rows: list[tuple[str, str, str]], profile: str) -> tuple[p
     """A notebook's opening table, "what differs from the paper": ``rows`` of (aspect, the paper's
     setting, ours), ours generated from the parameters that ran (never typed in a markdown cell)."""
     frame = pd.DataFrame(rows, columns=["", "paper", f"here (`{profile}` profile)"])
-    return frame, f"**What differs from the paper** in this run (profile `{profile}`; each caption repeats what applies to it)."
+    return frame, (f"**What differs from the paper** in this run (profile `{profile}`; each caption below names its "
+                   "models, data, sample and dtype in one line, *This run* above says the rest).")
 
 
 def model_line(e) -> str:
@@ -97,3 +98,33 @@ def model_line(e) -> str:
     and what it really is, from its identity (the model card's without loading it)."""
     what = e.identity.get("upstream") or e.identity.get("source") or ""
     return f"{e.name} ({what})" if what else e.name
+
+
+# ---- captions: one line of setting per table, the full provenance once per notebook ----------------
+
+def caption(title: str, setting: str, profile: str, cache: str = "") -> str:
+    """A table's caption, at most two lines: its bold ``title``, then one line naming what produced it
+    (``setting``: models, data and sample size, dtype), the profile and how many of its cells were read
+    from records (``cache``). What each model really is, its calibration and every parameter that ran
+    are the notebook's *This run* block (:meth:`repro.notebooks.Session.this_run`), shown once."""
+    return f"**{title.strip()}** {setting}; profile `{profile}`" + (f"; {cache}" if cache else "") + "."
+
+
+def lm_setting(experiments: dict, data: str | None = None) -> str:
+    """'smollm2-135m, gemma3-270m (<bos> + text windows); wikitext2:validation, 32 x 256 tokens; bfloat16':
+    the models of ``experiments`` (``{name: Experiment}``) with their evaluation sample and dtype, each
+    said once where every model shares it."""
+    def once(values: list[str]) -> str:
+        return values[0] if len(set(values)) == 1 else " / ".join(values)
+
+    es = list(experiments.values())
+    names = ", ".join(f"{n} (<bos> first)" if e.feeding_note else n for n, e in experiments.items())
+    sample = once([f"{'all' if e.setup.max_windows is None else e.setup.max_windows} x {e.setup.seqlen} tokens"
+                   for e in es])
+    return f"{names}; {data or once([e.data.label for e in es])}, {sample}; {once([e.setup.eval_dtype for e in es])}"
+
+
+def provenance(lines: list[str]) -> str:
+    """The *This run* block's provenance: one bullet per model (what it is, where its weights come
+    from, its evaluation and calibration samples)."""
+    return "\n".join(f"- {line}" for line in lines)

@@ -8,9 +8,9 @@ ROOT = Path(__file__).resolve().parents[1]
 # tests never reach the network: no hub lookup before the packaged fallbacks (each process, workers and
 # papermill kernels included, would otherwise retry the hub for ~40 s where it is unreachable, as in CI)
 os.environ.setdefault("REPRO_OFFLINE", "1")
-# under pytest-xdist (make test: -n 2) the cores are shared out among the workers
-WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-torch.set_num_threads(max(1, min(2, (os.cpu_count() or 1) // WORKERS)))
+# every xdist worker (make test: -n 2) keeps torch's own thread count: the timing cells' record keys name it,
+# so a plan made here must count the threads that `repro run` and the notebooks time with
+torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
 
 
 @pytest.fixture(autouse=True)

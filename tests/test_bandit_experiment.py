@@ -192,6 +192,8 @@ def test_stale_picks_counts_units_without_a_pull_in_their_step():
 
 
 def test_frame_rows_and_unknown_parameters(exp):
+    exp.dense()
+    exp.cell("ucb", ["head"], 0.25, seed=1, params=FAST)  # read back where an earlier test computed it
     exp.cell("magnitude", ["mlp"], 0.1, seed=1)
     f = bandit_frame(exp.store, [exp])
     assert {"dense", "ucb", "magnitude"} <= set(f.method)
@@ -498,7 +500,7 @@ def fake_report() -> BanditReport:
                                structure={"n_layers": 3, "heads_per_layer": [4, 4, 4]},
                                setup=setup, calib_batch_size=1, search_dtype="bfloat16", adapter=adapter,
                                windows=lambda: "24 x 128 tokens, <bos> + text windows",
-                               data=SimpleNamespace(label="WikiText-2 test"))}
+                               feeding_note=", <bos> + text windows", data=SimpleNamespace(label="WikiText-2 test"))}
     vision = {"v": SimpleNamespace(identity={"source": "trained here", "seed": 0, "test_top1": 0.9},
                                    setup=setup, n_calib=512, calib_batch_size=32, n_eval=2000, search_dtype="float32",
                                    structure={"heads_per_layer": [4, 6]})}
@@ -515,15 +517,16 @@ def test_captions_name_the_setting_and_the_cache():
     r = fake_report()
     frame = pd.DataFrame({"key": [("bandit-ppl", "a"), ("bandit-ppl", "b")]})
     assert r.caption("T.", frame) == (
-        "**T.** Profile `cpu`. Models: m (Q4_K_M, evaluated on 24 x 128 tokens, <bos> + text windows). Calibration "
-        "8 x 128 tokens of wikitext2-train per seed (mini-batches of 1); perplexity on the first windows of "
-        "wikitext2:test, float32; LAMBADA first 30 "
-        "documents; search budget {'budget': 8, 'pool_size': 16} per step, losses in bfloat16; seeds [1, 2, 3]. "
-        "1 of 2 cells read from cached records.")
+        "**T.** m (<bos> first); WikiText-2 test, 24 x 128 tokens; float32; LAMBADA first 30 documents; 8 pulls per "
+        "step over a pool of 16; seeds 1, 2, 3; profile `cpu`; 1 of 2 cells read from cached records.")
     assert r.caption("V.", vision=True) == (
-        "**V.** Profile `cpu`. Models: v (trained here, test top-1 0.900). Calibration 512 training images per seed "
-        "(mini-batches of 32); evaluation on the first 2000 test images, float32; search budget {'budget': 32, "
-        "'pool_size': 48} per step, losses in float32; seeds [1, 2, 3].")
+        "**V.** v (trained here); first 2000 Fashion-MNIST test images; float32; 32 pulls per step over a pool of 48; "
+        "seeds 1, 2, 3; profile `cpu`.")
+    assert r.provenance().splitlines() == [
+        "- m: org/m; 3 layers; evaluation WikiText-2 test, first 24 x 128 tokens; calibration 8 x 128 tokens per seed "
+        "in mini-batches of 1; weights Q4_K_M, evaluated in float32, <bos> + text windows, search losses in bfloat16",
+        "- v: trained here, seed 0, test top-1 0.900; calibration 512 training images per seed; evaluation on the "
+        "first 2000 test images; evaluated in float32, search losses in float32"]
     assert r.settings == [("m", "head", 0.1), ("m", "mlp", 0.03), ("m", "mlp", 0.05)] and r.n_heads == {"v": 10}
     lines = r.describe().splitlines()
     assert lines[0].startswith("m: org/m; 3 layers; evaluation WikiText-2 test, first 24 x 128 tokens")
@@ -571,9 +574,9 @@ def test_removal_caption_reads_the_record():
     t, cap = fake_report().removal({"config": {"seqlen": 128, "repeats": 15, "dtype": "bfloat16", "batches": [1]},
                                     "result": res})
     assert list(t.model) == ["dense", "zeroed", "removed"] and "prefill b1 (ms)" in t
-    assert cap == ("**Removal.** m, MAB-TS seed 1: 3 heads and 64 MLP channels (head 10% and mlp 5%: its own "
-                   "selections above); prefill of 128 tokens, median of 15 round-robin repeats, speed-up paired by "
-                   "round, bfloat16; removed vs zeroed logits differ by at most 2.0e-06. Profile `cpu`.")
+    assert cap == ("**Removal of m's MAB-TS seed-1 selection (head 10% and mlp 5%): 3 heads and 64 MLP channels.** "
+                   "Prefill of 128 tokens, median of 15 round-robin repeats, bfloat16; removed vs zeroed logits differ "
+                   "by at most 2.0e-06; profile `cpu`.")
 
 
 def test_removal_caption_says_how_many_heads_padding_keeps():

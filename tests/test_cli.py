@@ -107,6 +107,10 @@ def test_zeroed_and_removed_agree(capsys):
     (["ppl", "--model", "no-such-model"], "unknown model 'no-such-model'"),
     (["ppl", "--model", "tiny-llama", "--data", "nope:test"], "unknown text dataset 'nope'"),
     (["ppl", "--model", "tiny-gpt2", "--data", "wiki-sample", "--seqlen", "4096"], "exceeds the model's limit"),
+    (["heads", "--model", "tiny-gpt2", "--method", "wanda-head", "--calib-data", "wiki-sample", "--calib-seqlen",
+      "100000"], "calib_seqlen (--calib-seqlen) 100000 exceeds tiny-gpt2's limit of"),
+    (["prune", "--model", "tiny-llama", "--method", "wanda", "--sparsity", "0.5", "--calib-data", "wiki-sample",
+      "--calib-seqlen", "100000"], "exceeds tiny-llama's limit of"),
     (["heads", "--model", "tiny-llama", "--sparsity", "1.5"], "argument --sparsity: expected a number in [0, 1)"),
     (["heads", "--model", "tiny-llama", "--method", "magic"], "--method: unknown head method 'magic'"),
     (["heads", "--model", "tiny-llama", "--method", "wanda-head", "--calib-data", "wiki-sample",
@@ -630,3 +634,30 @@ def test_notebook_with_a_device_this_machine_lacks_is_one_line(capsys, tmp_path)
     profile.write_text("device: cuda\n")
     line = refused(capsys, "notebook", str(src), "--profile", str(profile), "--out", str(tmp_path / "o.ipynb"))
     assert "--profile" in line and "no CUDA device is available" in line
+
+
+def test_help_reads_method_names_from_the_cache_without_importing_torch(tmp_path, monkeypatch):
+    """--help of heads / prune / bandit lists the registries' names; after the first, without importing
+    torch (the names are cached by the sha256 of the registry's module); a cache of other source is not
+    read."""
+    import importlib
+    import os
+
+    from repro.cliargs import METHOD_REGISTRIES, method_names
+
+    env = {**os.environ, "REPRO_CACHE": str(tmp_path)}
+    probe = ("import sys; from repro.cli import main\n"
+             "try: main([sys.argv[1], '--help'])\nexcept SystemExit: pass\n"
+             "print('TORCH' if 'torch' in sys.modules else 'NO TORCH')")
+    for command, (module, registry) in METHOD_REGISTRIES.items():
+        first = subprocess.run([sys.executable, "-c", probe, command], env=env, capture_output=True, text=True)
+        again = subprocess.run([sys.executable, "-c", probe, command], env=env, capture_output=True, text=True)
+        names = list(getattr(importlib.import_module(module), registry))
+        last = [r.stdout.strip().splitlines()[-1] for r in (first, again)]
+        assert last == ["TORCH", "NO TORCH"], last
+        assert all(n in " ".join(again.stdout.split()) for n in names)
+    stale = tmp_path / "help" / "repro.methods.heads.HEAD_METHODS.0000000000000000.json"
+    stale.write_text('["not-a-method"]')
+    monkeypatch.setenv("REPRO_CACHE", str(tmp_path))
+    assert method_names("repro.methods.heads", "HEAD_METHODS") == list(importlib.import_module(
+        "repro.methods.heads").HEAD_METHODS)

@@ -263,8 +263,7 @@ def _tables(experiments, store=None):
     return R.Tables(SimpleNamespace(store=store or Store(None), profile="t", params=params), experiments)
 
 
-MODELS_CAPTION = ("Profile `t`. Models: m (q4, first 2 x 32 tokens of wiki:val, float32). Calibration: cal "
-                  "(16-token windows; counts in scoring_cost).")
+MODELS_CAPTION = "m; wiki:val, 2 x 32 tokens; float32; profile `t`"  # one line; the rest is in 'This run'
 
 
 def test_scoring_cost_spread_and_ties_from_constructed_scores():
@@ -284,8 +283,7 @@ def test_scoring_cost_spread_and_ties_from_constructed_scores():
     spread, cap = T.spread(scores, ["mpg", "wanda-head"], 0.5)  # g has no scores: no row
     assert spread[["method", "pruned", "layers emptied", "most from one layer", "emptied layers"]].values.tolist() == [
         ["MP-G", 3, 1, 2, "0"], ["Wanda-Head", 3, 0, 1, "-"]]
-    assert cap == ("**Pruned heads per layer at the lowest sparsity.** " + MODELS_CAPTION).replace(
-        "float32).", "float32); g (q4, first 2 x 32 tokens of wiki:val, float32).")
+    assert cap == "**Pruned heads per layer at the lowest sparsity.** m, g; wiki:val, 2 x 32 tokens; float32; profile `t`."
     w = np.array([3.0, 3.5])
     frame = _frame([dict(model="m", method="mpg", sparsity=0.5, z=2.0, nll=w),
                     dict(model="m", method="mpg", sparsity=0.5, z=2.0, nll=w + 0.1, tie_break="random", tie_seed=0),
@@ -300,7 +298,7 @@ def test_scoring_cost_spread_and_ties_from_constructed_scores():
                                       "random tie-break mean": round(float(np.mean(rnd)), 2),
                                       "min": round(rnd[0], 2), "max": round(rnd[1], 2)}
     assert ties.iloc[1]["random seeds"] == 0 and np.isnan(ties.iloc[1]["random tie-break mean"])
-    assert cap.startswith("**MP-G tie-break sensitivity.** Profile `t`. Models: m (q4, first 2 x 32 tokens")
+    assert cap.startswith("**MP-G tie-break sensitivity.** m, g; wiki:val, 2 x 32 tokens")
     zt, cap = T.zero_ties(scores, ["mpg", "wanda-head"], [1 / 6, 0.5, 0.75])  # m's MP-G: 3 of 6 heads score 0
     assert zt[["model", "method", "heads cut", "heads scoring exactly 0", "decided by the tie-break"]].values.tolist() \
         == [["m", "MP-G", 1, 3, True], ["m", "MP-G", 3, 3, False], ["m", "MP-G", 4, 3, False]]  # no zeros: no row
@@ -330,7 +328,7 @@ def test_tables_with_captions_from_constructed_cells():
     assert table1.loc["MP", "m @ 25.0%"].startswith("<u>") and table1.loc["MP-G", "m @ 25.0%"].startswith("<u>")
     assert not table1.loc["Dense", "m @ 25.0%"].startswith(("**", "<u>"))  # the reference is not ranked
     assert cap1 == ("**Table I. WikiText-2 validation perplexity (lower is better) at 25/50% head sparsity.** "
-                    f"{MODELS_CAPTION} 17 of 17 cells read from cached records. The paper's models need the hub "
+                    f"{MODELS_CAPTION}; 17 of 17 cells read from cached records. The paper's models need the hub "
                     "and a GPU: `paper` profile, not run here.")
     assert R.curve(main, "m", "mpg", [0.125, 0.25])[0] == pytest.approx(math.exp(3.25))
     assert np.isnan(R.curve(main, "m", "mpg", [0.125, 0.25])[1])
@@ -345,7 +343,7 @@ def test_tables_with_captions_from_constructed_cells():
     assert t2v.loc["MP-G, z = 2.0", "m @ 50%"] == pytest.approx(math.exp(3.55))  # not the random tie-break
     assert t2v.loc["MP, z = 1.5", "m @ 50%"] == pytest.approx(math.exp(4.4))
     assert table2.loc["MP-G, z = 1.5", "m @ 50%"].startswith("**")
-    assert cap2.startswith("**Table II. Perplexity of MP and MP-G for z in {1.5, 2.0, 2.5}.** Profile `t`.")
+    assert cap2.startswith("**Table II. Perplexity of MP and MP-G for z in {1.5, 2.0, 2.5}.** " + MODELS_CAPTION)
     assert cap2.endswith("6 of 6 cells read from cached records.")
     table4, cap4 = T.table4(vals, methods)
     assert table4.index.tolist() == ["MP-G", "Wanda-Head", "SparseGPT-Head", "Gradient-Head", "Hybrid"]
@@ -409,8 +407,8 @@ def test_zeroshot_and_efficiency_tables_from_constructed_records():
                                    "params (M)": [2.0, 1.5], "nonzero params (M)": [2.0, 1.4],
                                    "attention FLOPs vs dense": [1.0, 0.6], "prefill b=1 (ms)": [120.0, 110.0],
                                    "speed-up b=1": [1.0, 1.2]}  # the claims' paired-by-round speed-up, not 120/110
-    assert cap.startswith("**Efficiency.** Profile `t`, MP-G heads, bfloat16, sequence length 256, median of 5 prefill "
-                          "passes timed round-robin across the model states on 2 CPU threads.")
+    assert cap == ("**Efficiency: zeroed (Algorithm 1, shapes kept) against physically removed heads.** MP-G heads, "
+                   "bfloat16, 256 tokens, median of 5 prefill passes timed round-robin on 2 CPU threads; profile `t`.")
     assert "not run" in T.efficiency({})[1]
     c = {x.setting for x in R.mpg_claims(_frame([]), [], [], [], [], {}, efficiency={"m": rec["result"]})}
     assert c == {"m, removed 50%", "m, removed 50%, batch 1"}

@@ -75,6 +75,30 @@ def test_the_twice_check_can_fail():
     assert tables_shown_twice(nb) == [0]
 
 
+@pytest.mark.parametrize("src", SOURCES, ids=[s.stem for s in SOURCES])
+def test_no_measurement_is_typed_in_prose(src):
+    """Every number in a notebook's markdown cells is a parameter, a reference, a name, an equation, the
+    paper's own number or a constant of the method: what a run measured is generated from its records."""
+    from repro.notebooks import default_parameters, load_profile, parameter_numbers, read_source, typed_numbers
+
+    nb = read_source(src)
+    allowed = parameter_numbers(default_parameters(nb), *(load_profile(p, src.stem) for p in PROFILES))
+    assert typed_numbers(nb, allowed) == []
+
+
+def test_the_typed_number_check_can_fail():
+    from repro.notebooks import typed_numbers
+
+    cell = nbformat.v4.new_markdown_cell
+    nb = nbformat.v4.new_notebook(cells=[
+        cell("Masking it takes perplexity from 20.81 to 12.05 in 419 of 500 documents."),
+        cell("Table 2 and section 3 (eq. 1) with $x = 3.5$ and `seqlen=256`: WikiText-2 on ViT-S/14, top-1, "
+             "(4) an enumeration; the paper reports 7227 -> 282.8, \"its 8-16%\"; 95% intervals; a value of 8."),
+        nbformat.v4.new_code_cell("ppl = 20.81")])
+    hits = typed_numbers(nb, allowed={"8"})
+    assert [(i, n) for i, n, _ in hits] == [(0, "20.81"), (0, "12.05"), (0, "419"), (0, "500")]
+
+
 @pytest.mark.parametrize("profile", PROFILES, ids=[p.stem for p in PROFILES])
 def test_profiles_name_only_declared_parameters(profile):
     for src in SOURCES:
@@ -157,6 +181,6 @@ def test_notebook_smoke(src, tmp_path):
     figs = {p.name for p in (tmp_path / "figures").iterdir()}
     assert expected <= figs, sorted(expected - figs)
     table1 = (tmp_path / "figures" / first).read_text()
-    assert "Profile `smoke`" in table1 and data in table1
+    assert "profile `smoke`" in table1 and data in table1
     cached = re.search(r"(\d+) of (\d+) cells read from cached records", table1)
     assert cached and cached[1] == cached[2], cached and cached[0]

@@ -196,7 +196,9 @@ def test_run_nm_ablation_and_curve_ask_for_their_cells(grid):
 
 def fake_experiment(data, calib, store, quant="q4_0", windows="4 x 64 tokens"):
     return SimpleNamespace(identity={"quantisation": quant}, store=store, windows=lambda: windows,
-                           data=SimpleNamespace(name=data.split(":")[0]),
+                           data=SimpleNamespace(name=data.split(":")[0], label=data),
+                           feeding_note=", <bos> + text windows" if "<bos>" in windows else "",
+                           structure={"vocab_size": 1000},
                            setup=Setup(data=data, seqlen=64, max_windows=20, calib_data=calib, calib_nsamples=8,
                                        calib_seqlen=32, eval_dtype="float32"))
 
@@ -273,12 +275,9 @@ def test_find_tells_rows_apart_and_headrooms_fall_back_to_the_default_cell():
 def test_caption_names_the_setups_and_the_cache(fake_grid):
     f = constructed_frame()
     cap = O.caption(fake_grid, "Title.", f)
-    assert cap.startswith("**Title.** Profile `unit`. Models: a (q4_0, OGAS llama setting, evaluated on 4 x 64 "
-                          "tokens); b (q8, OGAS mistral setting, evaluated on 2 x 64 tokens, <bos> + text windows). "
-                          "Calibration 8 x 32 tokens (wikitext2-train for WikiText-2 rows, c4-sample:calib")
-    assert "first windows of wikitext2:test / c4-sample:eval, float32." in cap
-    assert cap.endswith(f"{len(f)} of {len(f)} cells read from cached records.")
-    assert O.caption(fake_grid, "Title.").endswith("float32.")
+    assert cap == ("**Title.** a, b (<bos> first); wikitext2:test / c4-sample:eval, 20 x 64 tokens; float32; profile "
+                   f"`unit`; {len(f)} of {len(f)} cells read from cached records.")
+    assert O.caption(fake_grid, "Title.").endswith("float32; profile `unit`.")
 
 
 def test_table12_marks_ranks_and_pairs_to_wanda(fake_grid):
@@ -490,3 +489,21 @@ def test_every_claim_row_carries_the_paper_statement_it_tests(fake_grid):
         assert any(w in source for w in ("Table", "Figure", "eq.", "beyond the paper")), source
     zs = claims[claims.claim.str.startswith("OGAS zero-shot mean")]
     assert len(zs) == 1 and "Table 4" in zs.source.iloc[0] and zs.n.iloc[0] == 80
+
+
+def test_a_comparison_of_two_destroyed_models_is_uninformative():
+    """Two cells both at or above a uniform guess over the vocabulary: the claim row says why it cannot
+    inform, whatever its interval; one side below the bound, or no bound known, leaves it a verdict."""
+    from repro.claims import UNINFORMATIVE, destroyed
+
+    assert destroyed({"OGAS": 1200.0, "Wanda": 5000.0}, 1000).startswith("both models destroyed")
+    assert destroyed({"OGAS": 999.0, "Wanda": 5000.0}, 1000) == "" and destroyed({"OGAS": 2e3}, None) == ""
+    hi = np.log(2000.0) + np.tile([0.0, 0.1, 0.2, 0.3], 5)  # a perplexity above the fake models' 1000 words
+    f = pd.DataFrame([row("a", "wikitext2", "dense", BASE), row("a", "wikitext2", "wanda", hi),
+                      row("a", "wikitext2", "ogas", hi - 0.05, params=OGAS_A),
+                      row("a", "wikitext2", "ogas", BASE + 0.2, sparsity=0.7, params=OGAS_A)])
+    claims = O.ogas_claims(f, ["a"], 0.5, [], [], [], uniform={"a": 1000})
+    row_ = next(c for c in claims if c.claim.startswith("OGAS below Wanda"))
+    assert row_.kind == UNINFORMATIVE and row_.why_uninformative.endswith("over the 1,000-word vocabulary")
+    assert next(c for c in O.ogas_claims(f, ["a"], 0.5, [], [], [])
+                if c.claim.startswith("OGAS below Wanda")).kind != UNINFORMATIVE

@@ -42,3 +42,31 @@ def test_good_smoke_values_pass_the_checks():
     assert check_list("x", (1, 2), "integer", 0) == [1, 2]
     with pytest.raises(ReproError, match="got True"):
         check_list("x", [True], "integer", 0)  # a bool is not a count
+
+
+@pytest.mark.parametrize("stem", sorted(p.stem for p in NB.values()))
+def test_an_interactive_run_applies_the_profile_its_parameters_cell_names(capsys, stem):
+    """Opened in JupyterLab (nothing injected), a notebook runs with profiles/<profile>.yaml, not its
+    paper-scale defaults: every value the cpu profile sets reaches the globals, except one the user set by
+    hand; one line says so, and 'This run' gets the defaults to compare with."""
+    from repro.notebooks import apply_profile, default_parameters, load_profile, read_source
+
+    src = NB[stem[:2]]
+    defaults = default_parameters(read_source(src))
+    profile = load_profile(ROOT / "notebooks/profiles/cpu.yaml", stem)
+    by_hand = next(k for k, v in profile.items() if defaults.get(k) != v)  # a value the profile changes
+    g = {**defaults, by_hand: "set by hand"}
+    changed = apply_profile(g, stem, ROOT / "notebooks")
+    assert by_hand not in changed and g[by_hand] == "set by hand"
+    assert all(g[k] == v for k, v in profile.items() if k != by_hand)
+    assert set(changed) == {k for k, v in profile.items() if k != by_hand and defaults.get(k) != v}
+    assert g["_run"]["defaults"] == {k: defaults[k] for k in profile if k in defaults}
+    assert "profile" in capsys.readouterr().out
+
+
+def test_an_interactive_run_without_its_profile_says_so_and_changes_nothing(tmp_path, capsys):
+    from repro.notebooks import apply_profile
+
+    g = {"profile": "cpu", "seqlen": 1024}
+    assert apply_profile(g, "01_mpg_head_pruning", tmp_path) == [] and g == {"profile": "cpu", "seqlen": 1024}
+    assert "not found" in capsys.readouterr().out

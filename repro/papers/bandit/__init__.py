@@ -13,6 +13,8 @@ from repro.papers.bandit.claims import (  # noqa: F401
     summary_claims,
 )
 from repro.papers.bandit.grid import BanditGrid, BanditParams, build, plan  # noqa: F401
+from repro.papers.bandit.lambada import investigation as lambada_investigation  # noqa: F401
+from repro.papers.bandit.lambada import read_check  # noqa: F401
 from repro.papers.bandit.records import (  # noqa: F401
     CELL,
     LABELS,

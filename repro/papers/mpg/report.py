@@ -6,7 +6,7 @@ from repro.papers.mpg.grid import MpgGrid
 from repro.papers.mpg.mha import MhaTables
 from repro.papers.mpg.records import describe
 from repro.papers.mpg.tables import Tables
-from repro.report import differences_table, model_line
+from repro.report import differences_table, model_line, provenance
 
 
 class Report(Tables):
@@ -20,6 +20,15 @@ class Report(Tables):
     def describe(self) -> str:
         """The models, their geometry and the evaluation sample, one line each."""
         return describe(self.grid.lm)
+
+    def provenance(self) -> str:
+        """The *This run* block's provenance: what each model is (source, geometry, weights), its
+        evaluation sample and dtype, its calibration; the captions name only models, data and sample."""
+        lines = [f"{line}, {e.setup.eval_dtype}{e.feeding_note}; weights {e.identity.get('quantisation')}; "
+                 f"calibration {e.setup.calib_nsamples} x {e.setup.calib_seqlen} tokens of {e.calib_text.label} "
+                 f"(Gradient-Head on the first {e.grad_nsamples})"
+                 for line, e in zip(describe(self.grid.lm).splitlines(), self.grid.lm.values())]
+        return provenance(lines + (self.mha.provenance() if self.grid.vision else []))
 
     def differences(self):
         """(table, caption): what differs from the paper, generated from the parameters that ran."""

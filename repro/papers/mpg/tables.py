@@ -38,7 +38,8 @@ from repro.papers.mpg.records import (
     scores_frame,
     zeroshot_cells,
 )
-from repro.report import fmt_ci, marked_table
+from repro.report import caption as caption_line
+from repro.report import fmt_ci, lm_setting, marked_table
 
 
 class Tables:
@@ -63,14 +64,11 @@ class Tables:
         return scores_frame(self.store, self.experiments)
 
     def caption(self, title: str, keys=None) -> str:
-        """'**title** Profile `cpu`. Models: ... (quantisation, windows, data, dtype). Calibration:
-        ...'; ``keys``: the cells' record keys, to say how many were read from cached records."""
-        p = self.params
-        parts = [f"{n} ({e.identity.get('quantisation')}, first {e.setup.max_windows} x {p['seqlen']} tokens "
-                 f"of {e.data.label}{e.feeding_note}, {e.setup.eval_dtype})" for n, e in self.experiments.items()]
-        cache = f" {self.store.cache_summary(keys)}." if keys is not None else ""
-        return (f"**{title}** Profile `{self.profile}`. Models: " + "; ".join(parts) +
-                f". Calibration: {p['calib_data']} ({p['calib_seqlen']}-token windows; counts in scoring_cost).{cache}")
+        """'**title** models; data, windows; dtype; profile `cpu`; k of n cells read from cached records.'
+        (:func:`repro.report.caption`: the calibration and what each model is are in *This run*);
+        ``keys``: the cells' record keys, to say how many were read from cached records."""
+        cache = self.store.cache_summary(keys) if keys is not None else ""
+        return caption_line(title, lm_setting(self.experiments), self.profile, cache)
 
     # -- section 2
     def scoring_cost(self, scores: pd.DataFrame, methods: list[str]):
@@ -116,9 +114,8 @@ class Tables:
                          "plain / <bos> (paired)": fmt_ratio(p), "windows worse without": f"{p.n - p.n_better}/{p.n}"})
         keys = [(k, r["key"]) for on, off in pairs.values() for k, r in (("heads-ppl", on), ("heads-ppl", off))]
         return pd.DataFrame(rows), self.caption(
-            "Feeding each model as it expects. Dense perplexity with <bos> prepended to every window (the family's "
-            "rule, used in every cell of this notebook) and with plain windows cut from the token stream (the "
-            "SparseGPT / Wanda protocol, right for Llama-like models only).", keys)
+            "Feeding each model as it expects: dense perplexity with <bos> before every window (the family's rule, "
+            "used everywhere here) and with plain windows (the SparseGPT / Wanda protocol).", keys)
 
     def paired(self, main: pd.DataFrame, sparsities: list[float], reference: str = "mpg"):
         """(table, caption): ``reference`` against every other method, paired over windows."""
@@ -272,11 +269,9 @@ class Tables:
         if not records:
             return pd.DataFrame(rows), f"**Efficiency.** Profile `{self.profile}`: not run (no efficiency model)."
         c = next(iter(records.values()))["config"]
-        caption = (f"**Efficiency.** Profile `{self.profile}`, {LABEL[c['method']]} heads, {c['dtype']}, sequence "
-                   f"length {c['seqlen']}, median of {c['repeats']} prefill passes timed round-robin across the "
-                   f"model states on {c['threads']} CPU threads. Zeroed = Algorithm 1 (shapes kept); removed = "
-                   "heads physically removed. Attention is only part of the compute: MLPs and the output layer are "
-                   "untouched by head pruning.")
+        caption = (f"**Efficiency: zeroed (Algorithm 1, shapes kept) against physically removed heads.** "
+                   f"{LABEL[c['method']]} heads, {c['dtype']}, {c['seqlen']} tokens, median of {c['repeats']} prefill "
+                   f"passes timed round-robin on {c['threads']} CPU threads; profile `{self.profile}`.")
         return pd.DataFrame(rows).round(3), caption
 
     # -- sections 9 and 10
@@ -286,8 +281,10 @@ class Tables:
         the scoring ``cost``, the ``{model: efficiency record}`` and the zero-shot records
         (:func:`downstream_claims`); ``claims`` keeps the effects."""
         groups = {n: _group_size(e) for n, e in self.experiments.items()}
+        uniform = {n: e.structure.get("vocab_size") for n, e in self.experiments.items()}
         found = mpg_claims(frame, self.models, sparsities, z_values, z_sparsities, groups, cost,
-                           {n: r["result"] for n, r in (efficiency or {}).items()}) + downstream_claims(zeroshot or [])
+                           {n: r["result"] for n, r in (efficiency or {}).items()}, uniform) + \
+            downstream_claims(zeroshot or [])
         claims = claims_frame(with_sources(with_paper(found, PAPER_EFFECTS), PAPER_SOURCES))
         caption = (f"**Claims checked.** Profile `{self.profile}`; models {', '.join(self.models)} on "
                    f"{self.params['data']}; verdicts by one rule from paired 95% intervals (details in the notebook).")

@@ -10,6 +10,7 @@ from repro.claims import (
     claims_frame,
     claims_markdown,
     count_verdicts,
+    destroyed,
     headline,
     ratio_claim,
     shown,
@@ -24,10 +25,20 @@ from repro.report import to_markdown
 
 
 def ogas_claims(frame: pd.DataFrame, models: list[str], sparsity: float, zeroshot_tasks: list[str],
-                curve_models: list[str], ablation_models: list[str], high=(0.7, 0.9), wt: str = "wikitext2") -> list:
+                curve_models: list[str], ablation_models: list[str], high=(0.7, 0.9), wt: str = "wikitext2",
+                uniform: dict[str, float | None] | None = None) -> list:
     """Paper 2's claims, each judged by :func:`repro.claims.verdict` on a paired interval; the
-    ablation, zero-shot and curve claims read the ``wt`` (WikiText-2) cells."""
+    ablation, zero-shot and curve claims read the ``wt`` (WikiText-2) cells. ``uniform``: each model's
+    uniform-guess perplexity (its vocabulary): a comparison whose cells are all at or above it is
+    uninformative (:func:`repro.claims.destroyed`), however its interval lies."""
     out = []
+
+    def unless_destroyed(claim: Claim, model: str, data: str, cells: dict) -> Claim:
+        found = {LABELS.get(k, k): find(frame, model, data, k, sp) for k, sp in cells.items()}
+        claim.uninformative = destroyed({k: c.ppl for k, c in found.items() if c is not None},
+                                        (uniform or {}).get(model))
+        return claim
+
     datas = sorted(set(frame.data)) if len(frame) else []
     for model in models:
         for data in datas:
@@ -35,8 +46,10 @@ def ogas_claims(frame: pd.DataFrame, models: list[str], sparsity: float, zerosho
                 continue  # this model was not run on this data
             for other, claim in (("wanda", "OGAS below Wanda"), ("ria", "OGAS below RIA"),
                                  ("sparsegpt", "OGAS at or below SparseGPT")):
-                out.append(ratio_claim(f"{claim} at {sparsity:.0%}", f"{model}, {data}", f"OGAS / {LABELS[other]}",
-                                       paired_to(frame, model, data, "ogas", other, sparsity)))
+                out.append(unless_destroyed(ratio_claim(
+                    f"{claim} at {sparsity:.0%}", f"{model}, {data}", f"OGAS / {LABELS[other]}",
+                    paired_to(frame, model, data, "ogas", other, sparsity)), model, data,
+                    {"ogas": sparsity, other: sparsity}))
     for model in ablation_models:
         for single in ("ogas-energy", "ogas-papr"):
             out.append(ratio_claim("Each single signal improves on Wanda", f"{model}, {LABELS[single]}",
@@ -65,9 +78,10 @@ def ogas_claims(frame: pd.DataFrame, models: list[str], sparsity: float, zerosho
         for sp in (0.8, 0.9):
             for other in ("magnitude", "wanda", "ria", "sparsegpt"):
                 if find(frame, model, wt, "ogas", sp) is not None:
-                    out.append(ratio_claim("OGAS has the lowest perplexity at 80% and 90%", f"{model}, {sp:.0%}, vs "
-                                           f"{LABELS[other]}", f"OGAS / {LABELS[other]}",
-                                           paired_to(frame, model, wt, "ogas", other, sp)))
+                    out.append(unless_destroyed(ratio_claim(
+                        "OGAS has the lowest perplexity at 80% and 90%", f"{model}, {sp:.0%}, vs {LABELS[other]}",
+                        f"OGAS / {LABELS[other]}", paired_to(frame, model, wt, "ogas", other, sp)), model, wt,
+                        {"ogas": sp, other: sp}))
         dense = find(frame, model, wt, "dense", 0.0)
         for other in ("magnitude", "sparsegpt"):  # "magnitude and SparseGPT collapse at high sparsity"
             c = find(frame, model, wt, other, hi)
@@ -83,9 +97,10 @@ def ogas_claims(frame: pd.DataFrame, models: list[str], sparsity: float, zerosho
             if all(c is not None for c in (o70, o90, m70, m90)):
                 p = paired_ratio(np.subtract(o90.window_nll, o70.window_nll), np.subtract(m90.window_nll,
                                                                                           m70.window_nll))
-            out.append(ratio_claim(f"OGAS degrades least from {lo:.0%} to {hi:.0%} (flattest curve)",
-                                   f"{model}, vs {LABELS[other]}",
-                                   f"(ppl{hi * 100:.0f}/ppl{lo * 100:.0f} of OGAS) / (same of {LABELS[other]})", p))
+            out.append(unless_destroyed(ratio_claim(
+                f"OGAS degrades least from {lo:.0%} to {hi:.0%} (flattest curve)", f"{model}, vs {LABELS[other]}",
+                f"(ppl{hi * 100:.0f}/ppl{lo * 100:.0f} of OGAS) / (same of {LABELS[other]})", p), model, wt,
+                {"ogas": hi, other: hi}))
     return out
 
 
@@ -139,7 +154,10 @@ def claims_table(frame: pd.DataFrame, grid: OgasGrid) -> tuple[pd.DataFrame, str
     claims = claims_frame(with_sources(with_paper(ogas_claims(frame, grid.models, grid.sparsity,
                                                               grid.zeroshot_tasks if grid.zeroshot_models else [],
                                                               grid.curve_models, grid.ablation_models,
-                                                              wt=grid.wt_name), PAPER_EFFECTS), PAPER_SOURCES))
+                                                              wt=grid.wt_name,
+                                                              uniform={n: e.structure.get("vocab_size")
+                                                                       for n, e in grid.wt.items()}),
+                                                  PAPER_EFFECTS), PAPER_SOURCES))
     cap = (f"**Claims checked (Paper 2).** Profile `{grid.profile}`; models {', '.join(grid.models)}; verdicts by "
            "one rule from paired 95% intervals. 'paper says': the table or figure a row tests; words in quotation "
            "marks are the paper's, 'paraphrase:' marks ours (the paper's text is not available offline).")

@@ -7,8 +7,11 @@ import numpy as np
 import pandas as pd
 
 from repro.evaluate.stats import Paired, paired_difference, paired_ratio
+from repro.evaluate.zeroshot import CHANCE  # noqa: F401  (re-exported: the tables read it from here)
 from repro.methods.unstructured import PRUNERS
 from repro.papers.ogas.grid import OgasGrid, own_headroom
+from repro.report import caption as caption_line
+from repro.report import lm_setting
 
 # ---- cells of the frame -----------------------------------------------------------------------
 
@@ -84,15 +87,13 @@ def ratio_text(p: Paired, digits: int = 3) -> str:
 # ---- tables ------------------------------------------------------------------------------------
 
 def caption(grid: OgasGrid, title: str, frame: pd.DataFrame | None = None) -> str:
-    """A table's caption: ``title``, then the profile, models, calibration and evaluation of the
-    first model's setups, and how many of ``frame``'s cells were read from cached records."""
-    parts = [f"{name} ({e.identity.get('quantisation')}, OGAS {grid.ogas_setting[name]} setting, evaluated on "
-             f"{e.windows()})" for name, e in grid.wt.items()]
-    cache = f" {grid.store.cache_summary(frame.key)}." if frame is not None and len(frame) else ""
-    s, c4 = grid.wt[grid.models[0]].setup, grid.c4[grid.models[0]].setup
-    return (f"**{title}** Profile `{grid.profile}`. Models: " + "; ".join(parts) + f". Calibration {s.calib_nsamples} "
-            f"x {s.calib_seqlen} tokens ({s.calib_data} for WikiText-2 rows, {c4.calib_data} for C4 rows); perplexity "
-            f"on the first windows of {s.data} / {c4.data}, {s.eval_dtype}.{cache}")
+    """A table's caption (:func:`repro.report.caption`): ``title``, the models with WikiText-2 test / C4 and
+    their sample and dtype, the profile, and how many of ``frame``'s cells were read from cached records
+    (what each model is and its calibration: the *This run* block, :meth:`Report.provenance`)."""
+    cache = grid.store.cache_summary(frame.key) if frame is not None and len(frame) else ""
+    wt, c4 = grid.wt[grid.models[0]], grid.c4[grid.models[0]]
+    setting = lm_setting(grid.wt, f"{wt.setup.data} / {c4.setup.data}")  # the samples' full labels: This run
+    return caption_line(title, setting, grid.profile, cache)
 
 
 def main_rows(grid: OgasGrid) -> list[str]:
@@ -100,7 +101,4 @@ def main_rows(grid: OgasGrid) -> list[str]:
     return ["dense", *grid.methods, "ogas-exact"]
 
 
-# accuracy of a uniform guess per task: ARC (mostly 4 choices, a few 3 or 5) and HellaSwag 4 endings; BoolQ,
-# WinoGrande and PIQA two answers (BoolQ's majority answer, "yes", is right more often than half the time)
-CHANCE = {"arc_challenge": 0.25, "arc_easy": 0.25, "hellaswag": 0.25, "openbookqa": 0.25, "boolq": 0.5,
-          "winogrande": 0.5, "piqa": 0.5, "sst2": 0.5, "mrpc": 0.5, "rte": 0.5}
+

@@ -9,7 +9,7 @@ from repro.papers.ogas import claims as C
 from repro.papers.ogas import tables as T
 from repro.papers.ogas.grid import OgasGrid
 from repro.papers.ogas.records import dense_ppl
-from repro.report import differences_table, model_line
+from repro.report import differences_table, model_line, provenance
 
 
 class Report:
@@ -20,6 +20,16 @@ class Report:
 
     def describe(self) -> str:
         return self.grid.describe()
+
+    def provenance(self) -> str:
+        """The *This run* block's provenance: what each model is, its OGAS setting, evaluation samples
+        (WikiText-2 test and C4's held-out half), dtype and calibration."""
+        g = self.grid
+        lines = [f"{line}; weights {e.identity.get('quantisation')}, evaluated in {e.setup.eval_dtype}"
+                 f"{e.feeding_note}; calibration of {e.calib_text.label} (WikiText-2 rows) and "
+                 f"{g.c4[n].calib_text.label} (C4 rows)"
+                 for line, (n, e) in zip(g.describe().splitlines(), g.wt.items())]
+        return provenance(lines)
 
     def table12(self, frame: pd.DataFrame):
         return T.table12(frame, self.grid)

@@ -56,9 +56,8 @@ def table12(frame: pd.DataFrame, grid: OgasGrid) -> tuple[pd.DataFrame, str, pd.
             vals[f"{name} average"] = vals[both].astype(float).mean(axis=1, skipna=False)
             cis[f"{name} average"] = None
     table = marked_table(vals.astype(float), cis, skip_rows=["Dense"]).join(paired)
-    cap = caption(grid, f"Tables 1-2. WikiText-2 test and C4 (held-out half) perplexity at {grid.sparsity:.0%} "
-                        "unstructured sparsity, their average per model (the paper's average column: the mean of the "
-                        "two perplexities, no interval), and each method's paired ratio to Wanda.", frame)
+    cap = caption(grid, f"Tables 1-2. WikiText-2 test and C4 perplexity at {grid.sparsity:.0%} unstructured sparsity, "
+                        "their mean (the paper's average column) and each method's paired ratio to Wanda.", frame)
     return table, cap, vals
 
 
@@ -141,10 +140,9 @@ def dense_vs_chance(results: dict[str, dict[str, dict]], tasks: list[str]) -> tu
             rows.append({"model": name, "task": task, "paper's task": task in PAPER_ZEROSHOT, "documents": acc.size,
                          "dense accuracy": round(float(acc.mean()), 3), "95% interval": f"[{ci[0]:.3f}, {ci[1]:.3f}]",
                          "chance": chance, "dense vs chance": where})
-    cap = ("**Dense zero-shot accuracy against a uniform guess.** Per task, the dense model's accuracy (lm-eval "
-           "`acc`) over the documents evaluated, its 95% bootstrap interval over documents, and the accuracy of "
-           "guessing uniformly among the answers (ARC and HellaSwag: 4 choices; BoolQ, WinoGrande, PIQA: 2). "
-           "Where the dense model is at chance, its pruned copies can only tie it or fall below it by noise.")
+    cap = ("**Dense zero-shot accuracy against a uniform guess among each task's answers.** lm-eval `acc` with its "
+           "95% bootstrap interval over the documents evaluated; where the dense model is at chance, its pruned "
+           "copies can only tie it or fall below it by noise.")
     return pd.DataFrame(rows), cap
 
 
@@ -250,10 +248,9 @@ def gamma_bounds_table(frame: pd.DataFrame, grid: OgasGrid) -> tuple[pd.DataFram
                          "at the lower bound": int((g - lo < tol).sum()), "at the upper bound": int((hi - g < tol).sum()),
                          "median gamma": round(float(np.median(g)), 3),
                          "ppl": round(float(c.ppl), 3), "vs OGAS (paper's interval)": "" if p is None else ratio_text(p)})
-    return pd.DataFrame(rows), caption(grid, "Where the gamma search ended. The interval (0.05, 1.1) is the paper's "
-                                             "own; a layer counts at a bound when its gamma is within the search's "
-                                             "tolerance (0.05) of it. The wider interval is beyond the paper: a "
-                                             "sensitivity check, paired against OGAS on the paper's interval.")
+    return pd.DataFrame(rows), caption(grid, "Where the gamma search ended: layers within its tolerance of each bound; "
+                                             "(0.05, 1.1) is the paper's own interval, a wider one (beyond the paper) "
+                                             "is paired against it.")
 
 
 def curve_frame(frame: pd.DataFrame, grid: OgasGrid) -> pd.DataFrame:
