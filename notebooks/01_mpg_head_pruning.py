@@ -190,7 +190,7 @@ print(f"{int((s == 0).sum())} of {s.size} heads score exactly 0: at low sparsity
 # %%
 main = grid.table1()  # dense and every method x sparsity (index tie-break, z = 2)
 table1, cap1, vals = R.table1(main, methods, sparsities)
-nb.show(table1, "table1_ppl", cap1, raw=vals)
+nb.show(table1, "table1_ppl", cap1, raw=vals, reading=R.table1_reading(vals))
 
 # %% [markdown]
 # Many heads score exactly 0 under MP and MP-G (no feature above $\mu + z\sigma$). Where fewer heads are cut

@@ -131,7 +131,7 @@ nb.show(differences, "what_differs", cap)
 # %%
 frame = grid.run_main()
 table12, cap12, vals = R.table12(frame)
-nb.show(table12, "table12_ppl", cap12, raw=vals)
+nb.show(table12, "table12_ppl", cap12, raw=vals, reading=R.table12_reading(vals))
 
 # %% [markdown]
 # ### Achieved sparsity and what the rounding is worth

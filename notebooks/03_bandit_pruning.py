@@ -131,7 +131,7 @@ nb.show(differences, "what_differs", cap)
 frame = grid.language_models()  # dense, then every (unit type, ratio, method, seed) of each language model
 lm = P.lm_table(frame)
 table1, cap_lm = R.table1(lm, frame)
-nb.show(table1, "table1_lm", cap_lm)
+nb.show(table1, "table1_lm", cap_lm, reading=R.table1_reading(table1))
 
 # %% [markdown]
 # Every seed, as the paper reports them (never only the best): WikiText-2 perplexity change (%) with its
@@ -260,7 +260,7 @@ vframe = grid.vision_models()  # dense and every method x seed of each vision mo
 vis = P.vision_table(vframe)
 if len(vis):
     table2, cap_v = R.table2(vis, vframe)
-    nb.show(table2, "table2_vision", cap_v)
+    nb.show(table2, "table2_vision", cap_v, reading=R.table2_reading(table2))
     np.random.seed(0)  # the strip plot's jitter draws from numpy's global generator: the same figure every run
     t95 = stats.t.ppf(0.975, len(seeds) - 1)  # mean +- t95 standard errors: the t interval the claims use
     t = vis.assign(method=vis.method.map(P.LABELS))

@@ -69,10 +69,11 @@ class Session:
             out[m] = cls(m, self.setup(m, extra, **(changes or {})), self.store, **{**kwargs, **own, **loaded})
         return out
 
-    def show(self, table, stem: str, caption: str = "", raw=None, index: bool | None = None) -> None:
+    def show(self, table, stem: str, caption: str = "", raw=None, index: bool | None = None, reading: str = "") -> None:
         """Save ``table`` as ``figures/<stem>.md`` (with its caption) and ``.csv`` (``raw`` numbers
         if given), and display it once, as Markdown (it returns nothing, so a cell that ends with it
-        does not render the frame a second time)."""
+        does not render the frame a second time), then ``reading``: what it shows, generated from its
+        numbers (:func:`repro.report.column_reading`, :func:`repro.report.ranking_reading`)."""
         import pandas as pd
         from IPython.display import Markdown, display
 
@@ -80,6 +81,8 @@ class Session:
             index = not isinstance(table.index, pd.RangeIndex)
         save_table(table, self.figures / stem, caption, raw=raw, index=index)
         display(Markdown(to_markdown(table, caption, index=index)))
+        if reading:
+            display(Markdown("**What it shows.**\n\n" + reading))
 
     def show_claims(self, claims, stem: str, caption: str = "") -> None:
         """Save a claims frame (:func:`repro.claims.claims_frame`) as ``figures/<stem>.md``, split by kind

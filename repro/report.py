@@ -128,3 +128,66 @@ def provenance(lines: list[str]) -> str:
     """The *This run* block's provenance: one bullet per model (what it is, where its weights come
     from, its evaluation and calibration samples)."""
     return "\n".join(f"- {line}" for line in lines)
+
+
+# ---- what a table shows: one or two generated sentences after it -----------------------------------
+
+def _num(v: float) -> str:
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3g}" if abs(v) >= 10 else f"{v:.2f}"
+
+
+def column_reading(vals: pd.DataFrame, focus: str | None = None, reference: str | None = "Dense",
+                   lower_is_better: bool = True, what: str = "perplexity") -> str:
+    """What a table of values shows, per column: the best row (and its value against ``reference``'s, where
+    the table has that row) and where ``focus`` ranks; generated from the numbers, one bullet per column
+    group of the first column level (a model)."""
+    ranked = vals.drop(index=[r for r in (reference,) if r in vals.index])
+    groups = dict.fromkeys(c[0] if isinstance(c, tuple) else c for c in vals.columns)
+    lines = []
+    for g in groups:
+        cols = [c for c in vals.columns if (c[0] if isinstance(c, tuple) else c) == g]
+        parts = []
+        for c in cols:
+            col = ranked[c].dropna().astype(float)
+            if col.empty:
+                continue
+            best = col.idxmin() if lower_is_better else col.idxmax()
+            ties = [r for r in col.index if col[r] == col[best]]
+            where = f"at {c[1]} " if isinstance(c, tuple) and len(c) > 1 else ""
+            text = f"{where}{' and '.join(ties)} {_num(col[best])}"
+            if reference in vals.index and pd.notna(vals.loc[reference, c]) and lower_is_better and vals.loc[reference, c]:
+                text += f" (x{col[best] / float(vals.loc[reference, c]):.2g} {reference.lower()})"
+            if focus in col.index and focus not in ties:
+                rank = int(col.rank(ascending=lower_is_better, method="min")[focus])
+                text += f", {focus} {_num(col[focus])} ({_ordinal(rank)} of {len(col)})"
+            parts.append(text)
+        if parts:
+            head = f"**{g}**" + (f" ({reference.lower()} {_num(float(vals.loc[reference, cols[0]]))})"
+                                 if reference in vals.index and pd.notna(vals.loc[reference, cols[0]]) else "")
+            lines.append(f"- {head}: lowest {what} " + "; ".join(parts) + "." if lower_is_better else
+                         f"- {head}: highest {what} " + "; ".join(parts) + ".")
+    return "\n".join(lines)
+
+
+def _ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+def ranking_reading(table: pd.DataFrame, by: list[str], value: str, focus: list[str], versus: str | None = None,
+                    unit: str = "", lower_is_better: bool = True, method: str = "method") -> str:
+    """What a long table of (group..., method, value) rows shows, one bullet per group (``by``): the best
+    method and its value, then each ``focus`` method's value and rank, and ``versus``'s value."""
+    lines = []
+    for key, g in table.groupby(by, sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        s = g.set_index(method)[value].astype(float).dropna()
+        if s.empty:
+            continue
+        rank = s.rank(ascending=lower_is_better, method="min")
+        best = s.idxmin() if lower_is_better else s.idxmax()
+        said = [f"{m} {s[m]:+.3g}{unit} ({_ordinal(int(rank[m]))} of {len(s)})"
+                for m in [*focus, *([versus] if versus else [])] if m in s.index and m != best]
+        name = ", ".join(f"{v:.0%}" if isinstance(v, float) and v < 1 else str(v) for v in key)
+        lines.append(f"- **{name}**: least damage {best} {s[best]:+.3g}{unit}" + ("; " + ", ".join(said) if said else "")
+                     + ".")
+    return "\n".join(lines)

@@ -73,3 +73,15 @@ def plan(session, exps: dict) -> None:
     p = session.params
     for e in exps.values():
         e.grid(p["methods"], p["sparsities"], dense=True)
+
+
+def records(root) -> dict:
+    """Every record under ``root`` (model cards aside), by path: its text."""
+    return {p.relative_to(root): p.read_text() for p in root.rglob("*.json") if p.parent.name != "models"}
+
+
+def untimed(x):
+    """A record's result without its measured times (what differs between two runs of one cell)."""
+    if isinstance(x, dict):
+        return {k: untimed(v) for k, v in x.items() if "seconds" not in k}
+    return [untimed(v) for v in x] if isinstance(x, list) else x

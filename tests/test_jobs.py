@@ -5,10 +5,11 @@ computing nothing: tests/test_notebooks.py.)"""
 import json
 import multiprocessing as mp
 import time
-from pathlib import Path
 
 import jobs_paper
 import pytest
+from jobs_paper import records as _records
+from jobs_paper import untimed
 
 from repro.cli import main
 from repro.engines.base import Setup
@@ -17,8 +18,6 @@ from repro.engines.plan import Job, Plan
 from repro.errors import ReproError
 from repro.jobs import Context, notebook_params, run_notebook
 from repro.store import Store, config_key
-
-from conftest import ROOT
 
 SMALL = Setup(data="wiki-sample", seqlen=32, max_windows=2, calib_data="wiki-sample", calib_nsamples=2, calib_seqlen=32)
 
@@ -82,11 +81,6 @@ def test_two_processes_asking_for_one_cell_compute_it_once(tmp_path):
     assert json.loads(records[0].read_text())["result"] == {"value": 1}
 
 
-def _records(root: Path) -> dict:
-    """Every record under ``root`` (model cards aside)."""
-    return {p.relative_to(root): p.read_text() for p in root.rglob("*.json") if p.parent.name != "models"}
-
-
 def test_a_worker_killed_mid_cell_leaves_no_record_and_the_cell_is_retried(tmp_path, capsys):
     src = jobs_paper.write_notebook(tmp_path)
     marker = tmp_path / "killed"
@@ -102,13 +96,6 @@ def test_a_worker_killed_mid_cell_leaves_no_record_and_the_cell_is_retried(tmp_p
     assert len(records) == 7 and summary["retries"] == 1  # dense + 2 scores + 4 cells, one wave retried
     ctx = Context(src, notebook_params(src, None, {"kill_marker": str(marker)}))
     assert ctx.plan() == []  # nothing missing
-
-
-def untimed(x):
-    """A record's result without its measured times (what differs between two runs of one cell)."""
-    if isinstance(x, dict):
-        return {k: untimed(v) for k, v in x.items() if "seconds" not in k}
-    return [untimed(v) for v in x] if isinstance(x, list) else x
 
 
 def test_local_jobs_write_the_records_one_process_writes(tmp_path):
@@ -184,28 +171,6 @@ def test_a_notebook_without_a_paper_module_cannot_be_planned(tmp_path):
         run_notebook(src)
     with pytest.raises(ReproError, match="unknown parameter"):
         run_notebook(jobs_paper.write_notebook(tmp_path), overrides={"modelz": []})
-
-
-def test_ray_retries_a_killed_worker_and_writes_the_local_executors_records(tmp_path, capsys):
-    """On a local Ray instance: the kill-once grid completes (Ray retries the task whose worker died),
-    leaves no partial record, and its records equal the local executor's (measured times aside)."""
-    pytest.importorskip("ray")
-    import ray
-
-    runs = {}
-    try:
-        for executor in ("ray", "local"):
-            folder = tmp_path / executor
-            folder.mkdir()
-            src = jobs_paper.write_notebook(folder)
-            marker = folder / "killed"
-            run_notebook(src, jobs=2, executor=executor, threads=1, overrides={"kill_marker": str(marker)})
-            assert marker.exists()
-            assert not [p for p in (folder / "results").rglob("*") if p.name.endswith(".tmp")]
-            runs[executor] = {k: untimed(json.loads(v)["result"]) for k, v in _records(folder / "results").items()}
-    finally:
-        ray.shutdown()
-    assert runs["ray"] == runs["local"] and len(runs["ray"]) == 7
 
 
 # ---- rendering from records needs no model ------------------------------------------------------
@@ -302,77 +267,3 @@ def test_a_cell_starts_as_soon_as_its_input_is_written_not_after_a_wave(capsys):
     assert backend.log == [("submit", "a"), ("submit", "b"), ("done", "b"), ("submit", "c"), ("done", "c"),
                            ("done", "a")]
     assert summary == {"batches": [2, 1], "cells": 3, "retries": 0} and grid.written == {"a", "b", "c"}
-
-
-@pytest.mark.parametrize("jobs", [1, 2])
-def test_ctrl_c_is_one_line_exit_130_and_loses_nothing(tmp_path, jobs):
-    """Ctrl-C of `repro run` (smoke notebook 1): one line saying how many cells were written, exit status
-    130, no traceback, no worker left, every record whole; the rerun plans only what is still missing."""
-    import json
-    import signal
-    import subprocess
-    import sys
-    import time
-
-    profile = tmp_path / "p.yaml"
-    smoke = (ROOT / "notebooks/profiles/smoke.yaml").read_text()
-    profile.write_text(smoke.replace('results_dir: "../.cache/smoke/results"', f'results_dir: "{tmp_path / "results"}"'))
-    cmd = [sys.executable, "-m", "repro", "run", str(ROOT / "notebooks/01_mpg_head_pruning.py"), "--profile",
-           str(profile), "--jobs", str(jobs), "--threads", "1"]
-    # a shell's background job inherits SIGINT ignored (and Python then never raises KeyboardInterrupt):
-    # give the run the default disposition, as a terminal's foreground command has
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    records = tmp_path / "results"
-    deadline = time.time() + 300
-    while time.time() < deadline and len(list(records.glob("*/*.json"))) < 3:  # a few cells done: mid-run
-        time.sleep(0.5)
-    children = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130, err[-2000:]
-    assert "Traceback" not in err, err[-3000:]
-    last = err.strip().splitlines()[-1]
-    assert last.startswith("interrupted: ") and "a rerun resumes" in last, last
-    for p in records.glob("*/*.json"):
-        json.loads(p.read_text())  # whole records only
-    def alive():
-        out = {}
-        for pid in children:
-            try:
-                out[pid] = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()[:200]
-            except OSError:
-                pass
-        return out
-    for _ in range(20):  # multiprocessing's own helpers end once the driver is gone
-        if not alive():
-            break
-        time.sleep(0.25)
-    assert not alive(), f"process(es) outlived the interrupt: {alive()}"
-
-
-def test_ctrl_c_while_a_worker_starts_comes_after_the_start_and_the_worker_inherits_it_blocked():
-    """A SIGINT in the middle of starting a spawned worker is raised once the start is complete (an
-    interrupt between spawning the child and writing its preparation data left it reading an empty
-    pipe: an EOFError traceback, CI of stop 35), and the child is born with SIGINT blocked, so a
-    terminal's Ctrl-C to the process group cannot raise in it before its initializer ignores it."""
-    import os
-    import signal
-    from concurrent.futures import ProcessPoolExecutor
-
-    from repro.jobs import sigint_deferred
-
-    steps = []
-    with pytest.raises(KeyboardInterrupt):
-        with sigint_deferred():
-            os.kill(os.getpid(), signal.SIGINT)
-            time.sleep(0.05)  # without the deferral, KeyboardInterrupt is raised here
-            steps.append("started")
-    assert steps == ["started"]
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handler and mask restored
-    assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, [])
-
-    with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as pool:
-        with sigint_deferred():
-            child_mask = pool.submit(signal.pthread_sigmask, signal.SIG_BLOCK, [])
-        assert signal.SIGINT in child_mask.result(timeout=60)

@@ -26,3 +26,28 @@ def test_replace_block(tmp_path):
     assert p.read_text() == "head\n<!-- begin t -->\nnew table\n<!-- end t -->\ntail\n"
     with pytest.raises(ValueError):
         replace_block(p, "missing", "x")
+
+
+def test_column_reading_names_the_best_row_its_ratio_to_dense_and_the_focus_rank():
+    import pandas as pd
+
+    from repro.report import column_reading
+
+    cols = pd.MultiIndex.from_tuples([("m", "25%"), ("m", "50%")])
+    vals = pd.DataFrame([[10.0, 10.0], [20.0, 400.0], [20.0, 100.0], [30.0, 50.0]], columns=cols,
+                        index=["Dense", "MP-G", "MP", "Random"])
+    text = column_reading(vals, focus="MP-G")
+    assert text == ("- **m** (dense 10): lowest perplexity at 25% MP-G and MP 20 (x2 dense); "
+                    "at 50% Random 50 (x5 dense), MP-G 400 (3rd of 3).")
+
+
+def test_ranking_reading_ranks_the_focus_methods_within_each_group():
+    import pandas as pd
+
+    from repro.report import ranking_reading
+
+    t = pd.DataFrame({"model": ["a"] * 3 + ["b"] * 2, "method": ["UCB", "Greedy", "Fisher", "UCB", "Greedy"],
+                      "change": [5.0, 3.0, 1.0, 2.0, 4.0]})
+    assert ranking_reading(t, ["model"], "change", ["UCB"], "Greedy", "%").splitlines() == [
+        "- **a**: least damage Fisher +1%; UCB +5% (3rd of 3), Greedy +3% (2nd of 3).",
+        "- **b**: least damage UCB +2%; Greedy +4% (2nd of 2)."]

@@ -30,7 +30,7 @@ from repro.papers.bandit.tables import (
     vision_table,
 )
 from repro.report import caption as caption_line
-from repro.report import differences_table, lm_setting, model_line, provenance
+from repro.report import differences_table, lm_setting, model_line, provenance, ranking_reading
 from repro.store import Store
 from repro.structure import removal_counts
 
@@ -127,6 +127,17 @@ class BanditReport:
         return vision_summary(vis, self.n_heads), self.caption(
             "Table 2. Vision: top-1 and its drop against dense (percentage points, mean and sd over seeds), "
             "cross-entropy increase, paired evaluations per run.", vframe, vision=True)
+
+    def table1_reading(self, table1: pd.DataFrame) -> str:
+        """What Table 1 shows: per model, unit type and ratio, the method with the least WikiText-2 damage
+        and where the two bandits and budgeted greedy rank (mean over seeds)."""
+        return ranking_reading(table1, ["model", "kinds", "ratio"], "WikiText-2 ppl change %",
+                               [LABELS["ucb"], LABELS["thompson"]], LABELS["greedy"], "%")
+
+    def table2_reading(self, table2: pd.DataFrame) -> str:
+        """What Table 2 shows: per vision model, the least top-1 drop and the bandits' and greedy's ranks."""
+        return ranking_reading(table2, ["model"], "drop_pp", [LABELS["ucb"], LABELS["thompson"]], LABELS["greedy"],
+                               " points")
 
     def statistics(self, lm: pd.DataFrame, vis: pd.DataFrame, frame: pd.DataFrame) -> tuple[tuple, tuple]:
         """Table B2 (how many comparisons of the declared family are significant) and the

@@ -19,6 +19,7 @@ from repro.evaluate.stats import paired_ratio, speed_ratio
 from repro.methods.heads import select_heads
 from repro.papers.mpg.claims import PAPER_EFFECTS, PAPER_SOURCES, downstream_claims, mpg_claims
 from repro.papers.mpg.records import (
+    CALIBRATED,
     EXTRA_METHODS,
     LABEL,
     PAPER_METHODS,
@@ -39,7 +40,7 @@ from repro.papers.mpg.records import (
     zeroshot_cells,
 )
 from repro.report import caption as caption_line
-from repro.report import fmt_ci, lm_setting, marked_table
+from repro.report import column_reading, fmt_ci, lm_setting, marked_table
 
 
 class Tables:
@@ -100,6 +101,19 @@ class Tables:
         if self.profile != "paper":
             caption += " The paper's models need the hub and a GPU: `paper` profile, not run here."
         return table, caption, vals
+
+    def table1_reading(self, vals: pd.DataFrame) -> str:
+        """What Table I shows, from its numbers: per model and sparsity the lowest perplexity (against dense)
+        and where MP-G ranks; and how often a calibration-based score does worse than the one Random draw."""
+        text = column_reading(vals, focus=LABEL["mpg"])
+        calibrated = [LABEL[m] for m in CALIBRATED if LABEL[m] in vals.index]
+        if LABEL["random"] not in vals.index or not calibrated:
+            return text
+        worse = [f"{m} on {' @ '.join(map(str, c))}" for c in vals.columns for m in calibrated
+                 if vals.loc[m, c] > vals.loc[LABEL["random"], c]]
+        n = len(calibrated) * len(vals.columns)
+        return text + (f"\n- A calibration-based score does worse than the Random draw (one seed) in {len(worse)} of "
+                       f"{n} cells" + (f": {', '.join(worse[:6])}{' and more' if len(worse) > 6 else ''}." if worse else "."))
 
     def feeding(self, pairs: dict[str, tuple[dict, dict]]):
         """(table, caption): each model that requires ``<bos>`` evaluated dense with its rule and with

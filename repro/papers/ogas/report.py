@@ -8,8 +8,8 @@ import pandas as pd
 from repro.papers.ogas import claims as C
 from repro.papers.ogas import tables as T
 from repro.papers.ogas.grid import OgasGrid
-from repro.papers.ogas.records import dense_ppl
-from repro.report import differences_table, model_line, provenance
+from repro.papers.ogas.records import LABELS, dense_ppl
+from repro.report import column_reading, differences_table, model_line, provenance
 
 
 class Report:
@@ -33,6 +33,10 @@ class Report:
 
     def table12(self, frame: pd.DataFrame):
         return T.table12(frame, self.grid)
+
+    def table12_reading(self, vals: pd.DataFrame) -> str:
+        """What Tables 1-2 show: per model and data set the lowest perplexity (against dense) and OGAS's rank."""
+        return column_reading(vals, focus=LABELS["ogas"])
 
     def achieved(self, frame: pd.DataFrame):
         return T.achieved_table(frame, self.grid)

@@ -1,0 +1,67 @@
+"""Each notebook end to end on the smoke profile (tiny random models), as `make reproduce` runs it: plan,
+compute with two workers, render from the records. In a file of its own so that pytest-xdist's
+per-file scheduling (make test) can run it beside the other slow files."""
+import json
+import math
+import re
+
+import pytest
+
+from repro.jobs import run_notebook
+from repro.notebooks import execute, load_profile
+
+from conftest import ROOT
+
+SOURCES = sorted((ROOT / "notebooks").glob("[0-9]*.py"))
+# what each notebook's smoke run must write (tables as .md, figures as .png), and its first table
+WRITES = {
+    "01_mpg_head_pruning": ({"table1_ppl.md", "claims.md", "efficiency.md", "paired_vs_mpg.md", "feeding_bos.md",
+                             "mpg_scores_heatmap.png", "mha_encoders.md", "mha_z_sweep.md", "claims_mha.md"},
+                            "table1_ppl.md", "wikitext2:validation"),
+    "02_ogas_unstructured": ({"table12_ppl.md", "table_nm.md", "table3_zeroshot_tiny-llama.md", "table5_ablation.md",
+                              "rounding_worth.md", "claims.md", "fig2_energy_papr.png", "fig4_ppl_vs_sparsity.png",
+                              "gamma_and_channel_sparsity_tiny-llama.png"}, "table12_ppl.md", "wikitext2:test"),
+    "03_bandit_pruning": ({"table1_lm.md", "table1_per_seed.md", "table_rewards.md", "table_unit_layers.md", "table_b1_budget.md",
+                           "table_b2_statistics.md", "table2_vision.md", "table_removal.md", "claims.md", "table_memory_ablation.md", "fig_ppl_change_seeds.png", "fig_pulls_rewards.png",
+                           "fig_head_map.png", "fig_vision_top1_drop.png"}, "table1_lm.md", "wikitext2:test"),
+}
+
+
+def test_every_notebook_has_a_smoke_expectation():
+    assert {s.stem for s in SOURCES} == set(WRITES)
+
+
+@pytest.mark.parametrize("src", SOURCES, ids=[s.stem for s in SOURCES])
+def test_notebook_smoke(src, tmp_path):
+    """``make reproduce``'s path: the plan's cells computed by two workers, then the notebook renders
+    from those records, computing nothing (the plan asked for every cell the notebook asks for)."""
+    profile = ROOT / "notebooks/profiles/smoke.yaml"
+    params = load_profile(profile, src.stem)
+    out = tmp_path / src.with_suffix(".ipynb").name
+    overrides = {"results_dir": str(tmp_path / "results"), "figures_dir": str(tmp_path / "figures"),
+                 "update_readme": False}
+    summary = run_notebook(src, profile, jobs=2, overrides=overrides)
+    assert summary["cells"] > 0 and summary["retries"] == 0
+    before = {p: p.stat().st_mtime_ns for p in (tmp_path / "results").rglob("*.json")}
+    execute(src, out, profile, cwd=ROOT / "notebooks", log_output=False, overrides=overrides)
+    after = {p: p.stat().st_mtime_ns for p in (tmp_path / "results").rglob("*.json")}
+    assert after == before, "the notebook computed cells its plan did not list: " + \
+        ", ".join(str(p.relative_to(tmp_path)) for p in set(after) - set(before) or after)
+    executed = json.loads(out.read_text())
+    assert "widgets" not in executed["metadata"]
+    outputs = [o for c in executed["cells"] for o in c.get("outputs", [])]
+    assert not [o for o in outputs if o["output_type"] == "error"]
+    assert sum("image/png" in o.get("data", {}) for o in outputs) >= 3, "figures must show inline"
+    assert not any("%|" in "".join(o.get("text", "")) for o in outputs), "progress residue left"
+    last = executed["cells"][-1]["outputs"]
+    text = "".join("".join(o.get("text", "")) for o in last if o.get("name") == "stdout")
+    metrics = json.loads(text.strip().splitlines()[-1])
+    assert set(metrics["dense_ppl"]) == set(params["models"])
+    assert all(math.isfinite(v) for v in metrics["dense_ppl"].values())
+    expected, first, data = WRITES[src.stem]
+    figs = {p.name for p in (tmp_path / "figures").iterdir()}
+    assert expected <= figs, sorted(expected - figs)
+    table1 = (tmp_path / "figures" / first).read_text()
+    assert "profile `smoke`" in table1 and data in table1
+    cached = re.search(r"(\d+) of (\d+) cells read from cached records", table1)
+    assert cached and cached[1] == cached[2], cached and cached[0]
