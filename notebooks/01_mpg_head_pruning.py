@@ -265,7 +265,7 @@ nb.figure(fig, "ppl_vs_sparsity.png")
 
 # %%
 table2, cap2, t2v = R.table2(grid.table2(), z_values, z_sparsities)  # MP-G and MP at every z
-nb.show(table2, "table2_z_sweep", cap2, raw=t2v)
+nb.show(table2, "table2_z_sweep", cap2, raw=t2v, reading=R.table2_reading(t2v))
 
 # %% [markdown]
 # ## 5. Table IV: how often each method wins

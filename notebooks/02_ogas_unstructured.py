@@ -154,7 +154,7 @@ nb.show(worth, "rounding_worth", cap_w)
 # %%
 frame = grid.run_nm()
 table_nm, cap_nm, nm_vals = R.nm(frame)
-nb.show(table_nm, "table_nm", cap_nm, raw=nm_vals)
+nb.show(table_nm, "table_nm", cap_nm, raw=nm_vals, reading=R.nm_reading(nm_vals))
 
 # %% [markdown]
 # ## 3. Tables 3-4: zero-shot accuracy at 50%

@@ -32,3 +32,14 @@ def one_thread_context():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(n)
+
+
+# make test runs the files in two pytest-xdist workers, a file at a time each (--dist loadfile): the slowest
+# files start first, so that no long file is left running alone at the end (its order within a file is kept)
+SLOW_FIRST = ("test_jobs_processes.py", "test_smoke.py", "test_committed.py", "test_jobs.py", "test_real_model.py",
+              "test_cli.py", "test_docs.py")
+
+
+def pytest_collection_modifyitems(items):
+    rank = {name: i for i, name in enumerate(SLOW_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: every other file keeps its order

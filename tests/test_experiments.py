@@ -481,3 +481,12 @@ def test_downstream_claim_pairs_documents_across_tasks():
     [c] = R.downstream_claims(records)
     assert c.setting == "m, 25.0%, vs MP-G" and c.verdict == HOLDS and c.n == 40
     assert c.effect == pytest.approx(25.0) and "over 40 paired documents" in c.measured
+
+
+def test_table2_reading_names_the_best_row_and_mpg_best_z():
+    T = _tables({})
+    t2v = pd.DataFrame({"m @ 50%": [5.0, 3.0, 4.0, 2.5]},
+                       index=["MP, z = 2.0", "MP-G, z = 1.5", "MP-G, z = 2.0", "MP, z = 1.5"])
+    assert T.table2_reading(t2v) == ("- **m @ 50%**: lowest perplexity MP, z = 1.5 (2.5); MP-G's best z = 1.5 (3) "
+                                     "against 4 at z = 2.")
+    assert T.table2_reading(t2v.drop(index="MP-G, z = 1.5")).endswith("MP-G is best at its default z = 2.")

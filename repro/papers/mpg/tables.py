@@ -115,6 +115,24 @@ class Tables:
         return text + (f"\n- A calibration-based score does worse than the Random draw (one seed) in {len(worse)} of "
                        f"{n} cells" + (f": {', '.join(worse[:6])}{' and more' if len(worse) > 6 else ''}." if worse else "."))
 
+    def table2_reading(self, t2v: pd.DataFrame) -> str:
+        """What Table II shows: per model and sparsity, the (method, z) with the lowest perplexity and
+        MP-G's own best z against its default z = 2."""
+        lines = []
+        for c in t2v.columns:
+            col = t2v[c].dropna().astype(float)
+            if col.empty:
+                continue
+            mpg = col[[r for r in col.index if r.startswith(f"{LABEL['mpg']}, ")]]
+            text = f"- **{c}**: lowest perplexity {col.idxmin()} ({col.min():,.4g})"
+            default = f"{LABEL['mpg']}, z = 2.0"
+            if len(mpg) and default in mpg.index and mpg.idxmin() != default:
+                text += f"; MP-G's best {mpg.idxmin().split(', ')[1]} ({mpg.min():,.4g}) against {mpg[default]:,.4g} at z = 2"
+            elif len(mpg):
+                text += "; MP-G is best at its default z = 2"
+            lines.append(text + ".")
+        return "\n".join(lines)
+
     def feeding(self, pairs: dict[str, tuple[dict, dict]]):
         """(table, caption): each model that requires ``<bos>`` evaluated dense with its rule and with
         plain windows (``pairs``: ``{model: (record with BOS, record without)}``), paired over windows."""

@@ -38,6 +38,10 @@ class Report:
         """What Tables 1-2 show: per model and data set the lowest perplexity (against dense) and OGAS's rank."""
         return column_reading(vals, focus=LABELS["ogas"])
 
+    def nm_reading(self, vals: pd.DataFrame) -> str:
+        """What the N:M table shows: per model and pattern the lowest perplexity (against dense)."""
+        return column_reading(vals)
+
     def achieved(self, frame: pd.DataFrame):
         return T.achieved_table(frame, self.grid)
 
