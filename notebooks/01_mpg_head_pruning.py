@@ -228,7 +228,7 @@ nb.show(feeding, "feeding_bos", cap)
 
 # %%
 paired, cap = R.paired(main, sparsities)
-nb.show(paired, "paired_vs_mpg", cap)
+nb.show(paired, "paired_vs_mpg", cap, reading=R.paired_reading(paired))
 
 # %% [markdown]
 # ### Where the pruned heads are
@@ -277,7 +277,7 @@ nb.show(table2, "table2_z_sweep", cap2, raw=t2v, reading=R.table2_reading(t2v))
 
 # %%
 table4, cap4 = R.table4(vals, methods)
-nb.show(table4, "table4_rank_counts", cap4)
+nb.show(table4, "table4_rank_counts", cap4, reading=R.table4_reading(table4))
 extra, cap4b = R.table4b(vals, methods)
 nb.show(extra, "table4b_extra_methods", cap4b)
 

@@ -296,7 +296,7 @@ for ax, name in zip(axes[0], curve_models):
     ax.legend(fontsize=7)
 nb.figure(fig, "fig4_ppl_vs_sparsity.png")
 table4, cap4 = R.curve_table(curve, frame)
-nb.show(table4, "fig4_ppl_vs_sparsity", cap4)
+nb.show(table4, "fig4_ppl_vs_sparsity", cap4, reading=R.curve_reading(curve, dense))
 
 # %% [markdown]
 # ## 7. Claims checked

@@ -291,7 +291,7 @@ if len(vis):
 # %%
 if grid.memory_ablation():  # the MAB searches again with carried-over statistics (False if the profile skips it)
     ablation, cap_ab = R.memory_ablation(lm, frame, vis, vframe)
-    nb.show(ablation, "table_memory_ablation", cap_ab)
+    nb.show(ablation, "table_memory_ablation", cap_ab, reading=R.memory_reading(ablation))
 
 # %% [markdown]
 # ## 6. Statistics: per seed, across seeds, and the false-discovery rate (Table B2)

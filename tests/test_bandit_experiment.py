@@ -594,3 +594,13 @@ def test_removal_caption_says_how_many_heads_padding_keeps():
                                    "selections": [sel["key"]]}, "result": res})
     assert ("3 heads selected (2 physically removed, 1 kept as zero heads by GQA padding, so the parameter drop is "
             "2 heads' worth)") in cap
+
+
+def test_memory_reading_counts_the_verdicts_and_names_where_carry_over_did_better():
+    t = pd.DataFrame({"model": ["m", "m"], "kinds": ["head", "mlp"], "ratio": [0.1, 0.05], "method": ["MAB-UCB"] * 2,
+                      "carry - step": [-3.0, 1.0], "ci_lo": [-5.0, -1.0], "ci_hi": [-1.0, 3.0],
+                      "verdict (step better)": ["does not hold", "inconclusive"]})
+    assert BanditReport.memory_reading(t).splitlines() == [
+        "- Step is better: does not hold 1, inconclusive 1 (of 2 settings).",
+        "- Carried-over statistics did better in: m head 10% MAB-UCB (-3)."]
+    assert BanditReport.memory_reading(t.iloc[:0]) == ""

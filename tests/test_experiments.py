@@ -490,3 +490,13 @@ def test_table2_reading_names_the_best_row_and_mpg_best_z():
     assert T.table2_reading(t2v) == ("- **m @ 50%**: lowest perplexity MP, z = 1.5 (2.5); MP-G's best z = 1.5 (3) "
                                      "against 4 at z = 2.")
     assert T.table2_reading(t2v.drop(index="MP-G, z = 1.5")).endswith("MP-G is best at its default z = 2.")
+
+
+def test_paired_and_table4_readings_count_from_the_table():
+    paired = pd.DataFrame({"model": ["m"] * 3, "sparsity": ["25%"] * 3, "vs": ["A", "B", "C"],
+                           "95% CI": ["[0.5, 0.9]", "[1.1, 1.3]", "[0.9, 1.2]"]})
+    assert R.Tables.paired_reading(paired) == ("- **m**: MP-G is better in 1, worse in 1 and not separable in 1 of 3 "
+                                               "paired comparisons; worse than B at 25%.")
+    t4 = pd.DataFrame({"best": [2, 0, 2], "second": [0, 3, 1]}, index=["MP-G", "Wanda-Head", "Gradient-Head"])
+    assert R.Tables.table4_reading(t4) == ("- Most first places: MP-G and Gradient-Head (2 each, of 4 first places "
+                                           "over Table I's columns); second places: Wanda-Head 3, Gradient-Head 1.")

@@ -198,7 +198,7 @@ def fake_experiment(data, calib, store, quant="q4_0", windows="4 x 64 tokens"):
     return SimpleNamespace(identity={"quantisation": quant}, store=store, windows=lambda: windows,
                            data=SimpleNamespace(name=data.split(":")[0], label=data),
                            feeding_note=", <bos> + text windows" if "<bos>" in windows else "",
-                           structure={"vocab_size": 1000},
+                           structure={"vocab_size": 1000}, uniform_ppl=1000,
                            setup=Setup(data=data, seqlen=64, max_windows=20, calib_data=calib, calib_nsamples=8,
                                        calib_seqlen=32, eval_dtype="float32"))
 
@@ -507,3 +507,14 @@ def test_a_comparison_of_two_destroyed_models_is_uninformative():
     assert row_.kind == UNINFORMATIVE and row_.why_uninformative.endswith("over the 1,000-word vocabulary")
     assert next(c for c in O.ogas_claims(f, ["a"], 0.5, [], [], [])
                 if c.claim.startswith("OGAS below Wanda")).kind != UNINFORMATIVE
+
+
+def test_curve_reading_names_the_best_line_and_the_destroyed_ones(fake_grid):
+    from repro.papers.ogas.report import Report
+
+    curve = pd.DataFrame({"model": ["a"] * 4, "label": ["OGAS", "Wanda", "OGAS", "Wanda"],
+                          "sparsity": [0.7, 0.7, 0.9, 0.9], "ppl": [50.0, 80.0, 900.0, 1500.0],
+                          "headroom": [np.nan] * 4})
+    text = Report(None, fake_grid).curve_reading(curve, {"a": 10.0})
+    assert text == ("- **a** (dense 10, uniform guess 1,000): lowest at 70% OGAS 50; at 90% OGAS 900, at or above a "
+                    "uniform guess: Wanda.")

@@ -166,6 +166,20 @@ class BanditReport:
             pd.concat([carry, vcarry], ignore_index=True) if len(carry) or len(vcarry) else None)
         return (t.round(4) if len(t) else t), cap
 
+    @staticmethod
+    def memory_reading(ablation: pd.DataFrame) -> str:
+        """What the memory ablation shows: its verdicts ("step is better") counted, with the settings where
+        the carried-over statistics did better (the whole interval of carry - step below 0)."""
+        if not len(ablation):
+            return ""
+        col = "verdict (step better)"
+        counts = ", ".join(f"{v} {n}" for v, n in ablation[col].value_counts().items())
+        carry = ablation[ablation.ci_hi < 0]
+        said = "; ".join(f"{r.model} {r.kinds} {r.ratio:.0%} {r.method} ({r['carry - step']:+.3g})"
+                         for _, r in carry.iterrows())
+        return (f"- Step is better: {counts} (of {len(ablation)} settings)." +
+                (f"\n- Carried-over statistics did better in: {said}." if said else ""))
+
     def claims(self, lm: pd.DataFrame, vis: pd.DataFrame) -> tuple[pd.DataFrame, str, pd.DataFrame]:
         """The claims table (claim, setting, measured, verdict), its caption, and every claim's numbers."""
         claims = claims_frame(with_sources(with_paper(bandit_claims(lm, vis), PAPER_EFFECTS), PAPER_SOURCES))

@@ -133,6 +133,29 @@ class Tables:
             lines.append(text + ".")
         return "\n".join(lines)
 
+    @staticmethod
+    def paired_reading(paired: pd.DataFrame) -> str:
+        """What the paired table shows: per model, against how many methods and sparsities MP-G is better
+        (the whole 95% interval of its perplexity ratio below 1), worse (above 1) or not separable."""
+        lines = []
+        for model, g in paired.groupby("model", sort=False):
+            hi_lo = g["95% CI"].str.strip("[]").str.split(",", expand=True).astype(float)
+            better, worse = int((hi_lo[1] < 1).sum()), int((hi_lo[0] > 1).sum())
+            against = ", ".join(f"{v} at {s}" for v, s in zip(g.vs[hi_lo[0] > 1], g.sparsity[hi_lo[0] > 1]))
+            lines.append(f"- **{model}**: MP-G is better in {better}, worse in {worse} and not separable in "
+                         f"{len(g) - better - worse} of {len(g)} paired comparisons" +
+                         (f"; worse than {against}." if against else "."))
+        return "\n".join(lines)
+
+    @staticmethod
+    def table4_reading(table4: pd.DataFrame) -> str:
+        """What Table IV shows: which methods have the most first places, and how many columns it counts."""
+        firsts = table4["best"].astype(int)
+        top = firsts[firsts == firsts.max()].index.tolist()
+        return (f"- Most first places: {' and '.join(top)} ({firsts.max()} each, of {int(firsts.sum())} first places "
+                "over Table I's columns); second places: "
+                + ", ".join(f"{m} {int(v)}" for m, v in table4["second"].items() if v) + ".")
+
     def feeding(self, pairs: dict[str, tuple[dict, dict]]):
         """(table, caption): each model that requires ``<bos>`` evaluated dense with its rule and with
         plain windows (``pairs``: ``{model: (record with BOS, record without)}``), paired over windows."""

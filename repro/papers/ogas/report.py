@@ -76,6 +76,24 @@ class Report:
         """Figure 4's lines and the dense perplexity of each model."""
         return T.curve_frame(frame, self.grid), dense_ppl(frame, self.grid)
 
+    def curve_reading(self, curve: pd.DataFrame, dense: dict) -> str:
+        """What Figure 4 shows from 70% on: per model and sparsity the lowest perplexity among the methods'
+        own lines, and which methods are at or above a uniform guess over the vocabulary there (destroyed:
+        a comparison among them cannot inform a claim, :func:`repro.claims.destroyed`)."""
+        lines = []
+        for model, g in curve[curve.headroom.isna()].groupby("model", sort=False):
+            uniform = self.grid.wt[model].uniform_ppl
+            parts = []
+            for sp, s in g[g.sparsity >= 0.7].groupby("sparsity"):
+                s = s.set_index("label").ppl.astype(float)
+                gone = [m for m, v in s.items() if uniform and v >= uniform]
+                parts.append(f"at {sp:.0%} {s.idxmin()} {s.min():,.0f}" +
+                             (f", at or above a uniform guess: {', '.join(gone)}" if gone else ""))
+            if parts:
+                head = f"**{model}** (dense {dense[model]:.3g}" + (f", uniform guess {uniform:,.0f})" if uniform else ")")
+                lines.append(f"- {head}: lowest " + "; ".join(parts) + ".")
+        return "\n".join(lines)
+
     def curve_table(self, curve: pd.DataFrame, frame: pd.DataFrame):
         return T.curve_table(curve, frame, self.grid)
 
