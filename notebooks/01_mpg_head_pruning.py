@@ -326,7 +326,7 @@ nb.show(ties, "tie_break", cap)
 # %%
 eff = grid.efficiency()
 eff_table, cap_eff = R.efficiency(eff)
-nb.show(eff_table, "efficiency", cap_eff)
+nb.show(eff_table, "efficiency", cap_eff, reading=R.efficiency_reading(eff_table) if len(eff_table) else "")
 
 # %% [markdown]
 # ## 9. MHA encoders (beyond the paper's models: its encoder rows' analogue)
@@ -406,7 +406,7 @@ if vexps:
 # %%
 if vexps:
     mha_z, cap, raw = M.z_table(vframe, z_values, z_sparsities)
-    nb.show(mha_z, "mha_z_sweep", cap, raw=raw)
+    nb.show(mha_z, "mha_z_sweep", cap, raw=raw, reading=R.table2_reading(raw, "cross-entropy"))
 
 # %% [markdown]
 # ### 9b. The paper's MHA claims on these models

@@ -210,7 +210,7 @@ display(Markdown(R.chance_summary(chance)))
 frame = grid.run_ablation()
 table5, cap5 = R.ablation(frame)
 if len(table5):
-    nb.show(table5, "table5_ablation", cap5)
+    nb.show(table5, "table5_ablation", cap5, reading=R.ablation_reading(table5))
 
 # %% [markdown]
 # ## 5. Figure 2: energy, peak ratio and the sparsity OGAS assigns
@@ -268,7 +268,7 @@ for name, ex, q in R.gamma_frames(frame):
 
 # %%
 bounds, cap = R.gamma_bounds(frame)
-nb.show(bounds, "gamma_bounds", cap)
+nb.show(bounds, "gamma_bounds", cap, reading=R.bounds_reading(bounds))
 
 # %% [markdown]
 # ## 6. Figure 4: perplexity from 30% to 90%

@@ -198,7 +198,7 @@ if run is not None:
 # %%
 rewards_t, cap_r = R.rewards(frame)
 if len(rewards_t):
-    nb.show(rewards_t, "table_rewards", cap_r)
+    nb.show(rewards_t, "table_rewards", cap_r, reading=R.rewards_reading(rewards_t))
 
 # %%
 maps = R.head_maps(frame)  # {model: (times each (layer, head) was selected by UCB, TS and greedy, seeds)}
@@ -368,7 +368,7 @@ display(Markdown(P.lambada_investigation(check, frame)))
 rec = grid.removal()  # each unit type's largest ratio, the same selections as above
 if rec is not None:
     removal_t, cap_rm = R.removal(rec)
-    nb.show(removal_t, "table_removal", cap_rm)
+    nb.show(removal_t, "table_removal", cap_rm, reading=R.removal_reading(removal_t))
 
 # %%
 import json

@@ -604,3 +604,12 @@ def test_memory_reading_counts_the_verdicts_and_names_where_carry_over_did_bette
         "- Step is better: does not hold 1, inconclusive 1 (of 2 settings).",
         "- Carried-over statistics did better in: m head 10% MAB-UCB (-3)."]
     assert BanditReport.memory_reading(t.iloc[:0]) == ""
+
+
+def test_rewards_and_removal_readings():
+    rw = pd.DataFrame({"model": ["m", "m"], "units": ["head 10%"] * 2, "method": ["MAB-TS", "MAB-UCB"],
+                       "harmful": [0.8, 0.9], "mean reward": [0.1, 0.12]})
+    assert BanditReport.rewards_reading(rw) == ("- **m, head 10%**: 80%-90% of pulls harmful, mean reward 0.100-0.120 "
+                                                "over MAB-TS, MAB-UCB.")
+    rm = pd.DataFrame({"model": ["dense", "removed"], "params": [100, 90], "speed-up b1 [95% CI]": [1, "x1.1 [1.0, 1.2]"]})
+    assert BanditReport.removal_reading(rm) == "- **removed**: 10.0% fewer parameters; prefill x1.1 [1.0, 1.2] at b1."

@@ -500,3 +500,10 @@ def test_paired_and_table4_readings_count_from_the_table():
     t4 = pd.DataFrame({"best": [2, 0, 2], "second": [0, 3, 1]}, index=["MP-G", "Wanda-Head", "Gradient-Head"])
     assert R.Tables.table4_reading(t4) == ("- Most first places: MP-G and Gradient-Head (2 each, of 4 first places "
                                            "over Table I's columns); second places: Wanda-Head 3, Gradient-Head 1.")
+
+
+def test_efficiency_reading_gives_the_parameter_drop_and_speed_ups():
+    eff = pd.DataFrame({"model": ["m", "m"], "model state": ["dense", "removed 50%"],
+                        "nonzero params (M)": [100.0, 90.0], "speed-up b=1": [1.0, 1.2], "speed-up b=4": [1.0, 1.1]})
+    assert R.Tables.efficiency_reading(eff) == ("- **m, removed 50%**: 10.0% fewer non-zero parameters; prefill x1.200 "
+                                                "at b=1, x1.100 at b=4.")

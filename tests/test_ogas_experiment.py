@@ -518,3 +518,16 @@ def test_curve_reading_names_the_best_line_and_the_destroyed_ones(fake_grid):
     text = Report(None, fake_grid).curve_reading(curve, {"a": 10.0})
     assert text == ("- **a** (dense 10, uniform guess 1,000): lowest at 70% OGAS 50; at 90% OGAS 900, at or above a "
                     "uniform guess: Wanda.")
+
+
+def test_ablation_and_bounds_readings():
+    from repro.papers.ogas.report import Report
+
+    t5 = pd.DataFrame({"model": ["a"] * 3, "variant": ["Wanda", "OGAS", "OGAS energy-only"], "ppl": [10.0, 9.0, 8.5],
+                       "vs Wanda (paired)": ["x1.000 [1.000, 1.000]", "x0.900 [0.8, 1.0]", "x0.850 [0.8, 0.9]"]})
+    assert Report.ablation_reading(t5) == ("- **a**: OGAS energy-only 8.5 (x0.850 [0.8, 0.9] against Wanda); OGAS 9 "
+                                           "(x0.900 [0.8, 1.0] against Wanda).")
+    b = pd.DataFrame({"model": ["a"], "variant": ["OGAS"], "interval": ["(0.05, 1.1)"], "layers": [10],
+                      "at the lower bound": [2], "at the upper bound": [3], "median gamma": [0.5]})
+    assert Report.bounds_reading(b) == ("- **a, OGAS, (0.05, 1.1)**: 2 of 10 layers at the lower bound, 3 at the "
+                                        "upper; median gamma 0.5.")

@@ -167,6 +167,27 @@ class BanditReport:
         return (t.round(4) if len(t) else t), cap
 
     @staticmethod
+    def rewards_reading(rewards: pd.DataFrame) -> str:
+        """What the rewards table shows: per model and unit setting, the share of pulls judged harmful and
+        the range of mean rewards over the methods (rewards near 0 for every pull: the reward saturates)."""
+        lines = []
+        for (model, units), g in rewards.groupby(["model", "units"], sort=False):
+            lines.append(f"- **{model}, {units}**: {g.harmful.min():.0%}-{g.harmful.max():.0%} of pulls harmful, mean "
+                         f"reward {g['mean reward'].min():.3f}-{g['mean reward'].max():.3f} over "
+                         f"{', '.join(g.method)}.")
+        return "\n".join(lines)
+
+    @staticmethod
+    def removal_reading(removal: pd.DataFrame) -> str:
+        """What the removal table shows: parameters and paired prefill speed-up of the zeroed and the removed
+        model against dense."""
+        speed = [c for c in removal.columns if c.startswith("speed-up")]
+        dense = removal[removal.model == "dense"].iloc[0]
+        return "\n".join(f"- **{r.model}**: {1 - r.params / dense.params:.1%} fewer parameters; prefill "
+                         + ", ".join(f"{r[c]} at {c.split()[1]}" for c in speed) + "."
+                         for _, r in removal[removal.model != "dense"].iterrows())
+
+    @staticmethod
     def memory_reading(ablation: pd.DataFrame) -> str:
         """What the memory ablation shows: its verdicts ("step is better") counted, with the settings where
         the carried-over statistics did better (the whole interval of carry - step below 0)."""

@@ -115,8 +115,8 @@ class Tables:
         return text + (f"\n- A calibration-based score does worse than the Random draw (one seed) in {len(worse)} of "
                        f"{n} cells" + (f": {', '.join(worse[:6])}{' and more' if len(worse) > 6 else ''}." if worse else "."))
 
-    def table2_reading(self, t2v: pd.DataFrame) -> str:
-        """What Table II shows: per model and sparsity, the (method, z) with the lowest perplexity and
+    def table2_reading(self, t2v: pd.DataFrame, what: str = "perplexity") -> str:
+        """What Table II shows: per model and sparsity, the (method, z) with the lowest ``what`` and
         MP-G's own best z against its default z = 2."""
         lines = []
         for c in t2v.columns:
@@ -124,7 +124,7 @@ class Tables:
             if col.empty:
                 continue
             mpg = col[[r for r in col.index if r.startswith(f"{LABEL['mpg']}, ")]]
-            text = f"- **{c}**: lowest perplexity {col.idxmin()} ({col.min():,.4g})"
+            text = f"- **{c}**: lowest {what} {col.idxmin()} ({col.min():,.4g})"
             default = f"{LABEL['mpg']}, z = 2.0"
             if len(mpg) and default in mpg.index and mpg.idxmin() != default:
                 text += f"; MP-G's best {mpg.idxmin().split(', ')[1]} ({mpg.min():,.4g}) against {mpg[default]:,.4g} at z = 2"
@@ -145,6 +145,19 @@ class Tables:
             lines.append(f"- **{model}**: MP-G is better in {better}, worse in {worse} and not separable in "
                          f"{len(g) - better - worse} of {len(g)} paired comparisons" +
                          (f"; worse than {against}." if against else "."))
+        return "\n".join(lines)
+
+    @staticmethod
+    def efficiency_reading(eff: pd.DataFrame) -> str:
+        """What the efficiency table shows: per pruned state, the parameters it drops and its paired
+        prefill speed-up at each batch size."""
+        speed = [c for c in eff.columns if c.startswith("speed-up")]
+        lines = []
+        for _, r in eff[eff["model state"] != "dense"].iterrows():
+            dense = eff[(eff.model == r.model) & (eff["model state"] == "dense")].iloc[0]
+            drop = 1 - r["nonzero params (M)"] / dense["nonzero params (M)"]
+            lines.append(f"- **{r.model}, {r['model state']}**: {drop:.1%} fewer non-zero parameters; prefill "
+                         + ", ".join(f"x{r[c]:.3f} at {c.split()[-1]}" for c in speed) + ".")
         return "\n".join(lines)
 
     @staticmethod

@@ -42,6 +42,24 @@ class Report:
         """What the N:M table shows: per model and pattern the lowest perplexity (against dense)."""
         return column_reading(vals)
 
+    @staticmethod
+    def ablation_reading(table5: pd.DataFrame) -> str:
+        """What Table 5 shows: per model, each variant's perplexity and its paired ratio to Wanda, best first."""
+        lines = []
+        for model, g in table5.groupby("model", sort=False):
+            g = g.sort_values("ppl")
+            lines.append(f"- **{model}**: " + "; ".join(f"{r.variant} {r.ppl:.4g} ({r['vs Wanda (paired)']} against Wanda)"
+                                                   for _, r in g.iterrows() if r.variant != "Wanda") + ".")
+        return "\n".join(lines)
+
+    @staticmethod
+    def bounds_reading(bounds: pd.DataFrame) -> str:
+        """What the gamma-bounds table shows: per variant and interval, how many layers' searches ended at a
+        bound (a search that ends there was stopped by the interval, not by the loss)."""
+        return "\n".join(f"- **{r.model}, {r.variant}, {r.interval}**: {r['at the lower bound']} of {r.layers} layers at "
+                         f"the lower bound, {r['at the upper bound']} at the upper; median gamma {r['median gamma']:.3g}."
+                         for _, r in bounds.iterrows())
+
     def achieved(self, frame: pd.DataFrame):
         return T.achieved_table(frame, self.grid)
 
