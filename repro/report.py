@@ -141,31 +141,28 @@ def column_reading(vals: pd.DataFrame, focus: str | None = None, reference: str 
     """What a table of values shows, per column: the best row (and its value against ``reference``'s, where
     the table has that row) and where ``focus`` ranks; generated from the numbers, one bullet per column
     group of the first column level (a model)."""
-    ranked = vals.drop(index=[r for r in (reference,) if r in vals.index])
-    groups = dict.fromkeys(c[0] if isinstance(c, tuple) else c for c in vals.columns)
+    ref = vals.loc[reference].astype(float) if reference in vals.index else pd.Series(dtype=float)
+    ranked = vals.drop(index=reference, errors="ignore")
     lines = []
-    for g in groups:
+    for g in dict.fromkeys(c[0] if isinstance(c, tuple) else c for c in vals.columns):
         cols = [c for c in vals.columns if (c[0] if isinstance(c, tuple) else c) == g]
         parts = []
         for c in cols:
             col = ranked[c].dropna().astype(float)
             if col.empty:
                 continue
-            best = col.idxmin() if lower_is_better else col.idxmax()
-            ties = [r for r in col.index if col[r] == col[best]]
+            ties = [r for r, mark in rank_marks(col, lower_is_better).items() if mark == "best"]
             where = f"at {c[1]} " if isinstance(c, tuple) and len(c) > 1 else ""
-            text = f"{where}{' and '.join(ties)} {_num(col[best])}"
-            if reference in vals.index and pd.notna(vals.loc[reference, c]) and lower_is_better and vals.loc[reference, c]:
-                text += f" (x{col[best] / float(vals.loc[reference, c]):.2g} {reference.lower()})"
+            text = f"{where}{' and '.join(ties)} {_num(col[ties[0]])}"
+            if lower_is_better and ref.get(c):
+                text += f" (x{col[ties[0]] / ref[c]:.2g} {reference.lower()})"
             if focus in col.index and focus not in ties:
                 rank = int(col.rank(ascending=lower_is_better, method="min")[focus])
                 text += f", {focus} {_num(col[focus])} ({_ordinal(rank)} of {len(col)})"
             parts.append(text)
         if parts:
-            head = f"**{g}**" + (f" ({reference.lower()} {_num(float(vals.loc[reference, cols[0]]))})"
-                                 if reference in vals.index and pd.notna(vals.loc[reference, cols[0]]) else "")
-            lines.append(f"- {head}: lowest {what} " + "; ".join(parts) + "." if lower_is_better else
-                         f"- {head}: highest {what} " + "; ".join(parts) + ".")
+            head = f"**{g}**" + (f" ({reference.lower()} {_num(ref[cols[0]])})" if pd.notna(ref.get(cols[0])) else "")
+            lines.append(f"- {head}: {'lowest' if lower_is_better else 'highest'} {what} " + "; ".join(parts) + ".")
     return "\n".join(lines)
 
 

@@ -255,7 +255,7 @@ def _fake_experiment(tie_seeds=(), group_size=3):
     return SimpleNamespace(identity={"quantisation": "q4", "source": "hub"},
                            setup=SimpleNamespace(max_windows=2, eval_dtype="float32", seqlen=32),
                            data=SimpleNamespace(label="wiki:val"), feeding_note="", shape=(3, 2), tie_seeds=list(tie_seeds),
-                           structure=structure)
+                           structure=structure, uniform_ppl=None)
 
 
 def _tables(experiments, store=None):

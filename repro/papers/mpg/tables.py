@@ -113,7 +113,9 @@ class Tables:
                  if vals.loc[m, c] > vals.loc[LABEL["random"], c]]
         n = len(calibrated) * len(vals.columns)
         return text + (f"\n- A calibration-based score does worse than the Random draw (one seed) in {len(worse)} of "
-                       f"{n} cells" + (f": {', '.join(worse[:6])}{' and more' if len(worse) > 6 else ''}." if worse else "."))
+                       f"{n} cells" + (f": {', '.join(worse[:6])}{' and more' if len(worse) > 6 else ''}" if worse else "")
+                       + (". Why is not established here yet (every method is evaluated by the same code on the same "
+                          "windows); the per-layer spread below shows where each method cuts." if worse else "."))
 
     def table2_reading(self, t2v: pd.DataFrame, what: str = "perplexity") -> str:
         """What Table II shows: per model and sparsity, the (method, z) with the lowest ``what`` and
@@ -349,7 +351,7 @@ class Tables:
         the scoring ``cost``, the ``{model: efficiency record}`` and the zero-shot records
         (:func:`downstream_claims`); ``claims`` keeps the effects."""
         groups = {n: _group_size(e) for n, e in self.experiments.items()}
-        uniform = {n: e.structure.get("vocab_size") for n, e in self.experiments.items()}
+        uniform = {n: e.uniform_ppl for n, e in self.experiments.items()}
         found = mpg_claims(frame, self.models, sparsities, z_values, z_sparsities, groups, cost,
                            {n: r["result"] for n, r in (efficiency or {}).items()}, uniform) + \
             downstream_claims(zeroshot or [])

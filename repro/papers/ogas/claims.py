@@ -155,8 +155,7 @@ def claims_table(frame: pd.DataFrame, grid: OgasGrid) -> tuple[pd.DataFrame, str
                                                               grid.zeroshot_tasks if grid.zeroshot_models else [],
                                                               grid.curve_models, grid.ablation_models,
                                                               wt=grid.wt_name,
-                                                              uniform={n: e.structure.get("vocab_size")
-                                                                       for n, e in grid.wt.items()}),
+                                                              uniform={n: e.uniform_ppl for n, e in grid.wt.items()}),
                                                   PAPER_EFFECTS), PAPER_SOURCES))
     cap = (f"**Claims checked (Paper 2).** Profile `{grid.profile}`; models {', '.join(grid.models)}; verdicts by "
            "one rule from paired 95% intervals. 'paper says': the table or figure a row tests; words in quotation "
