@@ -154,7 +154,7 @@ nb.figure(fig, "norm_profile.png")
 # %%
 scores = grid.scores()  # no sparsity: every method's head scores only
 cost_table, cap, cost = R.scoring_cost(scores, methods)
-nb.show(cost_table, "scoring_cost", cap)
+nb.show(cost_table, "scoring_cost", cap, reading=R.cost_reading(cost))
 
 # %%
 from matplotlib.colors import LogNorm
@@ -200,7 +200,7 @@ nb.show(table1, "table1_ppl", cap1, raw=vals, reading=R.table1_reading(vals))
 
 # %%
 zero_ties, cap = R.zero_ties(R.scores(), ["mpg", "mp"], sparsities)
-nb.show(zero_ties, "zero_score_ties", cap)
+nb.show(zero_ties, "zero_score_ties", cap, reading=R.zero_ties_reading(zero_ties))
 
 # %% [markdown]
 # ### 3a. Each model fed as it expects
@@ -215,8 +215,9 @@ nb.show(zero_ties, "zero_score_ties", cap)
 # *improve* it (the earlier runs of this project, before the rule, showed exactly that).
 
 # %%
-feeding, cap = R.feeding(grid.feeding())
-nb.show(feeding, "feeding_bos", cap)
+pairs = grid.feeding()
+feeding, cap = R.feeding(pairs)
+nb.show(feeding, "feeding_bos", cap, reading=R.feeding_reading(pairs))
 
 # %% [markdown]
 # ### 3b. Paired comparisons
@@ -240,7 +241,7 @@ nb.show(paired, "paired_vs_mpg", cap, reading=R.paired_reading(paired))
 
 # %%
 spread, cap = R.spread(scores, methods, sparsities[0])
-nb.show(spread, "pruned_per_layer", cap)
+nb.show(spread, "pruned_per_layer", cap, reading=R.spread_reading(spread, vals))
 
 # %%
 fig, axes = plt.subplots(1, len(models), figsize=(6 * len(models), 4), squeeze=False)
@@ -279,7 +280,7 @@ nb.show(table2, "table2_z_sweep", cap2, raw=t2v, reading=R.table2_reading(t2v))
 table4, cap4 = R.table4(vals, methods)
 nb.show(table4, "table4_rank_counts", cap4, reading=R.table4_reading(table4))
 extra, cap4b = R.table4b(vals, methods)
-nb.show(extra, "table4b_extra_methods", cap4b)
+nb.show(extra, "table4b_extra_methods", cap4b, reading=R.table4b_reading(extra))
 
 # %% [markdown]
 # ## 6. Table III analogue: zero-shot classification after pruning
@@ -296,7 +297,7 @@ nb.show(extra, "table4b_extra_methods", cap4b)
 records = grid.zeroshot()  # the cells Table I's ranking picks
 table3, cap3 = R.table3(records)
 if table3 is not None:
-    nb.show(table3, "table3_zeroshot_analogue", cap3)
+    nb.show(table3, "table3_zeroshot_analogue", cap3, reading=R.table3_reading(R.zeroshot_rows(records)))
 
 # %% [markdown]
 # ## 7. Ties and the tie-break
@@ -308,7 +309,7 @@ if table3 is not None:
 
 # %%
 ties, cap = R.ties(grid.ties(), scores, sparsities)  # one cell per seed of each model's tie_seeds
-nb.show(ties, "tie_break", cap)
+nb.show(ties, "tie_break", cap, reading=R.ties_reading(ties))
 
 # %% [markdown]
 # ## 8. Efficiency: zeroing versus removing heads
@@ -353,7 +354,7 @@ M = R.mha  # the MHA encoders' tables
 vframe, vscores = grid.mha()  # scores (MP at every z too), dense and method x sparsity cells, MP-G's z sweep
 if vexps:
     mha_table, cap, raw = M.table(vframe, sparsities, methods)
-    nb.show(mha_table, "mha_encoders", cap, raw=raw)
+    nb.show(mha_table, "mha_encoders", cap, raw=raw, reading=R.mha_reading(raw))
 else:
     print("No MHA encoder in this profile (vision_models is empty).")
 
@@ -367,7 +368,7 @@ else:
 # %%
 if vexps:
     mha_ties, cap = M.zero_ties(vscores, ["mpg"], sparsities)
-    nb.show(mha_ties, "mha_zero_score_ties", cap)
+    nb.show(mha_ties, "mha_zero_score_ties", cap, reading=R.zero_ties_reading(mha_ties))
 
 # %% [markdown]
 # **Sanity.** A pruned model more accurate than the dense one, or below chance (one image in ten: ten balanced

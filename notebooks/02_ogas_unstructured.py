@@ -141,9 +141,9 @@ nb.show(table12, "table12_ppl", cap12, raw=vals, reading=R.table12_reading(vals)
 
 # %%
 achieved, cap_a = R.achieved(frame)
-nb.show(achieved, "achieved_sparsity", cap_a)
+nb.show(achieved, "achieved_sparsity", cap_a, reading=R.achieved_reading(achieved))
 worth, cap_w = R.rounding(frame)
-nb.show(worth, "rounding_worth", cap_w)
+nb.show(worth, "rounding_worth", cap_w, reading=R.rounding_reading(frame))
 
 # %% [markdown]
 # ### N:M sparsity (2:4 and 4:8), beyond the paper
@@ -169,8 +169,10 @@ nb.show(table_nm, "table_nm", cap_nm, raw=nm_vals, reading=R.nm_reading(nm_vals)
 
 # %%
 zeroshot = grid.run_zeroshot()
+chance, cap_chance = R.dense_vs_chance(zeroshot)
 for stem, table, cap in R.zeroshot(zeroshot):
     nb.show(table, stem, cap)
+display(Markdown(R.zeroshot_reading(zeroshot, chance)))
 
 # %% [markdown]
 # **Is the dense model above chance?** Before reading what pruning costs, each dense model's accuracy per
@@ -179,7 +181,6 @@ for stem, table, cap in R.zeroshot(zeroshot):
 # about the method.
 
 # %%
-chance, cap_chance = R.dense_vs_chance(zeroshot)
 nb.show(chance, "zeroshot_dense_vs_chance", cap_chance, index=False)
 display(Markdown(R.chance_summary(chance)))
 

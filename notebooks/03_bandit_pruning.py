@@ -139,7 +139,7 @@ nb.show(table1, "table1_lm", cap_lm, reading=R.table1_reading(table1))
 
 # %%
 per_seed, cap_ps = R.table1_per_seed(lm, frame)
-nb.show(per_seed, "table1_per_seed", cap_ps)
+nb.show(per_seed, "table1_per_seed", cap_ps, reading=R.per_seed_reading(lm))
 
 # %%
 settings = R.settings  # every (model, unit type, ratio)
@@ -219,7 +219,7 @@ if maps:
 # %%
 lp, cap_lp = R.layers(frame)
 if len(lp):
-    nb.show(lp, "table_unit_layers", cap_lp)
+    nb.show(lp, "table_unit_layers", cap_lp, reading=R.layers_reading(lp))
 
 # %% [markdown]
 # ## 4. Budget accounting (the paper's Table B1)
@@ -230,7 +230,7 @@ if len(lp):
 
 # %%
 b1, cap_b1 = R.budget(frame)
-nb.show(b1, "table_b1_budget", cap_b1)
+nb.show(b1, "table_b1_budget", cap_b1, reading=R.budget_reading(b1))
 
 # %% [markdown]
 # ## 5. Vision transformers at a matched budget
@@ -313,7 +313,7 @@ if grid.memory_ablation():  # the MAB searches again with carried-over statistic
 (b2, cap_b2), (tests, cap_t) = R.statistics(lm, vis, frame)  # LM and vision rows; two families
 nb.show(b2, "table_b2_statistics", cap_b2)
 if len(tests):
-    nb.show(tests, "table_b2_tests", cap_t)
+    nb.show(tests, "table_b2_tests", cap_t, reading=R.tests_reading(tests))
 
 # %% [markdown]
 # ## 7. Claims checked

@@ -18,6 +18,7 @@ from repro.claims import (
 from repro.evaluate.stats import paired_ratio, speed_ratio
 from repro.methods.heads import select_heads
 from repro.papers.mpg.claims import PAPER_EFFECTS, PAPER_SOURCES, downstream_claims, mpg_claims
+from repro.papers.mpg.readings import Readings
 from repro.papers.mpg.records import (
     CALIBRATED,
     EXTRA_METHODS,
@@ -43,7 +44,7 @@ from repro.report import caption as caption_line
 from repro.report import column_reading, fmt_ci, lm_setting, marked_table
 
 
-class Tables:
+class Tables(Readings):
     """Paper 1's tables, each returned with its caption (and, where the notebook saves raw numbers,
     the raw frame), from the frames of one notebook session. ``session``: what names the setting
     (``store``, ``profile``, ``params``: the notebook's parameters); ``experiments``: ``{model:
@@ -135,42 +136,6 @@ class Tables:
             lines.append(text + ".")
         return "\n".join(lines)
 
-    @staticmethod
-    def paired_reading(paired: pd.DataFrame) -> str:
-        """What the paired table shows: per model, against how many methods and sparsities MP-G is better
-        (the whole 95% interval of its perplexity ratio below 1), worse (above 1) or not separable."""
-        lines = []
-        for model, g in paired.groupby("model", sort=False):
-            hi_lo = g["95% CI"].str.strip("[]").str.split(",", expand=True).astype(float)
-            better, worse = int((hi_lo[1] < 1).sum()), int((hi_lo[0] > 1).sum())
-            against = ", ".join(f"{v} at {s}" for v, s in zip(g.vs[hi_lo[0] > 1], g.sparsity[hi_lo[0] > 1]))
-            lines.append(f"- **{model}**: MP-G is better in {better}, worse in {worse} and not separable in "
-                         f"{len(g) - better - worse} of {len(g)} paired comparisons" +
-                         (f"; worse than {against}." if against else "."))
-        return "\n".join(lines)
-
-    @staticmethod
-    def efficiency_reading(eff: pd.DataFrame) -> str:
-        """What the efficiency table shows: per pruned state, the parameters it drops and its paired
-        prefill speed-up at each batch size."""
-        speed = [c for c in eff.columns if c.startswith("speed-up")]
-        lines = []
-        for _, r in eff[eff["model state"] != "dense"].iterrows():
-            dense = eff[(eff.model == r.model) & (eff["model state"] == "dense")].iloc[0]
-            drop = 1 - r["nonzero params (M)"] / dense["nonzero params (M)"]
-            lines.append(f"- **{r.model}, {r['model state']}**: {drop:.1%} fewer non-zero parameters; prefill "
-                         + ", ".join(f"x{r[c]:.3f} at {c.split()[-1]}" for c in speed) + ".")
-        return "\n".join(lines)
-
-    @staticmethod
-    def table4_reading(table4: pd.DataFrame) -> str:
-        """What Table IV shows: which methods have the most first places, and how many columns it counts."""
-        firsts = table4["best"].astype(int)
-        top = firsts[firsts == firsts.max()].index.tolist()
-        return (f"- Most first places: {' and '.join(top)} ({firsts.max()} each, of {int(firsts.sum())} first places "
-                "over Table I's columns); second places: "
-                + ", ".join(f"{m} {int(v)}" for m, v in table4["second"].items() if v) + ".")
-
     def feeding(self, pairs: dict[str, tuple[dict, dict]]):
         """(table, caption): each model that requires ``<bos>`` evaluated dense with its rule and with
         plain windows (``pairs``: ``{model: (record with BOS, record without)}``), paired over windows."""
@@ -249,10 +214,9 @@ class Tables:
         among the experiments (:func:`zeroshot_cells`)."""
         return {n: zeroshot_cells(main, n, sparsities) for n in models if n in self.experiments}
 
-    def table3(self, records: list[dict]):
-        """(table, caption) of the zero-shot records (None, None without records): each task's
-        metric as the paper reports it (:data:`TABLE3_METRIC`; else accuracy, else the first metric)
-        +- 1.96 lm-eval standard errors, per model, method and sparsity."""
+    def zeroshot_rows(self, records: list[dict]) -> pd.DataFrame:
+        """One row per (record, task): each task's metric as the paper reports it (:data:`TABLE3_METRIC`;
+        else accuracy, else the first metric), its lm-eval standard error and document count."""
         rows = []
         for rec in records:
             c = rec["config"]
@@ -263,9 +227,14 @@ class Tables:
                              "sparsity": pct(c.get("sparsity", 0.0)), "task": task, "metric": metric, "value": v,
                              "stderr": se, "shown": f"{v:.3f}" if se is None else f"{v:.3f} ± {1.96 * se:.3f}",
                              "n": r["n"], "key": ("heads-zeroshot", rec["key"])})
-        if not rows:
+        return pd.DataFrame(rows)
+
+    def table3(self, records: list[dict]):
+        """(table, caption) of the zero-shot records (None, None without records): :meth:`zeroshot_rows`
+        +- 1.96 lm-eval standard errors, per model, method and sparsity."""
+        zs = self.zeroshot_rows(records)
+        if zs.empty:
             return None, None
-        zs = pd.DataFrame(rows)
         zs["column"] = [t if m == "acc" else f"{t} ({m.upper() if m == 'f1' else m})" for t, m in zip(zs.task, zs.metric)]
         table = zs.pivot_table(index=["model", "method", "sparsity"], columns="column", values="shown", aggfunc="first")
         table.columns.name = "task"

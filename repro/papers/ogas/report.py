@@ -8,7 +8,7 @@ import pandas as pd
 from repro.papers.ogas import claims as C
 from repro.papers.ogas import tables as T
 from repro.papers.ogas.grid import OgasGrid
-from repro.papers.ogas.records import LABELS, dense_ppl
+from repro.papers.ogas.records import LABELS, dense_ppl, paired_to, zeroshot_paired
 from repro.report import column_reading, differences_table, model_line, provenance
 
 
@@ -77,6 +77,48 @@ class Report:
 
     def chance_summary(self, chance: pd.DataFrame) -> str:
         return T.chance_summary(chance)
+
+    @staticmethod
+    def achieved_reading(achieved: pd.DataFrame) -> str:
+        """Which methods hit the target exactly, what the others achieve, and each method's pruning time."""
+        exact = achieved[achieved.achieved == achieved.target]
+        off = achieved[achieved.achieved != achieved.target]
+        text = (f"- {', '.join(dict.fromkeys(exact.method))} remove exactly the target" if len(exact) else "- No method hits the target")
+        text += ("; " + "; ".join(f"{m} {g.achieved.min():.5g}-{g.achieved.max():.5g}" for m, g in off.groupby("method", sort=False))
+                 + " (its rounding keeps a few weights more)" if len(off) else "") + "."
+        times = achieved.groupby("method", sort=False)["prune seconds"]
+        return text + "\n- Pruning time: " + ", ".join(f"{m} {t.min():.3g}-{t.max():.3g} s" for m, t in times) + "."
+
+    def rounding_reading(self, frame: pd.DataFrame) -> str:
+        """Whether the paper's rounding changes OGAS's perplexity beyond the window sample's noise."""
+        lines = []
+        for name in self.grid.models:
+            for d in (self.grid.wt_name, self.grid.c4_name):
+                p = paired_to(frame, name, d, "ogas", "ogas-exact", self.grid.sparsity)
+                if p is not None:
+                    apart = p.ci[0] > 1 or p.ci[1] < 1
+                    lines.append(f"- **{name}, {d}**: x{p.estimate:.4f} [{p.ci[0]:.4f}, {p.ci[1]:.4f}]: "
+                                 + ("the rounding changes the perplexity beyond the windows' noise." if apart else
+                                    "not separable from no effect; the exact target reads the same."))
+        return "\n".join(lines)
+
+    def zeroshot_reading(self, results: dict, chance: pd.DataFrame) -> str:
+        """Per zero-shot model: OGAS minus Wanda in mean accuracy, paired over documents, over all tasks and
+        over only the tasks where the dense model is above chance (``chance``: :meth:`dense_vs_chance`)."""
+        lines = []
+        for name, res in results.items():
+            if "ogas" not in res or "wanda" not in res:
+                continue
+            tasks = self.grid.zeroshot_tasks
+            above = chance[(chance.model == name) & (chance["dense vs chance"] == "above chance")].task.tolist()
+            parts = []
+            for label, ts in (("all tasks", tasks), ("the tasks where dense is above chance", above)):
+                if ts:
+                    p = zeroshot_paired(res["ogas"], res["wanda"], ts)
+                    verdict = "better" if p.ci[0] > 0 else "worse" if p.ci[1] < 0 else "not separable"
+                    parts.append(f"over {label} ({len(ts)}) {p.estimate:+.3f} [{p.ci[0]:+.3f}, {p.ci[1]:+.3f}], {verdict}")
+            lines.append(f"- **{name}**, OGAS minus Wanda in mean accuracy, paired over documents: " + "; ".join(parts) + ".")
+        return "\n".join(lines)
 
     def ablation(self, frame: pd.DataFrame):
         return T.ablation_table(frame, self.grid)
