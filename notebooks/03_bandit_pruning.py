@@ -52,7 +52,9 @@ vision_methods = ["random", "magnitude", "greedy", "ucb", "thompson"]
 vision_n_calib = 512
 vision_calib_batch_size = 64
 vision_n_eval = 10000
-memory_ablation = True  # section 5b: the MAB searches again with arm statistics carried over between steps
+memory = "persist"  # MAB arm statistics (repro.methods.bandit): kept while in the pool; "step": this step's only
+memory_ablation = True  # section 5b: the MAB searches again under the other memory rules ("step", "carry")
+wide_search = {}  # section 5c: greedy and the MAB searches on the vision models with a budget >= 2 x pool
 removal = {"model": "smollm2-135m", "method": "thompson", "seed": 1, "batches": [1, 8], "repeats": 5}
 recompute = False
 results_dir = "../results"

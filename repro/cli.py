@@ -122,9 +122,9 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--group-size", type=_positive, default=32, help="channels per MLP unit (g0)")
     b.add_argument("--budget", type=_positive, default=None, help="paired evaluations per step (default 32)")
     b.add_argument("--pool-size", type=_positive, default=None, help="pre-screened candidates (default 48)")
-    b.add_argument("--memory", choices=("step", "carry"), default=None,
-                   help="MAB arm statistics: this step's pulls only (default, the paper's conditioning on the "
-                        "current mask) or carried over from earlier steps")
+    b.add_argument("--memory", choices=("persist", "step", "carry"), default=None,
+                   help="MAB arm statistics: kept while a unit is in the pool, joins need a pull under the current "
+                        "mask (persist, the default); this step's pulls only (step); kept, joins unconditioned (carry)")
     _calib_args(b, nsamples=64, seqlen=128, seed=False)  # --seed draws the windows (the paper's seeds)
     b.add_argument("--calib-batch-size", type=_positive, default=8, help="windows per calibration mini-batch")
     b.add_argument("--lambada-limit", type=_positive, default=None, help="also LAMBADA (lm-eval), first N documents")

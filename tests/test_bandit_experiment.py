@@ -126,12 +126,12 @@ def test_search_dtype_follows_the_evaluation_copy(exp):
 
 
 def test_memory_is_written_into_every_bandit_key(exp):
-    """Both memory rules are written into the key (protocol 3: no default left implicit), so the two
-    never share a record; greedy takes no memory."""
-    carry = exp.select_config("ucb", ["head"], 0.25, 1, {**FAST, "memory": "carry"})
-    step = exp.select_config("ucb", ["head"], 0.25, 1, FAST)
-    assert carry["params"]["memory"] == "carry" and step["params"]["memory"] == "step"
-    assert config_key(carry) != config_key(step)
+    """Every memory rule is written into the key (protocol 3: no default left implicit), so no two
+    share a record; the default is "persist"; greedy takes no memory."""
+    configs = {m: exp.select_config("ucb", ["head"], 0.25, 1, {**FAST, "memory": m}) for m in ("step", "carry")}
+    configs["persist"] = exp.select_config("ucb", ["head"], 0.25, 1, FAST)
+    assert {m: c["params"]["memory"] for m, c in configs.items()} == {m: m for m in configs}
+    assert len({config_key(c) for c in configs.values()}) == 3
     with pytest.raises(ReproError, match="memory"):
         exp.select_config("greedy", ["head"], 0.25, 1, {**FAST, "memory": "step"})
 
@@ -143,8 +143,8 @@ def test_memory_ablation_pairs_each_policy_with_its_carry_over_variant(exp, tmp_
     e = BanditExperiment("tiny-llama", SMALL.replace(max_windows=20), Store(tmp_path), calib_batch_size=2,
                          progress=False, loaded=exp.loaded)
     for memory in ("step", "carry"):
-        e.grid({"head": [0.25]}, ["ucb", "thompson", "greedy"] if memory == "step" else ["ucb", "thompson"],
-               [1, 2, 3], {**FAST, "memory": memory} if memory == "carry" else FAST)
+        e.grid({"head": [0.25]}, ["ucb", "thompson"], [1, 2, 3], {**FAST, "memory": memory})
+    e.grid({"head": [0.25]}, ["greedy"], [1, 2, 3], FAST)
     step, carry = (bandit_frame(e.store, [e], memory=m) for m in ("step", "carry"))
     assert set(step.memory.dropna()) == {"step"} and set(carry.memory.dropna()) == {"carry"}
     assert set(step.method) == {"dense", "ucb", "thompson", "greedy"} and len(step) == 10

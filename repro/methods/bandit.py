@@ -37,19 +37,27 @@ units are pulled first, lowest magnitude first.
 - Thompson: fractional Beta posterior, prior Beta(1, 1), ``alpha += r``, ``beta += 1 - r`` per
   pull; pull argmax of one Beta draw per unit; the best posterior mean joins.
 
-**Memory: damage conditioned on the current mask.** The paper: "at each step, previously selected
-units remain suppressed while a new candidate is temporarily masked ... marginal damage
-conditioned on the current selected set". The default, ``memory="step"``, takes this literally:
-every step starts each pool unit with empty statistics, so a unit's estimate holds only pulls made
-under the mask it would join, and only a unit pulled under the current mask can join (t counts
-this step's pulls). ``memory="carry"`` is a named variant (the rule of every record made before
-this parameter existed): a unit's statistics persist across steps while it stays in the pool,
-pulls made under earlier, smaller masks counting as samples of the same arm. Unpulled units:
-UCB pulls them first in pool order (its bonus is infinite at n = 0) under both rules; Thompson
-draws them from the Beta(1, 1) prior under ``"step"`` and pulls them first under ``"carry"`` (as
-those records did). With a per-step budget below the pool size, ``"step"`` UCB evaluates each
-step's first ``budget`` pool units once and keeps the least damaging: its exploration bonus
-never acts. Ties go to the earlier pool position.
+**Memory: what a pull keeps counting for.** The paper: "at each step, previously selected units
+remain suppressed while a new candidate is temporarily masked ... marginal damage conditioned on the
+current selected set", and its policies "allocate repeated evaluations among candidates", with
+"unevaluated active candidates ... sampled first when the pull budget permits". Every pull is made
+under the current mask; the rules differ in how long its statistics count:
+
+- ``memory="persist"`` (the default): a unit's statistics persist across steps while it stays in the
+  pool, so evidence accumulates and the policy can spend repeated pulls where estimates are close or
+  uncertain; unpulled pool units are pulled first; a unit may join only if it was pulled at least once
+  under the mask it joins, and among those the best estimate over all its pulls joins. Pulls made under
+  earlier, smaller masks still count: where units interact strongly (two redundant units, each harmless
+  alone) that stale evidence can outweigh one pull under the new mask (``tests/test_bandit.py``).
+- ``memory="step"`` (an ablation): every step starts each pool unit with empty statistics (t counts
+  this step's pulls). With a per-step budget below the pool size, UCB then evaluates the step's first
+  ``budget`` pool units once each and keeps the least damaging (its bonus is infinite at n = 0): greedy
+  in disguise. Thompson draws unpulled units from its Beta(1, 1) prior.
+- ``memory="carry"``: ``"persist"`` without the join condition (the rule of this project's earliest
+  records): a unit can join on pulls made only under earlier, smaller masks.
+
+:func:`allocation` measures what a search did: distinct units per step, pulls per unit, the share of
+joins backed by a pull under the joining mask. Ties go to the earlier pool position.
 
 **Baselines** (``SELECTORS``; one-shot scorers rank every candidate once, on the unmasked
 model, and take the k lowest): random; magnitude (the norm above); Wanda-style
@@ -84,6 +92,7 @@ from repro.calib import gradients_only_for
 from repro.calib.budget import Budget
 from repro.calib.stats import feature_sums, record_input_sumsq
 from repro.errors import ReproError, UnknownNameError
+from repro.methods.bandit_stats import allocation, reward_summary  # noqa: F401 (part of this API)
 from repro.methods.heads import ROLES, combine
 from repro.methods.registry import Method, Registry
 from repro.structure.masks import GROUP_SIZE, KINDS, n_groups
@@ -93,7 +102,7 @@ BUDGET = 32             # paired evaluations per step
 TAU = 0.02              # reward temperature
 UCB_C = 1.5             # UCB exploration constant
 BATCHES_PER_EVAL = 2    # mini-batches averaged in one paired evaluation
-MEMORY = ("step", "carry")  # arm statistics: this step's pulls only (the paper's conditioning), or carried over
+MEMORY = ("persist", "step", "carry")  # how long a pull's statistics count (the module docstring)
 
 
 class Unit(NamedTuple):
@@ -232,22 +241,6 @@ def reward(damage, tau: float = TAU):
     if not tau > 0:
         raise ReproError(f"reward temperature tau must be positive, got {tau!r}")
     return expit(-np.asarray(damage, dtype=float) / tau)
-
-
-def reward_summary(rewards, bins: int = 10) -> dict:
-    """Distribution of rewards (any nesting of lists, e.g. ``Selection.rewards``): count, mean,
-    quantiles, the fractions of harmful (damage > tau, r < 0.269), neutral and beneficial
-    (damage < -tau, r > 0.731) pulls, and a histogram over [0, 1]."""
-    r = np.concatenate([np.ravel(np.asarray(x, dtype=float)) for x in rewards]) if len(rewards) else np.array([])
-    if r.size == 0:
-        return {"n": 0}
-    lo, hi = float(expit(-1.0)), float(expit(1.0))
-    counts, edges = np.histogram(r, bins=bins, range=(0.0, 1.0))
-    q = np.quantile(r, [0.0, 0.25, 0.5, 0.75, 1.0])
-    return {"n": int(r.size), "mean": float(r.mean()), "quantiles": dict(zip(("min", "q25", "median", "q75", "max"),
-                                                                              map(float, q))),
-            "harmful": float((r < lo).mean()), "neutral": float(((r >= lo) & (r <= hi)).mean()),
-            "beneficial": float((r > hi).mean()), "histogram": {"edges": edges.tolist(), "counts": counts.tolist()}}
 
 
 # ---- sequential search ------------------------------------------------------------------------
@@ -399,7 +392,7 @@ def _start(ev: Evaluator, units: Sequence[Unit], ranking: np.ndarray, k: int, se
 
 def bandit_search(ev: Evaluator, units: Sequence[Unit], ranking: np.ndarray, k: int, policy, seed: int = 0,
                   budget: int = BUDGET, pool_size: int = POOL_SIZE, tau: float = TAU,
-                  batches_per_eval: int = BATCHES_PER_EVAL, memory: str = "step") -> Selection:
+                  batches_per_eval: int = BATCHES_PER_EVAL, memory: str = "persist") -> Selection:
     """The sequential bandit over ``units`` pre-screened by ``ranking`` (lowest first); ``memory``
     as in the module's docstring."""
     if memory not in MEMORY:
@@ -407,25 +400,27 @@ def bandit_search(ev: Evaluator, units: Sequence[Unit], ranking: np.ndarray, k: 
     t0, stream, pool, policy_rng = _start(ev, units, ranking, k, seed, budget, pool_size, batches_per_eval)
     arms = {u: Arm() for u in pool.members}
     sel = Selection(policy.name, [], ev.budget)
-    unpulled_first = memory == "carry" or policy.pulls_unpulled_first
+    unpulled_first = memory != "step" or policy.pulls_unpulled_first
     t = 0
     for _ in range(k):
         if memory == "step":  # only pulls under the current mask count
             arms, t = {u: Arm() for u in pool.members}, 0
         step, pulled = [], []
+        now = {u: Arm() for u in pool.members}  # this step's pulls, under the current mask
         for _ in range(budget):
             fresh = [u for u in pool.members if arms[u].n == 0] if unpulled_first else []
             u = fresh[0] if fresh else policy.choose(pool.members, arms, t, policy_rng)
             d = ev.damage(u, stream.next())
             r = float(reward(d, tau))
-            arms[u].n += 1
-            arms[u].reward_sum += r
-            arms[u].damage_sum += d
+            for arm in (arms[u], now[u]):
+                arm.n += 1
+                arm.reward_sum += r
+                arm.damage_sum += d
             step.append(r)
             pulled.append(u)
             t += 1
-        evaluated = [u for u in pool.members if arms[u].n > 0]
-        best = policy.best(evaluated, arms)
+        may_join = [u for u in pool.members if (arms if memory == "carry" else now)[u].n > 0]
+        best = policy.best(may_join, arms)  # on every pull it has had in the pool ("step": this step's only)
         _join(sel, ev, best, arms.pop(best).mean_damage, step, pulled, t0)
         entered = pool.remove(best)
         if entered is not None:
@@ -565,7 +560,7 @@ select_ucb, select_thompson, select_greedy = _sequential(_ucb), _sequential(_tho
 
 
 _SEQ = {"budget": BUDGET, "pool_size": POOL_SIZE, "tau": TAU, "batches_per_eval": BATCHES_PER_EVAL}
-_MAB = _SEQ | {"memory": "step"}
+_MAB = _SEQ | {"memory": "persist"}
 SELECTORS = Registry("unit selector", [
     Method("random", "Random", select_random),
     Method("magnitude", "Magnitude", select_magnitude),

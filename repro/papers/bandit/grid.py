@@ -28,13 +28,15 @@ class BanditParams:
     vision_ratio: float
     vision_methods: list
     vision_search: dict
+    memory: str
     memory_ablation: bool
+    wide_search: dict
     removal: dict
     seqlen: int
 
     def __post_init__(self):
         """Every value checked before any model is loaded (one line naming the parameter)."""
-        from repro.methods.bandit import SELECTORS
+        from repro.methods.bandit import MEMORY, SELECTORS
         from repro.structure.masks import KINDS
 
         check_list("models", self.models)
@@ -55,7 +57,9 @@ class BanditParams:
         check_number("vision_ratio", self.vision_ratio, lo=0.0, hi=1.0)
         check_number("lambada_limit", self.lambada_limit, True, 1, allow_none=True)
         check_number("seqlen", self.seqlen, True, 1)
-        for name in ("search", "vision_search"):
+        if self.memory not in MEMORY:
+            raise UnknownNameError("memory", self.memory, MEMORY)
+        for name in ("search", "vision_search", "wide_search"):
             s = getattr(self, name)
             if not isinstance(s, dict):
                 raise ReproError(f"parameter {name} must be a mapping (budget, pool_size, ...), got {s!r}")
@@ -89,28 +93,50 @@ class BanditGrid:
         """Section 2 (Table 1): per language model, dense and every (unit type, ratio, method, seed)."""
         p = self.p
         for name, e in self.lm.items():
-            e.grid(p.unit_settings.get(name, {}), p.methods, p.seeds, p.search, p.lambada_limit)
-        return shown(self.store, lambda: bandit_frame(self.store, self.lm))
+            for methods, search in self._searches(p.methods, p.search):
+                e.grid(p.unit_settings.get(name, {}), methods, p.seeds, search, p.lambada_limit)
+        return shown(self.store, lambda: bandit_frame(self.store, self.lm, memory=p.memory))
+
+    def _searches(self, methods: list, search: dict) -> list[tuple[list, dict]]:
+        """``methods`` split into the MAB selectors (searching with the ``memory`` parameter) and the rest."""
+        mab = [m for m in methods if m in MAB]
+        return [(m, s) for m, s in (([m for m in methods if m not in MAB], search),
+                                    (mab, {**search, "memory": self.p.memory})) if m]
 
     def vision_models(self) -> pd.DataFrame:
         """Section 4 (Table 2): per vision model, dense and every method x seed at ``vision_ratio``."""
         p = self.p
         for e in self.vision.values():
-            e.grid({"head": [p.vision_ratio]}, p.vision_methods, p.seeds, p.vision_search)
-        return shown(self.store, lambda: vision_frame(self.store, self.vision))
+            for methods, search in self._searches(p.vision_methods, p.vision_search):
+                e.grid({"head": [p.vision_ratio]}, methods, p.seeds, search)
+        return shown(self.store, lambda: vision_frame(self.store, self.vision, memory=p.memory))
+
+    def ablation_memories(self) -> list[str]:
+        """The memory rules section 5b runs beside the ``memory`` parameter's ("step", "carry")."""
+        return [m for m in ("step", "carry") if m != self.p.memory] if self.p.memory_ablation else []
 
     def memory_ablation(self) -> bool:
-        """Section 5b: the MAB searches again with arm statistics carried over between steps (same
-        seeds, budgets and pools); False when the profile turns it off."""
+        """Section 5b: the MAB searches again under each of :meth:`ablation_memories` (same seeds,
+        budgets and pools); False when the profile turns it off."""
         p = self.p
-        if not p.memory_ablation:
-            return False
-        for name, e in self.lm.items():
-            e.grid(p.unit_settings.get(name, {}), list(MAB), p.seeds, {**p.search, "memory": "carry"},
-                   p.lambada_limit)
+        for memory in self.ablation_memories():
+            for name, e in self.lm.items():
+                e.grid(p.unit_settings.get(name, {}), list(MAB), p.seeds, {**p.search, "memory": memory},
+                       p.lambada_limit)
+            for e in self.vision.values():
+                e.grid({"head": [p.vision_ratio]}, list(MAB), p.seeds, {**p.vision_search, "memory": memory})
+        return bool(self.ablation_memories())
+
+    def wide_budget(self) -> pd.DataFrame | None:
+        """Section 5c: budgeted greedy and the MAB searches on the vision models with the ``wide_search``
+        budget (at least twice the pool: room for adaptive allocation); None when the profile has none."""
+        p = self.p
+        if not p.wide_search:
+            return None
         for e in self.vision.values():
-            e.grid({"head": [p.vision_ratio]}, list(MAB), p.seeds, {**p.vision_search, "memory": "carry"})
-        return True
+            for methods, search in self._searches(["greedy", *MAB], p.wide_search):
+                e.grid({"head": [p.vision_ratio]}, methods, p.seeds, search)
+        return shown(self.store, lambda: vision_frame(self.store, self.vision, memory=p.memory))
 
     def removal(self) -> dict | None:
         """Section 8: the removal record of the ``removal`` parameter's (model, method, seed), each unit
@@ -118,7 +144,8 @@ class BanditGrid:
         p, rm = self.p, self.p.removal
         if rm["model"] not in self.lm:
             return None
-        return self.lm[rm["model"]].removal(rm["method"], p.unit_settings[rm["model"]], rm["seed"], p.search,
+        search = {**p.search, "memory": p.memory} if rm["method"] in MAB else p.search
+        return self.lm[rm["model"]].removal(rm["method"], p.unit_settings[rm["model"]], rm["seed"], search,
                                             rm["batches"], p.seqlen, rm["repeats"])
 
     def plan(self) -> None:
@@ -126,6 +153,7 @@ class BanditGrid:
         self.language_models()
         self.vision_models()
         self.memory_ablation()
+        self.wide_budget()
         self.removal()
 
 

@@ -21,12 +21,12 @@ CELL = SETTING + ["method"]
 # ---- frames: one row per evaluated cell ------------------------------------------------------
 
 def _keep(rows: list[dict], memory: str) -> pd.DataFrame:
-    """The rows of the MAB searches run with ``memory`` (``repro.methods.bandit``: "step", the
-    default, or the "carry" variant), and every other row (dense, baselines: they have no memory)."""
+    """The rows of the MAB searches run with ``memory`` (``repro.methods.bandit``: "persist", the
+    default, "step" or "carry"), and every other row (dense, baselines: they have no memory)."""
     return pd.DataFrame([r for r in rows if r["memory"] in (None, memory)])
 
 
-def bandit_frame(store: Store, experiments, session: bool = True, memory: str = "step") -> pd.DataFrame:
+def bandit_frame(store: Store, experiments, session: bool = True, memory: str = "persist") -> pd.DataFrame:
     """One row per evaluated cell (dense included) of ``experiments`` (a list or ``{name:
     BanditExperiment}``); ``session``: only the cells asked for in this session; ``memory``: which
     MAB searches (:func:`_keep`)."""
@@ -45,7 +45,7 @@ def bandit_frame(store: Store, experiments, session: bool = True, memory: str = 
     return _keep(rows, memory)
 
 
-def vision_frame(store: Store, experiments, session: bool = True, memory: str = "step") -> pd.DataFrame:
+def vision_frame(store: Store, experiments, session: bool = True, memory: str = "persist") -> pd.DataFrame:
     """One row per evaluated vision cell (dense included) of ``experiments`` (a list or ``{name:
     VisionBanditExperiment}``); ``memory`` as in :func:`bandit_frame`."""
     selections = {r["key"]: r for r in store.records("bandit-select")}

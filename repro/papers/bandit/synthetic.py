@@ -1,0 +1,98 @@
+"""Synthetic arms: the three sequential searches on a pool whose damage distributions are known (no
+model, seconds), for notebook 3's teaching section.
+
+Each arm (unit) has a true mean damage; a pull returns it plus Gaussian noise, whatever the mask (no
+interaction between units, unlike a real model). Because the truth is known, a search is judged by
+what it selected: the mean true damage of its k units, against the best possible (the k lowest means).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from repro.calib.budget import Budget
+from repro.methods.bandit import UCB, Thompson, Unit, allocation, bandit_search, greedy_search, reward
+
+
+class SyntheticArms:
+    """An evaluator (:class:`repro.methods.bandit.Evaluator`) over ``means`` (one true mean damage per
+    unit) with noise of standard deviation ``noise``; ``seed`` draws the noise."""
+
+    group_size = 32
+    adapter = None
+
+    def __init__(self, means: dict[Unit, float], noise: float, seed: int, n_batches: int = 8):
+        self.means, self.noise, self.n_batches = means, noise, n_batches
+        self.rng = np.random.default_rng(seed)
+        self.budget = Budget()
+
+    def reset(self) -> None:
+        self.budget = Budget()
+
+    def add(self, unit: Unit) -> None:
+        pass
+
+    def damage(self, unit: Unit, batches) -> float:
+        self.budget.paired_evaluations += 1
+        return float(self.means[unit] + self.noise * self.rng.standard_normal())
+
+
+def arms(n: int = 16, good: int = 4, gap: float = 0.01, spread: float = 0.03, seed: int = 0) -> dict[Unit, float]:
+    """``n`` units: ``good`` of them with true damage 0 to ``gap`` / 2, the rest ``gap`` to ``gap`` +
+    ``spread``, placed at random pool positions (``seed``), so the magnitude order says nothing."""
+    rng = np.random.default_rng(seed)
+    means = np.concatenate([rng.uniform(0, gap / 2, good), rng.uniform(gap, gap + spread, n - good)])
+    return {Unit("head", 0, i): float(m) for i, m in enumerate(rng.permutation(means))}
+
+
+def run(policy: str, means: dict[Unit, float], k: int, budget: int, noise: float, seed: int,
+        memory: str = "persist") -> dict:
+    """One search on synthetic arms: the mean true damage of its k units, how far above the best
+    possible k it is (regret), and its :func:`allocation` of pulls."""
+    units = list(means)
+    ev = SyntheticArms(means, noise, seed)
+    ranking = np.arange(len(units), dtype=float)  # pool order = unit order (random with respect to the truth)
+    if policy == "greedy":
+        sel = greedy_search(ev, units, ranking, k, seed=seed, budget=budget, pool_size=len(units))
+    else:
+        sel = bandit_search(ev, units, ranking, k, UCB() if policy == "ucb" else Thompson(), seed=seed,
+                            budget=budget, pool_size=len(units), memory=memory)
+    true = float(np.mean([means[u] for u in sel.units]))
+    best = float(np.mean(sorted(means.values())[:k]))
+    return {"policy": policy, "memory": memory if policy != "greedy" else "-", "budget": budget, "seed": seed,
+            "true damage": true, "regret": true - best, **allocation(sel.units, sel.pulled)}
+
+
+def compare(budgets=(8, 32), pool: int = 16, k: int = 4, noise: float = 0.02, seeds=range(40),
+            memories=("persist", "step")) -> pd.DataFrame:
+    """Every policy (greedy; UCB and Thompson under each of ``memories``) at each per-step budget, on
+    the same arms and noise per seed: one row per run (:func:`run`)."""
+    rows = []
+    for seed in seeds:
+        means = arms(pool, k, seed=seed)
+        for b in budgets:
+            rows.append(run("greedy", means, k, b, noise, seed))
+            rows += [run(p, means, k, b, noise, seed, m) for p in ("ucb", "thompson") for m in memories]
+    return pd.DataFrame(rows)
+
+
+def summary(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per (budget, policy, memory): mean regret with its paired difference to greedy on the same seeds
+    (negative: the policy found better units), distinct units per step and the most pulls of one unit."""
+    greedy = runs[runs.policy == "greedy"].set_index(["budget", "seed"]).regret
+    out = []
+    for (b, p, m), g in runs.groupby(["budget", "policy", "memory"], sort=False):
+        d = g.set_index(["budget", "seed"]).regret - greedy
+        out.append({"budget": b, "policy": p, "memory": m, "seeds": len(g), "mean regret": g.regret.mean(),
+                    "vs greedy": d.mean(), "seeds better than greedy": int((d < 0).sum()),
+                    "seeds worse": int((d > 0).sum()), "distinct per step": g.distinct_per_step.mean(),
+                    "most pulls of one unit": g.most_pulls.mean()})
+    return pd.DataFrame(out)
+
+
+def worked_pull(alpha: float = 1.0, beta: float = 1.0, damage: float = 0.01, tau: float = 0.02) -> dict:
+    """One fractional-Beta update: the reward ``sigmoid(-damage / tau)`` of a pull, and the posterior
+    Beta(alpha + r, beta + 1 - r) with its mean before and after."""
+    r = float(reward(damage, tau))
+    return {"damage": damage, "tau": tau, "reward": r, "before": (alpha, beta), "after": (alpha + r, beta + 1 - r),
+            "mean before": alpha / (alpha + beta), "mean after": (alpha + r) / (alpha + beta + 1)}
