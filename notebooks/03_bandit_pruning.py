@@ -94,16 +94,23 @@ nb.show(differences, "what_differs", cap)
 #
 # - **MAB-UCB** pulls $\arg\max_u \bar r_u + c\sqrt{\ln t / n_u}$, $c = 1.5$; **MAB-TS** draws from
 #   $\mathrm{Beta}(1 + \sum r, 1 + \sum (1 - r))$ (fractional Beta updates). After the step's budget the
-#   best mean (UCB) or posterior mean (TS) among the candidates pulled *in this step* joins the mask.
-# - **Conditioning on the current mask** (the paper: "at each step, previously selected units remain
-#   suppressed while a new candidate is temporarily masked ... marginal damage conditioned on the current
-#   selected set"): every step starts each candidate with empty statistics, so an estimate holds only
-#   damages measured under the mask the candidate would join ($t$ and $n_u$ count this step's pulls). UCB
-#   pulls unpulled candidates first, in pool order (its bonus is infinite at $n_u = 0$); TS draws them from
-#   its Beta(1, 1) prior. With a per-step budget below the pool (the `cpu` profile: 8 pulls, pool 16; the
-#   paper: 32 and 48) UCB therefore measures the pool's first 8 candidates once each step and keeps the least
-#   damaging: its exploration bonus never acts. Section 5b compares this rule with statistics carried over
-#   from earlier steps, at the same budget.
+#   best mean (UCB) or posterior mean (TS) joins the mask, among the candidates pulled *in this step*.
+# - **Memory: how long a pull counts** (`memory`, the notebook parameter; this run's value is in *This run*).
+#   The paper's policies "allocate repeated evaluations among candidates", "unevaluated active candidates
+#   are sampled first when the pull budget permits", and each damage is "conditioned on the units already
+#   selected". Every pull here is made under the current mask; the rules differ in what an estimate keeps:
+#   - `persist` (the default): a candidate's statistics persist across steps while it stays in the pool, so
+#     evidence accumulates and the policy can come back to close or uncertain candidates; unpulled candidates
+#     are pulled first; a candidate may join only after at least one pull under the mask it joins.
+#   - `step` (an ablation): every step starts each candidate with empty statistics ($t$ and $n_u$ count this
+#     step's pulls). With a per-step budget below the pool (the `cpu` profile: 8 pulls, pool 16) UCB then
+#     measures the pool's first 8 candidates once each step and keeps the least damaging: its exploration
+#     bonus never acts, and it is greedy in disguise.
+#   - `carry`: `persist` without the join condition (this project's earliest records).
+#
+#   Section 3 measures what each rule did (distinct candidates per step, pulls per candidate, the pulls a
+#   join was decided on); section 5b compares the rules at the same budget; section 5c gives the searches a
+#   budget of at least twice the pool, where adaptive allocation has room to act.
 # - **Pool**: the `pool_size` lowest-magnitude candidates (the profile's; the table above says how many); when a unit joins, the next-lowest candidate never yet in
 #   the pool enters with no statistics. **Prefix reuse**: masking a unit in layer $l$ leaves the residual
 #   stream entering $l$ unchanged, so a candidate's loss runs only layers $l..L$ from cached hidden states
@@ -119,8 +126,63 @@ nb.show(differences, "what_differs", cap)
 # | "a pool of candidates" is refreshed as units are selected | the pool starts as the `pool_size` (the profile's) lowest-magnitude candidates; when a unit joins, the next-lowest never-pooled candidate enters, with no statistics. Because no step depends on $k$, the first $k$ units of a run to $K > k$ are exactly a run to $k$: `Selection.prefix(k)` rests on this rule (tested) |
 # | attention heads are units | a unit is a *query* head; masking it zeroes its output slice before the output projection. Shared K/V heads (GQA) stay: a K/V head goes only when every query head of its group has been selected (physical removal, section 8) |
 # | baselines at a matched budget | budgeted greedy gets the bandits' exact per-step budget of paired evaluations on the same pool; the one-shot scorers get their calibration passes over the same windows (Table B1 counts each method's work) |
-# | "damage conditioned on the current selected set" | every damage is measured under the current mask, and the bandits' estimates hold only this step's damages (`memory="step"`, the default): a unit joins only after a pull under the mask it joins. Carrying each arm's statistics over from earlier steps (smaller masks), as earlier versions of this project did, is the named variant `memory="carry"`, compared in section 5b |
-# | unpulled candidates | UCB pulls them first (its bonus is infinite); TS draws them from its Beta(1, 1) prior |
+# | "damage conditioned on the current selected set" and "allocate repeated evaluations" | every damage is measured under the current mask; statistics persist while a unit is in the pool and a unit joins only after a pull under the mask it joins (`memory="persist"`). How old and new evidence combine is not said: we count every pull alike. The per-step rule (`"step"`) and unconditioned carry-over (`"carry"`) are compared in section 5b |
+# | unpulled candidates "sampled first when the pull budget permits" | pulled first in pool order under `persist` and `carry`; under `step`, UCB pulls them first (its bonus is infinite) and TS draws them from its Beta(1, 1) prior |
+# | the reward's form and $\tau$ | $r = \sigma(-d/\tau)$, $\tau = 0.02$ |
+# | LAMBADA perplexity (its definition is not given) | lm-eval's `lambada_openai` last-word perplexity and accuracy on the first `lambada_limit` documents |
+
+# %% [markdown]
+# ### 1b. Synthetic arms: when can adaptive allocation beat greedy?
+#
+# Before any model: a pool of candidates whose damage distributions we set ourselves
+# (`repro.papers.bandit.synthetic`; the cell below prints the setting). A few are nearly harmless, the rest
+# cost clearly more, and a pull returns the true mean damage $\mu_u$ plus noise large enough that a single
+# pull rarely tells a harmless candidate from a costly one. Since the truth is known, a search is scored by
+# its **regret**: the mean $\mu$ of what it selected minus the mean of the best possible selection (0 is
+# perfect). Budgeted greedy spreads each step's budget evenly over the pool and keeps the lowest mean; the
+# bandits decide where the next pull goes. Two budgets: half the pool per step (the `cpu` profile's
+# language-model setting) and twice the pool.
+
+# %%
+from repro.papers.bandit import synthetic as S
+
+print(S.describe(budgets=(8, 32)))
+toy = S.compare(budgets=(8, 32), memories=("persist", "step"))  # every seed on its own arms and noise
+toy_table = S.summary(toy).round(4)
+nb.show(toy_table, "synthetic_arms", S.caption(), reading=S.reading(toy_table))
+fig, ax = plt.subplots(figsize=(8, 3.5))
+sns.boxplot(data=toy.assign(rule=toy.policy + " " + toy.memory.replace("-", "")), x="rule", y="regret", hue="budget",
+            ax=ax, fliersize=2)
+ax.set_xlabel("")
+ax.set_ylabel("regret (true damage above the best set)")
+ax.set_title(f"Synthetic arms: {S.SEEDS} seeds per box, by pulls per step ({S.POOL} candidates in the pool)", fontsize=9)
+nb.figure(fig, "fig_synthetic_arms.png")
+
+# %% [markdown]
+# With half the pool per step, no policy can do much better than greedy: each candidate gets about one pull
+# before a decision, and a bandit's only freedom is which half of the pool to look at. With twice the pool,
+# greedy still spends two pulls on every candidate, however hopeless; the bandits spend them where the
+# estimates are close, and Thompson sampling with persisted statistics finds clearly better sets. On a real
+# model two things differ: candidates interact (a unit's damage depends on what is already masked, which is
+# why a join needs a pull under the current mask), and the noise comes from which calibration mini-batch a
+# pull reads.
+#
+# **One fractional-Beta update, worked.** Thompson sampling keeps $\mathrm{Beta}(\alpha_u, \beta_u)$ per
+# candidate, starting at $\mathrm{Beta}(1, 1)$ (uniform). A pull with damage $d$ gives the reward
+# $r = \sigma(-d/\tau)$, and the update adds $r$ to $\alpha_u$ and $1 - r$ to $\beta_u$: a fractional success.
+
+# %%
+w = S.worked_pull(damage=0.01)
+print(f"damage {w['damage']} with tau {w['tau']}: reward sigma(-{w['damage']}/{w['tau']}) = {w['reward']:.4f}; "
+      f"Beta{w['before']} -> Beta({w['after'][0]:.4f}, {w['after'][1]:.4f}); posterior mean "
+      f"{w['mean before']:.3f} -> {w['mean after']:.4f}")
+
+# %% [markdown]
+# A harmful pull (positive damage) moves the posterior mean below 0.5, a beneficial one above it, and a
+# neutral pull ($d = 0$, $r = 0.5$) leaves the mean where it was while narrowing the distribution: the
+# candidate is drawn less erratically next time. The pulls-per-candidate counts in section 3 show *where* a
+# search spent its budget; they do not show whether it spent it well: that is what the regret above (known
+# truth) and the perplexity change below (unknown truth) measure.
 
 # %% [markdown]
 # ## 2. Language models: perplexity change per method and seed
@@ -281,41 +343,71 @@ if len(vis):
     nb.figure(fig, "fig_vision_top1_drop.png")
 
 # %% [markdown]
-# ## 5b. Ablation: the paper's conditioning against carried-over statistics
+# ## 5b. How the searches spent their pulls, and the memory rule
 #
-# The same MAB searches (same seeds, calibration draws, per-step budget and pool) with `memory="carry"`: a
-# candidate's pulls from earlier steps, made under smaller masks, stay in its estimate, so a unit can join
-# on damages measured before the units now masked were removed. The table gives, per setting and policy,
-# the mean over seeds of carry - step (WikiText-2 perplexity change in %, vision: top-1 drop in points)
-# with its t interval, the paired evaluations each spent (equal: the budget is matched), and the share of
-# carry-over picks that had no pull under the mask they joined (0 for the paper's rule by construction).
+# First what each search did, per setting and memory rule (this run's and the ablation's): if the distinct
+# candidates per step equal the pulls per step and a join is decided on one pull, the search measured each
+# candidate once and kept the best, which is what budgeted greedy does.
 
 # %%
-if grid.memory_ablation():  # the MAB searches again with carried-over statistics (False if the profile skips it)
+alloc, cap_al = R.allocation(frame, vframe)
+if len(alloc):
+    nb.show(alloc, "table_allocation", cap_al, reading=R.allocation_reading(alloc))
+
+# %% [markdown]
+# Then the same MAB searches (same seeds, calibration draws, per-step budget and pool) under each other memory
+# rule. The table gives, per setting and policy, the mean over seeds of *other rule - this run's rule*
+# (WikiText-2 perplexity change in %, vision: top-1 drop in points; above 0: this run's rule degrades less)
+# with its t interval, the paired evaluations each spent (equal: the budget is matched), and the share of
+# joins made without a pull under the mask they joined (0 under `persist` and `step` by construction).
+
+# %%
+if grid.memory_ablation():  # the MAB searches again under the other rules (False if the profile skips it)
     ablation, cap_ab = R.memory_ablation(lm, frame, vis, vframe)
     nb.show(ablation, "table_memory_ablation", cap_ab, reading=R.memory_reading(ablation))
 
 # %% [markdown]
+# ## 5c. A budget of at least twice the pool
+#
+# Where the per-step budget is below the pool, a search can hardly do more than look at each candidate once
+# (section 1b). Here the vision searches get `wide_search`'s budget (at least twice its pool; the vision
+# models are cheap), budgeted greedy and the two bandits alike, on the same seeds: the setting where adaptive
+# allocation has room to act.
+
+# %%
+wframe = grid.wide_budget()  # None when the profile has no wide_search
+if wframe is not None and len(wframe):
+    wide, cap_w = R.wide(wframe)
+    nb.show(wide, "table_wide_budget", cap_w, reading=R.table2_reading(wide))
+else:
+    print("The profile sets no wide_search: section 5c did not run.")
+
+# %% [markdown]
 # ## 6. Statistics: per seed, across seeds, and the false-discovery rate (Table B2)
 #
-# Two families, each with its own Benjamini-Hochberg q-values:
+# Three families, each with its own Benjamini-Hochberg q-values:
 #
-# - **Table B2's family, as the paper builds it**: MAB-UCB and MAB-TS against every baseline that ran in the
-#   same setting, paired by seed. Across a handful of seeds the only honest interval is the t interval of the
-#   mean paired difference, $\bar d \pm t_{0.975,\,n-1}\, s_d/\sqrt{n}$, and its test is the paired t-test of
-#   the same numbers (`repro.evaluate.stats.paired_t`), so a claim's verdict and its row here can never
-#   disagree. (A percentile bootstrap over 3 seeds would only return their range: "all three agree", which
-#   happens one time in eight with no effect at all.)
+# - **The paper's comparison, like for like**: MAB-UCB and MAB-TS against budgeted greedy on the language
+#   models, on the WikiText-2 and the LAMBADA perplexity change, paired by seed, one test per distinct
+#   comparison (the paper's highlighted comparisons are MAB against budgeted greedy on language models; its
+#   Table B2 counts are shown beside ours). Across a handful of seeds the only honest interval is the t
+#   interval of the mean paired difference, $\bar d \pm t_{0.975,\,n-1}\, s_d/\sqrt{n}$, and its test is the
+#   paired t-test of the same numbers (`repro.evaluate.stats.paired_t`), so a claim's verdict and its row
+#   here can never disagree. (A percentile bootstrap over 3 seeds would only return their range: "all three
+#   agree", which happens one time in eight with no effect at all.)
+# - **Ours**: MAB against every other baseline, and every vision comparison, in a family of its own.
 # - **Each distinct selection against dense**: a paired bootstrap interval over the evaluation windows
 #   (vision: the top-1 drop over test images) and a Wilcoxon test of the per-window NLL (per-image
 #   cross-entropy) differences. A selection that several seeds share (magnitude is deterministic) is one
 #   comparison, not one per seed.
 
 # %%
-(b2, cap_b2), (tests, cap_t) = R.statistics(lm, vis, frame)  # LM and vision rows; two families
+(b2, cap_b2), (tests, cap_t), (others, cap_o) = R.statistics(lm, vis, frame)  # three families
 nb.show(b2, "table_b2_statistics", cap_b2)
 if len(tests):
     nb.show(tests, "table_b2_tests", cap_t, reading=R.tests_reading(tests))
+if len(others):
+    nb.show(others, "table_b2_other_tests", cap_o, reading=R.tests_reading(others))
 
 # %% [markdown]
 # ## 7. Claims checked
@@ -358,6 +450,23 @@ display(Markdown(P.lambada_investigation(check, frame)))
 # So the "improvement" is real for this model on LAMBADA, and specific to it. It is not evidence that pruning
 # improves language modelling: WikiText-2 perplexity rises for every selection in Table 1. The MAB-vs-greedy
 # LAMBADA claim rows compare methods that all tend to include this head.
+
+# %% [markdown]
+# ### Gemma normalises each sublayer's output: what masking one unit does to the rest (measured)
+#
+# Gemma 3's decoder layer applies an RMSNorm to the attention output and to the MLP output *before* the
+# residual add (`post_attention_layernorm`, `post_feedforward_layernorm`). Masking a unit removes its share
+# $W_{:,u} z_u$ of the sublayer output $o$, and the norm then divides what is left by its smaller RMS: every
+# surviving unit of that layer is scaled up by $\mathrm{rms}(o) / \mathrm{rms}(o - W_{:,u} z_u)$. So on Gemma the
+# paired damage of a unit includes that rescaling; in a pre-norm model (SmolLM2) it does not. We measured it
+# per unit from one dense float32 pass (`repro.evaluate.rescale`, checked against masking the model itself in
+# `tests/test_rescale.py`; `benchmarks/gemma_rescale.py`, `benchmarks/results/gemma_rescale.json`) and set it
+# beside the damages this run's bandit searches measured for the same heads:
+
+# %%
+from repro.papers.bandit import rescale as RS
+
+display(Markdown(RS.reading(RS.read_check("../benchmarks/results/gemma_rescale.json"), frame)))
 
 # %% [markdown]
 # ## 8. Beyond the paper: physically removing the selected units

@@ -20,6 +20,8 @@ from repro.engines.bandit import (
 from repro.engines.base import Setup
 from repro.errors import ReproError
 from repro.papers.bandit import (
+    DENSE_FAMILY,
+    PAPER_FAMILY,
     BanditReport,
     bandit_claims,
     bandit_frame,
@@ -27,6 +29,7 @@ from repro.papers.bandit import (
     claims_summary,
     family_summary,
     first_run,
+    greedy_tests,
     head_maps,
     layer_profile,
     lm_summary,
@@ -152,11 +155,11 @@ def test_memory_ablation_pairs_each_policy_with_its_carry_over_variant(exp, tmp_
     assert (step.pulled.dropna().map(len) == 3).all()
     for units, pulled in zip(step[step.method == "ucb"].units, step[step.method == "ucb"].pulled):
         assert stale_picks(units, pulled) == 0.0
-    t = memory_ablation(lm_table(step), lm_table(carry), step, carry, "change_pct")
-    assert list(t.method) == ["MAB-UCB", "MAB-TS"] and (t.seeds == 3).all()
-    assert (t["paired evaluations (step / carry)"] == "12 / 12").all()  # 3 heads x budget 4, both rules
-    np.testing.assert_allclose(t["carry - step"], t["carry-over"] - t["step (paper)"])
-    assert t["carry-over picks with no pull under their mask"].between(0, 1).all()
+    t = memory_ablation(lm_table(step), lm_table(carry), step, carry, "change_pct", "carry", "step")
+    assert list(t.method) == ["MAB-UCB", "MAB-TS"] and (t.seeds == 3).all() and (t.rule == "carry").all()
+    assert (t["paired evaluations (main / other)"] == "12 / 12").all()  # 3 heads x budget 4, both rules
+    np.testing.assert_allclose(t["other - main"], t["other rule"] - t["step"])
+    assert t["joins unpulled under their mask (main / other)"].str.startswith("0% / ").all()  # step: 0 by construction
     for _, r in t.iterrows():
         assert r["verdict (step better)"] == ("holds" if r.ci_lo > 0 else "does not hold" if r.ci_hi < 0
                                               else "inconclusive")
@@ -165,12 +168,14 @@ def test_memory_ablation_pairs_each_policy_with_its_carry_over_variant(exp, tmp_
 def test_discussion_reads_the_memory_ablation():
     r, f, lm = fake_report(), cells_frame(), lm_rows()
     ab = pd.DataFrame([{"model": "m", "kinds": "head", "ratio": 0.1, "method": "MAB-UCB", "value": "change_pct",
-                        "carry - step": 2.5, "ci_lo": 0.5, "ci_hi": 4.5, "verdict (step better)": "holds",
-                        "carry-over picks with no pull under their mask": 0.25}])
+                        "rule": "step", "other - main": 2.5, "ci_lo": 0.5, "ci_hi": 4.5,
+                        "verdict (persist better)": "holds"}])
     text = r.discussion(f, lm, vision_rows(), claims_frame([]), ab)
-    assert ("m head 10% MAB-UCB: +2.50 [+0.50, +4.50] ppl change, holds, 25% of carry-over picks unpulled under "
-            "their mask") in text
-    assert "carried-over statistics" not in r.discussion(f, lm, vision_rows(), claims_frame([]))
+    assert "other rule - `persist`" in text and "m head 10% MAB-UCB, step: +2.50 [+0.50, +4.50] ppl change, holds" in text
+    assert "The memory rule" not in r.discussion(f, lm, vision_rows(), claims_frame([]))
+    assert BanditReport.memory_reading(ab) == "- **persist against step**, persist better: holds 1 (of 1 settings)."
+    assert "step did better in: m head 10% MAB-UCB (-2.5)" in BanditReport.memory_reading(
+        ab.assign(**{"other - main": -2.5, "ci_lo": -4.5, "ci_hi": -0.5, "verdict (persist better)": "does not hold"}))
 
 
 def test_discussion_names_pruning_that_lowers_lambada_perplexity():
@@ -249,9 +254,13 @@ def test_statistics_per_seed_across_seeds_and_family():
     assert t.seeds == 4 and t.a_better_seeds == 4 and t.test == "paired t"
     assert t.p == pytest.approx(ref.pvalue) and (t.ci_lo, t.ci_hi) == pytest.approx(tuple(ref.confidence_interval()))
     assert t.mean_diff == pytest.approx(diffs.mean()) and t.ci_hi < 0 and t.p < 0.01
-    tests = mab_tests(per.assign(method=per.method.replace({"ucb": "thompson"})), pd.DataFrame())
+    tests = mab_tests(per.assign(method=per.method.replace({"ucb": "thompson"})), pd.DataFrame(), lm_skip=())
     assert sorted(tests.b) == ["greedy", "magnitude"]  # every baseline that ran, not only greedy
-    per_q, tests_q, summary = family_summary(per, tests)
+    per_q, families, summary = family_summary(per, {"ours": tests, "empty": pd.DataFrame()})
+    tests_q = families["ours"]
+    assert summary.family.tolist() == ["ours", DENSE_FAMILY]  # an empty family is no row
+    assert summary["the paper (its Table B2)"].tolist() == ["", ""]
+    assert family_summary(per, {PAPER_FAMILY: tests})[2]["the paper (its Table B2)"].iloc[0] == "23 / 11 / 6 of 28"
     dense_row = summary.set_index("family").loc["each distinct selection vs dense (per seed)"]
     assert dense_row["comparisons"] == 11 and dense_row["CI excludes 0"] == 10  # magnitude's 5 seeds count once
     assert dense_row["failures (non-finite)"] == 1
@@ -436,11 +445,16 @@ def test_table2_vision_summary():
     assert ts["effective ratio"] == 0.1 and t.loc["Budgeted greedy", "drop_pp"] == 4.0
 
 
-def test_declared_tests_are_each_mab_against_each_baseline():
+def test_the_paper_family_is_mab_against_greedy_on_language_models_and_ours_the_rest():
+    """greedy_tests: MAB vs budgeted greedy on the language models, WikiText-2 and LAMBADA, one test each;
+    mab_tests: the rest (here only the vision comparison with greedy: language-model greedy is the paper's)."""
+    g = greedy_tests(lm_rows())
+    assert list(zip(g.a, g.b, g.value)) == [("ucb", "greedy", "change_pct"), ("ucb", "greedy", "lambada_change_pct")]
+    assert (g.seeds == 2).all() and g.iloc[1].mean_diff == pytest.approx(2 * g.iloc[0].mean_diff)  # finite pairs only
     t = mab_tests(lm_rows(), vision_rows())
-    assert list(zip(t.a, t.value)) == [("ucb", "change_pct"), ("thompson", "top1_drop_pp")]  # no lm thompson rows
-    assert (t.b == "greedy").all() and t.iloc[0].seeds == 2 and t.iloc[1].mean_diff == -2.0  # finite pairs only
-    assert mab_tests(pd.DataFrame(), pd.DataFrame()).empty
+    assert list(zip(t.a, t.b, t.value)) == [("thompson", "greedy", "top1_drop_pp")] and t.iloc[0].mean_diff == -2.0
+    assert len(mab_tests(lm_rows(), vision_rows(), lm_skip=())) == 2
+    assert mab_tests(pd.DataFrame(), pd.DataFrame()).empty and greedy_tests(pd.DataFrame()).empty
 
 
 def test_across_seed_verdicts_and_tests_come_from_one_statistic():
@@ -456,7 +470,7 @@ def test_across_seed_verdicts_and_tests_come_from_one_statistic():
     for diffs, verdict in (([-2.0, -3.0, -2.5, -2.2, -2.8], "holds"), ([-0.1, -9.0, -0.2], "inconclusive")):
         c = claims_frame(bandit_claims(table(diffs)))
         row = c[c.setting == "m, head 10%, MAB-UCB"].iloc[0]
-        p = mab_tests(table(diffs), pd.DataFrame()).iloc[0].p
+        p = greedy_tests(table(diffs)).iloc[0].p
         assert row.verdict == verdict and (p < 0.05) == (verdict == "holds"), (diffs, p)
 
 
@@ -467,7 +481,7 @@ def test_claims_are_paired_over_seeds_and_summarised():
     # seed 3 failed for greedy: two seeds paired; their t interval (1 degree of freedom) is wide, and the
     # verdict agrees with the across-seed test of the same numbers
     assert ucb.verdict == "inconclusive" and ucb.threshold == 0.0
-    assert mab_tests(lm_rows(), pd.DataFrame()).iloc[0].p > 0.05
+    assert greedy_tests(lm_rows()).iloc[0].p > 0.05
     ts = claims[claims.setting == "m, head 10%, MAB-TS"].iloc[0]
     assert ts.measured == "not run" and ts.verdict == "inconclusive"
     lam = claims[claims.claim == "MAB has the lowest LAMBADA degradation"].iloc[0]
@@ -477,9 +491,10 @@ def test_claims_are_paired_over_seeds_and_summarised():
     ce = claims[claims.claim.str.startswith("MAB-UCB raises cross-entropy")].iloc[0]  # the paper's MAB-UCB claim
     assert ce.measured == "not run"  # no MAB-UCB vision run in these rows
     assert top1["paper effect"] is None  # attached by BanditReport.claims (with_paper), not here
-    summary = claims[claims.claim.str.startswith("Paper's summary")]
-    assert summary.claim.tolist()[0] == "Paper's summary: 23/28 MAB-vs-baseline comparisons with CI excludes 0"
-    assert summary.threshold.tolist() == pytest.approx([23 / 28, 11 / 28, 6 / 28])
+    assert not claims.claim.str.startswith("Paper's summary").any()  # counts belong in Table B2, not as rows
+    lam_greedy = claims[claims.claim.str.startswith("MAB degrades LAMBADA perplexity less")]
+    assert lam_greedy.setting.tolist() == ["m, head 10%, MAB-UCB", "m, head 10%, MAB-TS"]
+    assert lam_greedy.iloc[0].effect == pytest.approx(2 * ucb.effect)  # LAMBADA change is 2x change_pct here
     text = claims_summary(claims)
     assert "across the 2 (setting, MAB variant) comparisons" in text
     assert "inconclusive: 2" in text and text.endswith(".")
@@ -507,7 +522,8 @@ def fake_report() -> BanditReport:
     params = {"profile": "cpu", "seeds": [1, 2, 3], "search": {"budget": 8, "pool_size": 16},
               "vision_search": {"budget": 32, "pool_size": 48}, "lambada_limit": 30,
               "unit_settings": {"m": {"head": [0.1], "mlp": [0.03, 0.05]}},
-              "removal": {"model": "m", "method": "thompson", "seed": 1}, "calib_batch_size": 1, "calib_seqlen": 128}
+              "removal": {"model": "m", "method": "thompson", "seed": 1}, "calib_batch_size": 1, "calib_seqlen": 128,
+              "memory": "persist", "memory_ablation": True, "wide_search": {}}
     store = Store(None)
     store.status[("bandit-ppl", "a")] = "computed"
     return BanditReport(params, lm, vision, store)
@@ -548,13 +564,16 @@ def test_report_tables_come_with_their_captions():
     layers, _ = r.layers(f)
     assert layers.set_index("method").loc["Magnitude", "early layers"] == 1
     assert r.head_maps(f)["m"][0].shape == (3, 4)
-    (b2, cap_b2), (tests, cap_t) = r.statistics(lm, vision_rows(), f)
-    assert cap_b2.startswith("**Table B2.") and cap_t.startswith("**MAB against every baseline")
-    assert b2.iloc[1].comparisons == 12 and b2.iloc[0].comparisons == 2 and b2.iloc[1]["failures (non-finite)"] == 1
-    assert list(tests.a) == ["MAB-UCB", "MAB-TS"] and (tests.b == "Budgeted greedy").all() and tests.q.notna().all()
+    (b2, cap_b2), (tests, cap_t), (others, cap_o) = r.statistics(lm, vision_rows(), f)
+    assert cap_b2.startswith("**Table B2.") and cap_t.startswith("**The paper's comparison") and cap_o.startswith("**Ours")
+    assert b2.family.tolist() == [PAPER_FAMILY, "MAB vs the other baselines, and every vision comparison (ours)",
+                                  DENSE_FAMILY]
+    assert b2.comparisons.tolist() == [len(tests), 1, 12] and b2.iloc[2]["failures (non-finite)"] == 1
+    assert (tests.a == "MAB-UCB").all() and (tests.b == "Budgeted greedy").all() and tests.q.notna().all()
+    assert list(zip(others.a, others.b)) == [("MAB-TS", "Budgeted greedy")]  # the vision comparison
     shown, cap, raw = r.claims(lm, vision_rows())
     assert list(shown.columns[:6]) == ["claim", "paper says", "setting", "measured", "verdict", "power"]
-    assert len(raw) == len(shown) == 8  # 5 + the paper's three summary counts
+    assert len(raw) == len(shown) == 5 + lm.lambada_change_pct.notna().any() * 2  # no summary-count rows
     top1 = raw[raw.claim.str.startswith("MAB-TS loses less top-1")].iloc[0]
     assert top1["paper effect"] == pytest.approx(0.97)  # drop 2.05 vs 3.02: TS's top-1 0.97 points higher
     assert cap == "**Claims checked (Paper 3).** Profile `cpu`; seeds [1, 2, 3]; verdicts from 95% t intervals of the difference paired over seeds."
@@ -564,7 +583,7 @@ def test_report_tables_come_with_their_captions():
     assert "- **v, head 10%**: lowest mean top-1 drop (points) over seeds is MAB-TS's (+2.00)" in text
     assert "its pool (16 candidates" in text and "mini-batches of 1 window(s) of 128 tokens" in text
     m = r.metrics(f, vision_rows(), raw)
-    assert m["dense_ppl"] == {"m": 20.0} and m["n_cells"] == len(f) + 6 and m["n_claims"] == 8
+    assert m["dense_ppl"] == {"m": 20.0} and m["n_cells"] == len(f) + 6 and m["n_claims"] == len(raw)
 
 
 def test_removal_caption_reads_the_record():
@@ -596,13 +615,15 @@ def test_removal_caption_says_how_many_heads_padding_keeps():
             "2 heads' worth)") in cap
 
 
-def test_memory_reading_counts_the_verdicts_and_names_where_carry_over_did_better():
-    t = pd.DataFrame({"model": ["m", "m"], "kinds": ["head", "mlp"], "ratio": [0.1, 0.05], "method": ["MAB-UCB"] * 2,
-                      "carry - step": [-3.0, 1.0], "ci_lo": [-5.0, -1.0], "ci_hi": [-1.0, 3.0],
-                      "verdict (step better)": ["does not hold", "inconclusive"]})
+def test_memory_reading_counts_the_verdicts_per_rule_and_names_where_the_other_rule_did_better():
+    t = pd.DataFrame({"model": ["m", "m", "m"], "kinds": ["head", "mlp", "head"], "ratio": [0.1, 0.05, 0.1],
+                      "method": ["MAB-UCB"] * 3, "rule": ["step", "step", "carry"], "other - main": [-3.0, 1.0, 2.0],
+                      "ci_lo": [-5.0, -1.0, 1.0], "ci_hi": [-1.0, 3.0, 3.0],
+                      "verdict (persist better)": ["does not hold", "inconclusive", "holds"]})
     assert BanditReport.memory_reading(t).splitlines() == [
-        "- Step is better: does not hold 1, inconclusive 1 (of 2 settings).",
-        "- Carried-over statistics did better in: m head 10% MAB-UCB (-3)."]
+        "- **persist against step**, persist better: does not hold 1, inconclusive 1 (of 2 settings); step did better "
+        "in: m head 10% MAB-UCB (-3).",
+        "- **persist against carry**, persist better: holds 1 (of 1 settings)."]
     assert BanditReport.memory_reading(t.iloc[:0]) == ""
 
 

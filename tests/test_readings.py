@@ -98,8 +98,23 @@ def test_bandit_layers_budget_and_tests_readings():
     assert "different budgets: MAB-UCB 56, Budgeted greedy 60" in BanditReport.budget_reading(
         b1.assign(paired_evaluations=[56.0, 60.0, 0.0]))
     tests = pd.DataFrame({"b": ["Random", "Fisher", "Budgeted greedy"], "mean_diff": [-5.0, 3.0, 1.0],
-                          "ci_lo": [-9.0, 1.0, -1.0], "ci_hi": [-1.0, 5.0, 3.0]})
-    assert BanditReport.tests_reading(tests).splitlines() == [
-        "- The 95% interval excludes 0 in 2 of 3 MAB-vs-baseline comparisons: 1 favour the bandit, 1 the baseline "
-        "(Fisher).",
-        "- Against budgeted greedy alone (the paper's comparison): 0 of 1 exclude 0."]
+                          "ci_lo": [-9.0, 1.0, -1.0], "ci_hi": [-1.0, 5.0, 3.0], "q": [0.01, 0.2, 0.5]})
+    assert BanditReport.tests_reading(tests) == (
+        "- The 95% interval excludes 0 in 2 of 3 comparisons: 1 favour the bandit, 1 the baseline (Fisher); 1 have "
+        "q < 0.05 within the family.")
+
+
+def test_allocation_reading_and_table():
+    """The allocation table from constructed frames: greedy counted once across rules; the reading gives
+    distinct candidates per step against pulls, and the pulls a join was decided on."""
+    from repro.papers.bandit.tables import allocation_table
+
+    row = {"model": "m", "kinds": "head", "ratio": 0.1, "units": [["head", 0, 1]], "pulled": [["head0.1", "head0.1"]]}
+    frames = {"persist": pd.DataFrame([{**row, "method": "ucb", "seed": 1}, {**row, "method": "greedy", "seed": 1}]),
+              "step": pd.DataFrame([{**row, "method": "ucb", "seed": 1}, {**row, "method": "greedy", "seed": 1}])}
+    t = allocation_table(frames)
+    assert list(zip(t.method, t.memory)) == [("Budgeted greedy", "-"), ("MAB-UCB", "persist"), ("MAB-UCB", "step")]
+    assert (t.distinct_per_step == 1).all() and (t.join_evidence == 2).all()
+    assert BanditReport.allocation_reading(t).splitlines()[1] == (
+        "- **MAB-UCB, persist**: 1-1 distinct candidates per step of 2-2 pulls; joins decided on 2-2 pulls; "
+        "100%-100% of joins pulled under their mask.")

@@ -210,6 +210,13 @@ class Adapter:
     def heads_per_layer(self) -> list[int]:
         return [self.attention(i).n_heads for i in range(self.n_layers)]
 
+    def post_sublayer_norms(self, i: int) -> dict[str, nn.Module]:
+        """Norms layer ``i`` applies to a sublayer's *output* before the residual add, by unit kind
+        ("head": after attention, "mlp": after the MLP); none in a pre-norm family (the default), where a
+        masked unit simply stops contributing. Where there is one, masking a unit rescales the survivors
+        of its sublayer (:mod:`repro.evaluate.rescale`)."""
+        return {}
+
     # ---- after the layers: final norm and head; running layers l..L-1 then the head ----------
 
     def head_modules(self) -> list[nn.Module]:  # pragma: no cover - abstract

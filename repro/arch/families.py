@@ -73,6 +73,15 @@ class Gemma(LlamaLike):
     model_types = ("gemma3_text", "gemma2", "gemma")
     bos_first = True
 
+    def post_sublayer_norms(self, i: int) -> dict[str, nn.Module]:
+        """Gemma 2/3 normalise each sublayer's output before the residual add (``post_attention_layernorm``
+        after attention, ``post_feedforward_layernorm`` after the MLP, the layer also having a
+        ``pre_feedforward_layernorm``); Gemma 1's ``post_attention_layernorm`` is Llama's pre-MLP norm."""
+        layer = self.layers[i]
+        if not hasattr(layer, "pre_feedforward_layernorm"):
+            return {}
+        return {"head": layer.post_attention_layernorm, "mlp": layer.post_feedforward_layernorm}
+
     def logits_from(self, hidden: torch.Tensor) -> torch.Tensor:
         logits = super().logits_from(hidden)
         cap = getattr(self.config, "final_logit_softcapping", None)  # Gemma 2/3: cap * tanh(logits / cap)

@@ -1,16 +1,14 @@
 """Paper 3 (damage-aware bandit pruning): notebook 3's grid (:mod:`.grid`), its record frames (:mod:`.records`), tables (:class:`.report.Report`, :mod:`.tables`) and claims (:mod:`.claims`).
 """
 from repro.papers.bandit.claims import (  # noqa: F401
-    PAPER_COMPARISONS,
+    LAMBADA_VS_GREEDY,
     PAPER_EFFECTS,
     PAPER_SOURCES,
-    PAPER_SUMMARY,
     _below_dense,
     bandit_claims,
     claims_summary,
     discussion,
     readme_blocks,
-    summary_claims,
 )
 from repro.papers.bandit.grid import BanditGrid, BanditParams, build, plan  # noqa: F401
 from repro.papers.bandit.lambada import investigation as lambada_investigation  # noqa: F401
@@ -25,6 +23,7 @@ from repro.papers.bandit.records import (  # noqa: F401
     _keep,
     _selection_fields,
     _signature,
+    ablation_rules,
     bandit_frame,
     first_run,
     head_maps,
@@ -33,9 +32,15 @@ from repro.papers.bandit.records import (  # noqa: F401
 )
 from repro.papers.bandit.report import BanditReport, Report  # noqa: F401
 from repro.papers.bandit.tables import (  # noqa: F401
+    DENSE_FAMILY,
+    OTHER_FAMILY,
+    PAPER_COUNTS,
+    PAPER_FAMILY,
     _labelled,
+    allocation_table,
     budget_table,
     family_summary,
+    greedy_tests,
     layer_profile,
     lm_summary,
     lm_table,

@@ -12,7 +12,7 @@ import pandas as pd
 from repro.engines.bandit import BanditExperiment, VisionBanditExperiment
 from repro.engines.plan import shown
 from repro.errors import ReproError, UnknownNameError, check_list, check_number
-from repro.papers.bandit.records import MAB, bandit_frame, vision_frame
+from repro.papers.bandit.records import MAB, ablation_rules, bandit_frame, vision_frame
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ class BanditGrid:
         for name, e in self.lm.items():
             for methods, search in self._searches(p.methods, p.search):
                 e.grid(p.unit_settings.get(name, {}), methods, p.seeds, search, p.lambada_limit)
-        return shown(self.store, lambda: bandit_frame(self.store, self.lm, memory=p.memory))
+        return shown(self.store, lambda: bandit_frame(self.store, self.lm, memory=p.memory, search=p.search))
 
     def _searches(self, methods: list, search: dict) -> list[tuple[list, dict]]:
         """``methods`` split into the MAB selectors (searching with the ``memory`` parameter) and the rest."""
@@ -109,11 +109,11 @@ class BanditGrid:
         for e in self.vision.values():
             for methods, search in self._searches(p.vision_methods, p.vision_search):
                 e.grid({"head": [p.vision_ratio]}, methods, p.seeds, search)
-        return shown(self.store, lambda: vision_frame(self.store, self.vision, memory=p.memory))
+        return shown(self.store, lambda: vision_frame(self.store, self.vision, memory=p.memory, search=p.vision_search))
 
     def ablation_memories(self) -> list[str]:
         """The memory rules section 5b runs beside the ``memory`` parameter's ("step", "carry")."""
-        return [m for m in ("step", "carry") if m != self.p.memory] if self.p.memory_ablation else []
+        return ablation_rules(self.p.memory, self.p.memory_ablation)
 
     def memory_ablation(self) -> bool:
         """Section 5b: the MAB searches again under each of :meth:`ablation_memories` (same seeds,
@@ -136,7 +136,7 @@ class BanditGrid:
         for e in self.vision.values():
             for methods, search in self._searches(["greedy", *MAB], p.wide_search):
                 e.grid({"head": [p.vision_ratio]}, methods, p.seeds, search)
-        return shown(self.store, lambda: vision_frame(self.store, self.vision, memory=p.memory))
+        return shown(self.store, lambda: vision_frame(self.store, self.vision, memory=p.memory, search=p.wide_search))
 
     def removal(self) -> dict | None:
         """Section 8: the removal record of the ``removal`` parameter's (model, method, seed), each unit

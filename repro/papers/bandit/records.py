@@ -20,16 +20,25 @@ CELL = SETTING + ["method"]
 
 # ---- frames: one row per evaluated cell ------------------------------------------------------
 
-def _keep(rows: list[dict], memory: str) -> pd.DataFrame:
+def ablation_rules(memory: str, ablation: bool) -> list[str]:
+    """The memory rules notebook 3's ablation runs beside its ``memory`` parameter (none without ``ablation``)."""
+    return [m for m in ("step", "carry") if m != memory] if ablation else []
+
+
+def _keep(rows: list[dict], memory: str, search: dict | None = None) -> pd.DataFrame:
     """The rows of the MAB searches run with ``memory`` (``repro.methods.bandit``: "persist", the
-    default, "step" or "carry"), and every other row (dense, baselines: they have no memory)."""
-    return pd.DataFrame([r for r in rows if r["memory"] in (None, memory)])
+    default, "step" or "carry"), and every other row (dense, baselines: they have no memory); with
+    ``search``, only the sequential searches run with its budget and pool."""
+    want = None if search is None else (search.get("budget"), search.get("pool_size"))
+    return pd.DataFrame([r for r in rows if r["memory"] in (None, memory)
+                         and (want is None or r["search"] is None or r["search"] == want)])
 
 
-def bandit_frame(store: Store, experiments, session: bool = True, memory: str = "persist") -> pd.DataFrame:
+def bandit_frame(store: Store, experiments, session: bool = True, memory: str = "persist",
+                 search: dict | None = None) -> pd.DataFrame:
     """One row per evaluated cell (dense included) of ``experiments`` (a list or ``{name:
-    BanditExperiment}``); ``session``: only the cells asked for in this session; ``memory``: which
-    MAB searches (:func:`_keep`)."""
+    BanditExperiment}``); ``session``: only the cells asked for in this session; ``memory`` and
+    ``search``: which sequential searches (:func:`_keep`)."""
     selections = {r["key"]: r for r in store.records("bandit-select")}
     rows = []
     for r, e in owned(store, "bandit-ppl", experiments, session):
@@ -42,12 +51,13 @@ def bandit_frame(store: Store, experiments, session: bool = True, memory: str = 
                      "lambada_acc": None if lam is None else lam["metrics"]["acc"]["value"],
                      "lambada_per_doc": None if lam is None else lam["per_doc"],
                      "finite": bool(np.isfinite(res["ppl"]))})
-    return _keep(rows, memory)
+    return _keep(rows, memory, search)
 
 
-def vision_frame(store: Store, experiments, session: bool = True, memory: str = "persist") -> pd.DataFrame:
+def vision_frame(store: Store, experiments, session: bool = True, memory: str = "persist",
+                 search: dict | None = None) -> pd.DataFrame:
     """One row per evaluated vision cell (dense included) of ``experiments`` (a list or ``{name:
-    VisionBanditExperiment}``); ``memory`` as in :func:`bandit_frame`."""
+    VisionBanditExperiment}``); ``memory`` and ``search`` as in :func:`bandit_frame`."""
     selections = {r["key"]: r for r in store.records("bandit-select")}
     rows = []
     for r, e in owned(store, "bandit-vision", experiments, session):
@@ -56,17 +66,19 @@ def vision_frame(store: Store, experiments, session: bool = True, memory: str = 
                      **_selection_fields(selections.get(c.get("selection"), {})),
                      "top1": res["top1"], "ce": res["ce"], "per_image_ce": res["per_image_ce"],
                      "per_image_correct": res["per_image_correct"]})
-    return _keep(rows, memory)
+    return _keep(rows, memory, search)
 
 
 def _selection_fields(sel: dict) -> dict:
     """The frame columns a cell takes from its selection record (empty record: the dense cell)."""
     sc, sr = sel.get("config", {}), sel.get("result", {})
     memory = sc["params"]["memory"] if sc.get("method") in MAB else None
+    seq = sc.get("method") in SELECTORS and SELECTORS[sc["method"]].sequential
+    search = (sc["params"].get("budget"), sc["params"].get("pool_size")) if seq else None
     return {"kinds": "+".join(sc.get("kinds", [])) or "dense", "ratio": sc.get("ratio", 0.0), "k": sc.get("k", 0),
             "candidates": sc.get("candidates"), "seed": sc.get("seed"), "units": sr.get("units"),
             "budget": sr.get("budget"), "pulls": sr.get("pulls"), "rewards": sr.get("rewards"),
-            "damages": sr.get("damages"), "pulled": sr.get("pulled"), "memory": memory}
+            "damages": sr.get("damages"), "pulled": sr.get("pulled"), "memory": memory, "search": search}
 
 
 def stale_picks(units, pulled) -> float:

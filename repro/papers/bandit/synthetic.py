@@ -13,6 +13,23 @@ import pandas as pd
 from repro.calib.budget import Budget
 from repro.methods.bandit import UCB, Thompson, Unit, allocation, bandit_search, greedy_search, reward
 
+POOL, GOOD, GAP, SPREAD, NOISE, SEEDS = 16, 4, 0.01, 0.03, 0.02, 40  # the teaching section's toy
+
+
+def describe(budgets=(8, 32)) -> str:
+    """The toy's setting in one paragraph, from this module's constants (never typed in the notebook)."""
+    return (f"{POOL} candidates: {GOOD} nearly harmless (true mean damage between 0 and {GAP / 2:g}), {POOL - GOOD} "
+            f"costing between {GAP:g} and {GAP + SPREAD:g}; a pull returns the true mean plus Gaussian noise of "
+            f"standard deviation {NOISE:g}. Each search selects k = {GOOD}; budgets of "
+            + " and ".join(f"{b} pulls per step ({b / POOL:g} x the pool)" for b in budgets)
+            + f"; {SEEDS} seeds, each with its own arms and noise, shared by every policy.")
+
+
+def caption() -> str:
+    return (f"**Synthetic arms: regret (mean true damage above the best possible set) and how the pulls were spent, "
+            f"{SEEDS} seeds per row, paired with greedy on the same arms and noise.** {POOL} arms, k = {GOOD}, noise "
+            f"sd {NOISE:g}; no model.")
+
 
 class SyntheticArms:
     """An evaluator (:class:`repro.methods.bandit.Evaluator`) over ``means`` (one true mean damage per
@@ -37,7 +54,7 @@ class SyntheticArms:
         return float(self.means[unit] + self.noise * self.rng.standard_normal())
 
 
-def arms(n: int = 16, good: int = 4, gap: float = 0.01, spread: float = 0.03, seed: int = 0) -> dict[Unit, float]:
+def arms(n: int = POOL, good: int = GOOD, gap: float = GAP, spread: float = SPREAD, seed: int = 0) -> dict[Unit, float]:
     """``n`` units: ``good`` of them with true damage 0 to ``gap`` / 2, the rest ``gap`` to ``gap`` +
     ``spread``, placed at random pool positions (``seed``), so the magnitude order says nothing."""
     rng = np.random.default_rng(seed)
@@ -63,7 +80,7 @@ def run(policy: str, means: dict[Unit, float], k: int, budget: int, noise: float
             "true damage": true, "regret": true - best, **allocation(sel.units, sel.pulled)}
 
 
-def compare(budgets=(8, 32), pool: int = 16, k: int = 4, noise: float = 0.02, seeds=range(40),
+def compare(budgets=(8, 32), pool: int = POOL, k: int = GOOD, noise: float = NOISE, seeds=range(SEEDS),
             memories=("persist", "step")) -> pd.DataFrame:
     """Every policy (greedy; UCB and Thompson under each of ``memories``) at each per-step budget, on
     the same arms and noise per seed: one row per run (:func:`run`)."""
@@ -96,3 +113,15 @@ def worked_pull(alpha: float = 1.0, beta: float = 1.0, damage: float = 0.01, tau
     r = float(reward(damage, tau))
     return {"damage": damage, "tau": tau, "reward": r, "before": (alpha, beta), "after": (alpha + r, beta + 1 - r),
             "mean before": alpha / (alpha + beta), "mean after": (alpha + r) / (alpha + beta + 1)}
+
+
+def reading(summary: pd.DataFrame) -> str:
+    """What the synthetic-arms table shows, per budget: each policy's mean regret against greedy's on the
+    same seeds, and on how many seeds it found the better units."""
+    lines = []
+    for b, g in summary.groupby("budget", sort=False):
+        greedy = g[g.policy == "greedy"].iloc[0]
+        parts = [f"{r.policy} ({r.memory}) {r['mean regret']:.4f}, better than greedy on {r['seeds better than greedy']} "
+                 f"and worse on {r['seeds worse']} of {r.seeds} seeds" for _, r in g[g.policy != "greedy"].iterrows()]
+        lines.append(f"- **{b} pulls per step**: greedy's mean regret {greedy['mean regret']:.4f}; " + "; ".join(parts) + ".")
+    return "\n".join(lines)

@@ -13,6 +13,7 @@ from repro.claims import (
 )
 from repro.evaluate.stats import bh, paired_difference, paired_ratio, paired_test, speed_ratio
 from repro.methods.bandit import SELECTORS, reward_summary
+from repro.methods.bandit_stats import allocation
 from repro.papers.bandit.records import CELL, LABELS, LOWER_IS_BETTER, MAB, SETTING, _signature, stale_picks
 
 
@@ -189,28 +190,45 @@ def vs_dense(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def mab_tests(lm: pd.DataFrame, vis: pd.DataFrame) -> pd.DataFrame:
-    """Table B2's family, as the paper builds it: each MAB selector against each baseline that ran
-    in the same setting, across seeds (paired t), on the perplexity change (``lm``) and on the top-1
-    drop (``vis``), one test per distinct comparison."""
+def greedy_tests(lm: pd.DataFrame) -> pd.DataFrame:
+    """The paper's own comparison, like for like: MAB-UCB and MAB-TS against budgeted greedy on the
+    language models, on the WikiText-2 and the LAMBADA perplexity change, across seeds (paired t), one
+    test per distinct comparison."""
+    values = [v for v in ("change_pct", "lambada_change_pct") if v in lm and lm[v].notna().any()] if len(lm) else []
+    tests = [across_seeds(lm, m, "greedy", v, SETTING) for v in values for m in MAB]
+    tests = pd.concat(tests or [pd.DataFrame()], ignore_index=True)
+    return tests.drop_duplicates(subset=SETTING + ["value", "a", "b"], ignore_index=True) if len(tests) else tests
+
+
+def mab_tests(lm: pd.DataFrame, vis: pd.DataFrame, lm_skip=("greedy",)) -> pd.DataFrame:
+    """The other MAB comparisons (ours): each MAB selector against each baseline that ran in the same
+    setting, across seeds (paired t), on the perplexity change (``lm``, baselines in ``lm_skip`` left to
+    :func:`greedy_tests`) and on the top-1 drop (``vis``, every baseline), one test per distinct comparison."""
     tests = []
-    for table, value in ((lm, "change_pct"), (vis, "top1_drop_pp")):
+    for table, value, skip in ((lm, "change_pct", lm_skip), (vis, "top1_drop_pp", ())):
         if not len(table):
             continue
-        baselines = [m for m in SELECTORS if m not in MAB and m in set(table.method)]
+        baselines = [m for m in SELECTORS if m not in MAB and m not in skip and m in set(table.method)]
         tests += [across_seeds(table, m, b, value, SETTING) for m in MAB for b in baselines]
     tests = pd.concat(tests or [pd.DataFrame()], ignore_index=True)
-    return tests.drop_duplicates(subset=SETTING + ["a", "b"], ignore_index=True) if len(tests) else tests
+    return tests.drop_duplicates(subset=SETTING + ["value", "a", "b"], ignore_index=True) if len(tests) else tests
 
 
-def family_summary(per_seed: pd.DataFrame, tests: pd.DataFrame, alpha: float = 0.05) -> tuple:
-    """Two families, each with its own Benjamini-Hochberg q: Table B2's MAB-vs-baseline tests across
-    seeds (:func:`mab_tests`), and the per-seed comparisons of each *distinct* selection with dense
-    (a selection that several seeds share counts once; its copies get its q). Returns both frames
-    with ``q`` and a summary like the paper's Table B2: of how many comparisons the CI excludes
-    zero, p < alpha, q < alpha."""
-    per_seed, tests = per_seed.copy(), tests.copy()
-    tests["q"] = bh(tests.p.to_numpy(float)) if len(tests) else np.array([])
+PAPER_FAMILY = "MAB vs budgeted greedy, language models, WikiText-2 and LAMBADA (the paper's comparison)"
+OTHER_FAMILY = "MAB vs the other baselines, and every vision comparison (ours)"
+DENSE_FAMILY = "each distinct selection vs dense (per seed)"
+PAPER_COUNTS = {"comparisons": 28, "CI excludes 0": 23, "p < 0.05": 11, "q < 0.05": 6}  # its Table B2
+
+
+def family_summary(per_seed: pd.DataFrame, families: dict[str, pd.DataFrame], alpha: float = 0.05) -> tuple:
+    """Test families, each with its own Benjamini-Hochberg q: ``families`` (``{name: across-seed tests}``,
+    e.g. :func:`greedy_tests` and :func:`mab_tests`), and the per-seed comparisons of each *distinct*
+    selection with dense (a selection that several seeds share counts once; its copies get its q).
+    Returns the per-seed frame and each family with ``q``, and a summary like the paper's Table B2 (of
+    how many comparisons the CI excludes zero, p < alpha, q < alpha), with the paper's own counts
+    beside the family that is its comparison (:data:`PAPER_FAMILY`)."""
+    per_seed = per_seed.copy()
+    families = {n: t.assign(q=bh(t.p.to_numpy(float))) if len(t) else t for n, t in families.items()}
     if len(per_seed):
         distinct = ~per_seed.duplicated(subset=["model", "selection"])
         q = pd.Series(bh(per_seed.p[distinct].to_numpy(float)), index=per_seed.index[distinct])
@@ -219,42 +237,68 @@ def family_summary(per_seed: pd.DataFrame, tests: pd.DataFrame, alpha: float = 0
         once = per_seed[distinct]
     else:
         per_seed["q"], once = np.array([]), per_seed
-    summary = pd.DataFrame([
-        family_counts(tests, "MAB vs each baseline, across seeds (paired t)", alpha),
-        family_counts(once, "each distinct selection vs dense (per seed)", alpha,
-                int((~once.finite).sum()) if len(once) else 0),
-    ])
-    return per_seed, tests, summary
+    rows = [family_counts(t, n, alpha) for n, t in families.items() if len(t)]
+    rows.append(family_counts(once, DENSE_FAMILY, alpha, int((~once.finite).sum()) if len(once) else 0))
+    summary = pd.DataFrame(rows)
+    paper = " / ".join(str(PAPER_COUNTS[k]) for k in ("CI excludes 0", "p < 0.05", "q < 0.05"))
+    summary["the paper (its Table B2)"] = [f"{paper} of {PAPER_COUNTS['comparisons']}" if n == PAPER_FAMILY else ""
+                                          for n in summary.family]
+    return per_seed, families, summary
 
 
 # ---- claims ---------------------------------------------------------------------------------
 
-def memory_ablation(step: pd.DataFrame, carry: pd.DataFrame, step_frame: pd.DataFrame, carry_frame: pd.DataFrame,
-                    value: str) -> pd.DataFrame:
-    """Per setting and MAB policy: the paper's conditioning (``memory="step"``, the per-seed rows
-    ``step`` of :func:`lm_table` / :func:`vision_table`) against carried-over statistics (``carry``),
-    same seeds, budget and pool: the mean difference carry - step of ``value`` over seeds with its t
-    interval and paired t-test (:func:`across_seeds`), the paired evaluations of each (matched by
-    construction) and the share of carry-over picks made without a pull under the mask they joined
-    (:func:`stale_picks`)."""
+def memory_ablation(main: pd.DataFrame, other: pd.DataFrame, main_frame: pd.DataFrame, other_frame: pd.DataFrame,
+                    value: str, rule: str, main_rule: str = "persist") -> pd.DataFrame:
+    """Per setting and MAB policy: the searches under the notebook's memory rule (``main_rule``, the
+    per-seed rows ``main`` of :func:`lm_table` / :func:`vision_table`) against the same searches under
+    ``rule`` (``other``), same seeds, budget and pool: the mean difference other - main of ``value`` over
+    seeds with its t interval and paired t-test (:func:`across_seeds`; for a lower-is-better value, above
+    0: the main rule degrades less), the paired evaluations of each (matched by construction) and the
+    share of each rule's joins made without a pull under the mask they joined (:func:`stale_picks`)."""
     rows = []
     for m in MAB:
-        both = pd.concat([step[step.method == m], carry[carry.method == m].assign(method=f"{m}:carry")])
-        t = across_seeds(both, f"{m}:carry", m, value, SETTING) if len(both) else pd.DataFrame()
+        both = pd.concat([main[main.method == m], other[other.method == m].assign(method=f"{m}:{rule}")])
+        t = across_seeds(both, f"{m}:{rule}", m, value, SETTING) if len(both) else pd.DataFrame()
         for _, r in t.iterrows():
-            at = [(f.model == r.model) & (f.kinds == r.kinds) & (f.ratio == r.ratio) & (f.method == m)
-                  for f in (step_frame, carry_frame)]
-            runs = [f[a] for f, a in zip((step_frame, carry_frame), at)]
+            runs = [f[(f.model == r.model) & (f.kinds == r.kinds) & (f.ratio == r.ratio) & (f.method == m)]
+                    for f in (main_frame, other_frame)]
             evals = [f.budget.map(lambda b: (b or {}).get("paired_evaluations")).mean() for f in runs]
+            unbacked = [float(np.nanmean([stale_picks(u, p) for u, p in zip(f.units, f.pulled)])) for f in runs]
             rows.append({"model": r.model, "kinds": r.kinds, "ratio": r.ratio, "method": LABELS[m], "value": value,
-                         "seeds": r.seeds, "step (paper)": r.mean_b, "carry-over": r.mean_a,
-                         "carry - step": r.mean_diff, "ci_lo": r.ci_lo, "ci_hi": r.ci_hi, "p": r.p,
-                         "verdict (step better)": verdict((r.ci_lo, r.ci_hi), 0.0,
-                                                          "above" if value in LOWER_IS_BETTER else "below"),
-                         "paired evaluations (step / carry)": f"{evals[0]:.0f} / {evals[1]:.0f}",
-                         "carry-over picks with no pull under their mask": float(np.nanmean(
-                             [stale_picks(u, p) for u, p in zip(runs[1].units, runs[1].pulled)]))})
+                         "rule": rule, "seeds": r.seeds, main_rule: r.mean_b, "other rule": r.mean_a,
+                         "other - main": r.mean_diff, "ci_lo": r.ci_lo, "ci_hi": r.ci_hi, "p": r.p,
+                         f"verdict ({main_rule} better)": verdict((r.ci_lo, r.ci_hi), 0.0,
+                                                                   "above" if value in LOWER_IS_BETTER else "below"),
+                         "paired evaluations (main / other)": f"{evals[0]:.0f} / {evals[1]:.0f}",
+                         "joins unpulled under their mask (main / other)": f"{unbacked[0]:.0%} / {unbacked[1]:.0%}"})
     return pd.DataFrame(rows)
+
+
+def allocation_table(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """How the sequential searches spent their pulls, per (model, units, method, memory rule), mean over
+    seeds (:func:`repro.methods.bandit_stats.allocation`): distinct units per step against pulls per step,
+    pulls per unit over the run, the most pulls of one unit, the pulls a join was decided on, and the
+    share of joins backed by a pull under the joining mask. ``frames``: ``{rule: frame}`` of one rule's
+    cells each (greedy, which has no memory, counted once: it decides on one step's trials)."""
+    rows, seen = [], set()
+    for rule, frame in frames.items():
+        runs = frame[frame.method.isin(SELECTORS.names(sequential=True))] if len(frame) else frame
+        for (model, kinds, ratio, method), f in (runs.groupby(CELL, sort=False) if len(runs) else []):
+            key = (model, kinds, ratio, method, "-" if method not in MAB else rule)
+            if key in seen:
+                continue
+            seen.add(key)
+            a = pd.DataFrame([allocation(u, p, "step" if key[-1] in ("step", "-") else key[-1])
+                              for u, p in zip(f.units, f.pulled) if p])
+            if a.empty:
+                continue
+            rows.append({"model": model, "units": f"{kinds} {ratio:.0%}", "method": LABELS[method], "memory": key[-1],
+                         "seeds": len(a), **a.mean().round(3).to_dict()})
+    order = {r: i for i, r in enumerate(frames)} | {"-": -1}
+    return (pd.DataFrame(rows).sort_values(["model", "units", "memory", "method"], key=lambda c: c.map(order)
+                                           if c.name == "memory" else c, kind="stable", ignore_index=True)
+            if rows else pd.DataFrame())
 
 
 def _labelled(table: pd.DataFrame) -> pd.DataFrame:
