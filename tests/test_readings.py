@@ -80,6 +80,8 @@ def _lm():
 
 
 def test_bandit_per_seed_reading_names_the_widest_method_and_the_runs_that_lower_lambada():
+    lm = _lm().assign(lambada_acc_change=0.02)
+    assert BanditReport.per_seed_reading(lm).endswith("Random seed 2 (-13.1%, last-word accuracy +0.02).")
     assert BanditReport.per_seed_reading(_lm()) == (
         "- **m, head 10%**: seed to seed the WikiText-2 change moves most for Random (50 points between its best and "
         "worst seed); LAMBADA perplexity falls in 1 of 6 runs: Random seed 2 (-13.1%).")

@@ -228,7 +228,9 @@ class BanditReport:
             fell = g[g.lambada_change_pct < 0]
             text = (f"- **{model}, {kinds} {ratio:.0%}**: seed to seed the WikiText-2 change moves most for "
                     f"{LABELS[widest]} ({spread.max():.3g} points between its best and worst seed)")
-            runs = [f"{LABELS[r.method]} seed {int(r.seed)} ({r.lambada_change_pct:+.1f}%)" for _, r in fell.iterrows()]
+            runs = [f"{LABELS[r.method]} seed {int(r.seed)} ({r.lambada_change_pct:+.1f}%"
+                    + (f", last-word accuracy {r.lambada_acc_change:+.2f}" if "lambada_acc_change" in r else "") + ")"
+                    for _, r in fell.iterrows()]
             text += (f"; LAMBADA perplexity falls in {len(runs)} of {len(g)} runs: " + ", ".join(runs[:4])
                      + (f" and {len(runs) - 4} more" if len(runs) > 4 else "")
                      if runs else "; LAMBADA perplexity rises in every run")
