@@ -350,7 +350,9 @@ if len(vis):
 # candidate once and kept the best, which is what budgeted greedy does.
 
 # %%
-alloc, cap_al = R.allocation(frame, vframe)
+ablated = grid.memory_ablation()  # the MAB searches again under the other rules (False if the profile skips it)
+wframe = grid.wide_budget()  # section 5c's searches at a budget >= 2x the pool; None when the profile has none
+alloc, cap_al = R.allocation(frame, vframe, wframe)  # this run's searches, section 5c's and the ablation's
 if len(alloc):
     nb.show(alloc, "table_allocation", cap_al, reading=R.allocation_reading(alloc))
 
@@ -362,7 +364,7 @@ if len(alloc):
 # joins made without a pull under the mask they joined (0 under `persist` and `step` by construction).
 
 # %%
-if grid.memory_ablation():  # the MAB searches again under the other rules (False if the profile skips it)
+if ablated:
     ablation, cap_ab = R.memory_ablation(lm, frame, vis, vframe)
     nb.show(ablation, "table_memory_ablation", cap_ab, reading=R.memory_reading(ablation))
 
@@ -372,13 +374,14 @@ if grid.memory_ablation():  # the MAB searches again under the other rules (Fals
 # Where the per-step budget is below the pool, a search can hardly do more than look at each candidate once
 # (section 1b). Here the vision searches get `wide_search`'s budget (at least twice its pool; the vision
 # models are cheap), budgeted greedy and the two bandits alike, on the same seeds: the setting where adaptive
-# allocation has room to act.
+# allocation has room to act (their allocation rows are in section 5b's table, at the larger pulls per step).
 
 # %%
-wframe = grid.wide_budget()  # None when the profile has no wide_search
 if wframe is not None and len(wframe):
     wide, cap_w = R.wide(wframe)
     nb.show(wide, "table_wide_budget", cap_w, reading=R.table2_reading(wide))
+    wide_tests, cap_wt = R.wide_tests(wframe)
+    nb.show(wide_tests, "table_wide_tests", cap_wt, reading=R.tests_reading(wide_tests))
 else:
     print("The profile sets no wide_search: section 5c did not run.")
 
@@ -420,7 +423,7 @@ if len(others):
 # %%
 from IPython.display import Markdown, display
 
-shown, cap_claims, claims = R.claims(lm, vis)
+shown, cap_claims, claims = R.claims(lm, vis, wframe)
 nb.show_claims(claims, "claims", cap_claims)
 display(Markdown(P.claims_summary(claims)))
 
@@ -431,13 +434,13 @@ display(Markdown(P.claims_summary(claims)))
 # each setting against the two bandits, and what the verdicts mean.
 
 # %%
-display(Markdown(R.discussion(frame, lm, vis, claims, ablation if memory_ablation else None)))
+display(Markdown(R.discussion(frame, lm, vis, claims, ablation if ablated else None)))
 
 # %% [markdown]
 # ### Why loss-searched Gemma selections lower LAMBADA perplexity (investigated)
 #
-# Table 1's Gemma-3-270m rows show budgeted greedy, MAB-UCB and MAB-TS lowering LAMBADA perplexity below
-# dense while raising WikiText-2 perplexity. We treated it as a bug until explained
+# In Table 1 some loss-searched Gemma-3-270m selections lower LAMBADA perplexity below dense while raising
+# WikiText-2 perplexity. We treated it as a bug until explained
 # (`benchmarks/gemma_lambada_check.py`, `benchmarks/results/gemma_lambada_check.json`: the same lm-eval path,
 # `<bos>` on every request, paired over documents). What we found, generated from that check and this run's
 # selections (`repro.papers.bandit.lambada`):
@@ -448,8 +451,8 @@ display(Markdown(P.lambada_investigation(check, frame)))
 
 # %% [markdown]
 # So the "improvement" is real for this model on LAMBADA, and specific to it. It is not evidence that pruning
-# improves language modelling: WikiText-2 perplexity rises for every selection in Table 1. The MAB-vs-greedy
-# LAMBADA claim rows compare methods that all tend to include this head.
+# improves language modelling: WikiText-2 perplexity rises for every selection in Table 1. Whether a selection
+# includes that head weighs on the MAB-vs-greedy LAMBADA claim rows as much as the search rule does.
 
 # %% [markdown]
 # ### Gemma normalises each sublayer's output: what masking one unit does to the rest (measured)

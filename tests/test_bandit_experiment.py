@@ -534,10 +534,11 @@ def test_captions_name_the_setting_and_the_cache():
     frame = pd.DataFrame({"key": [("bandit-ppl", "a"), ("bandit-ppl", "b")]})
     assert r.caption("T.", frame) == (
         "**T.** m (<bos> first); WikiText-2 test, 24 x 128 tokens; float32; LAMBADA first 30 documents; 8 pulls per "
-        "step over a pool of 16; seeds 1, 2, 3; profile `cpu`; 1 of 2 cells read from cached records.")
+        "step over a pool of 16, memory `persist`; seeds 1, 2, 3; profile `cpu`; 1 of 2 cells read from cached records.")
     assert r.caption("V.", vision=True) == (
-        "**V.** v (trained here); first 2000 Fashion-MNIST test images; float32; 32 pulls per step over a pool of 48; "
-        "seeds 1, 2, 3; profile `cpu`.")
+        "**V.** v (trained here); first 2000 Fashion-MNIST test images; float32; 32 pulls per step over a pool of 48, "
+        "memory `persist`; seeds 1, 2, 3; profile `cpu`.")
+    assert "96 pulls per step over a pool of 96" in r.caption("W.", vision=True, search={"budget": 96, "pool_size": 96})
     assert r.provenance().splitlines() == [
         "- m: org/m; 3 layers; evaluation WikiText-2 test, first 24 x 128 tokens; calibration 8 x 128 tokens per seed "
         "in mini-batches of 1; weights Q4_K_M, evaluated in float32, <bos> + text windows, search losses in bfloat16",
@@ -581,6 +582,11 @@ def test_report_tables_come_with_their_captions():
     assert "- **Dense references**" in text and "m: WikiText-2 20.00" in text
     assert "- **m, head 10%**: lowest mean WikiText-2 perplexity change over seeds is" in text and "(rank " in text
     assert "- **v, head 10%**: lowest mean top-1 drop (points) over seeds is MAB-TS's (+2.00)" in text
+    assert "Where a one-shot score beats" not in text  # the best of each setting here is a search
+    v = vision_rows()
+    magnitude_best = pd.concat([v, v[v.method == "greedy"].assign(method="magnitude", top1_drop_pp=0.5)])
+    text = r.discussion(f, lm, magnitude_best, raw)
+    assert "- **Where a one-shot score beats the bandits** (Magnitude on v head 10%)" in text
     assert "its pool (16 candidates" in text and "mini-batches of 1 window(s) of 128 tokens" in text
     m = r.metrics(f, vision_rows(), raw)
     assert m["dense_ppl"] == {"m": 20.0} and m["n_cells"] == len(f) + 6 and m["n_claims"] == len(raw)

@@ -118,5 +118,29 @@ def test_allocation_reading_and_table():
     assert list(zip(t.method, t.memory)) == [("Budgeted greedy", "-"), ("MAB-UCB", "persist"), ("MAB-UCB", "step")]
     assert (t.distinct_per_step == 1).all() and (t.join_evidence == 2).all()
     assert BanditReport.allocation_reading(t).splitlines()[1] == (
-        "- **MAB-UCB, persist**: 1-1 distinct candidates per step of 2-2 pulls; joins decided on 2-2 pulls; "
-        "100%-100% of joins pulled under their mask.")
+        "- **MAB-UCB, persist, 2 pulls per step** (1 setting): 1 distinct candidates per step; joins decided on 2 "
+        "pulls; 100% of joins pulled under their mask.")
+
+
+def test_lambada_investigation_names_the_head_that_lowers_lambada_and_how_often_searches_take_it():
+    """The head whose masking alone lowers LAMBADA most is the one described (not the most shared one), with
+    the LAMBADA change of this run's selections with and without it; selections without it that also lower
+    LAMBADA are said to take another route."""
+    from repro.papers.bandit.lambada import investigation
+
+    diff = {"estimate": 0.1, "ci": [0.05, 0.15]}
+    alone = lambda ppl, share: {"ppl": ppl, "acc": 0.5, "n": 10, "ppl_change_pct": 100 * (ppl / 20 - 1),
+                                "acc_diff": diff, "share_of_nll_drop_from_top_10_docs": share,
+                                "loglik_diff": {"n_better": 7, "n": 10}}
+    check = {"model": "g", "selections": {"head 17.2 alone": [["head", 17, 2]], "head 16.3 alone": [["head", 16, 3]]},
+             "runs": {"bfloat16 first 10": {"dense": {"ppl": 20.0, "acc": 0.4, "n": 10},
+                                            "head 17.2 alone": alone(12.0, 0.1), "head 16.3 alone": alone(21.0, None)}}}
+    sel = lambda units, lam: {"model": "g", "kinds": "head", "method": "ucb", "units": units, "lambada_ppl": lam}
+    frame = pd.DataFrame([{"model": "g", "kinds": None, "method": "dense", "units": None, "lambada_ppl": 20.0},
+                          sel([["head", 16, 3], ["head", 17, 2]], 15.0), sel([["head", 16, 3]], 18.0),
+                          sel([["head", 16, 3], ["head", 1, 1]], 30.0)])
+    text = investigation(check, frame)
+    assert "16.3" not in text.splitlines()[0] and "17.2 lowers LAMBADA perplexity most" in text
+    assert "include 17.2 in 1. LAMBADA perplexity against dense, with it: median -25% (-25% to -25%), 1 of 1 " \
+           "below dense; without it: median +20% (-10% to +50%), 1 of 2 below dense." in text
+    assert "is not the only route" in text and "16.3 (in 3 selections)" in text

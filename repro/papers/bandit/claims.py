@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from repro.claims import (
     claims_markdown,
@@ -19,9 +20,11 @@ from repro.report import to_markdown
 LAMBADA_VS_GREEDY = "MAB degrades LAMBADA perplexity less than budgeted greedy"
 
 
-def bandit_claims(lm: pd.DataFrame, vision: pd.DataFrame | None = None) -> list:
+def bandit_claims(lm: pd.DataFrame, vision: pd.DataFrame | None = None, wide: pd.DataFrame | None = None,
+                  wide_search: dict | None = None) -> list:
     """Paper 3's claims, each judged by :func:`repro.claims.verdict` on an interval paired over
-    seeds (:func:`repro.claims.difference_claim`)."""
+    seeds (:func:`repro.claims.difference_claim`); ``wide``: the vision table of the searches at
+    ``wide_search``'s budget (section 5c), whose MAB-TS-vs-greedy rows are claims of their own."""
     out = []
     for (model, kinds, ratio), t in (lm.groupby(SETTING) if len(lm) else []):
         setting = f"{model}, {kinds} {ratio:.0%}"
@@ -51,6 +54,14 @@ def bandit_claims(lm: pd.DataFrame, vision: pd.DataFrame | None = None) -> list:
             out.append(difference_claim("MAB-UCB raises cross-entropy less than budgeted greedy (the paper: on "
                                         "Swin-Tiny)", setting, "cross-entropy UCB - greedy",
                                         seed_diff(t, "ucb", "greedy", "ce"), unit="nats"))
+    if wide is not None and len(wide):
+        w = wide_search or {}
+        for (model, kinds, ratio), t in wide.groupby(SETTING):
+            setting = (f"{model}, {kinds} {ratio:.0%} (k={int(t.k.iloc[0])}), {w.get('budget')} pulls per step over "
+                       f"{w.get('pool_size')}")
+            out.append(difference_claim("MAB-TS loses less top-1 than budgeted greedy at a matched budget", setting,
+                                        "top-1 TS - greedy", seed_diff(t, "thompson", "greedy", "top1_pp"),
+                                        side="above"))
     mlp = lm[lm.kinds == "mlp"] if len(lm) else lm
     for (model, kinds, ratio), t in (mlp.groupby(SETTING) if len(mlp) else []):  # "MAB-UCB best at every MLP ratio"
         means = t[np.isfinite(t.change_pct)].groupby("method").change_pct.mean().drop("ucb", errors="ignore")
@@ -119,6 +130,7 @@ def discussion(frame: pd.DataFrame, lm: pd.DataFrame, vis: pd.DataFrame, claims:
                                (f", LAMBADA {r.lambada_ppl:.2f} (last-word accuracy {r.lambada_acc:.3f})"
                                 if getattr(r, "lambada_ppl", None) is not None and np.isfinite(r.lambada_ppl) else "")
                                for r in dense.itertuples()) + ".")
+    one_shot_wins = []  # settings whose lowest mean damage is a one-shot score's
     for table, value, what in ((lm, "change_pct", "WikiText-2 perplexity change"),
                                (vis, "top1_drop_pp", "top-1 drop (points)")):
         if not len(table):
@@ -128,15 +140,18 @@ def discussion(frame: pd.DataFrame, lm: pd.DataFrame, vis: pd.DataFrame, claims:
             if means.empty:
                 continue
             best = means.index[0]
+            if best not in (*MAB, "greedy"):
+                one_shot_wins.append(f"{LABELS.get(best, best)} on {model} {kinds} {ratio:.0%}")
             ranks = {m: int(list(means.index).index(m)) + 1 for m in MAB if m in means}
             mab = ", ".join(f"{LABELS[m]} {means[m]:+.2f} (rank {ranks[m]} of {len(means)})" for m in ranks)
             lines.append(f"- **{model}, {kinds} {ratio:.0%}**: lowest mean {what} over seeds is "
                          f"{LABELS.get(best, best)}'s ({means.iloc[0]:+.2f}); {mab}.")
     if len(claims):
+        seeds = max(int(lm.seed.nunique()) if "seed" in lm else 0, 2)
         lines.append(f"- **Verdicts**: {', '.join(f'{v}: {k}' for v, k in claims.verdict.value_counts().items())}. "
-                     "*Inconclusive* means the 95% interval over seeds contains no difference: with five seeds the "
-                     "t interval is wide (t = 2.78 times the standard error), so an effect of the paper's size is "
-                     f"often not resolvable. {underpowered(claims)}")
+                     f"*Inconclusive* means the 95% interval over seeds contains zero: with {seeds} seeds the t "
+                     f"interval is wide ({stats.t.ppf(0.975, seeds - 1):.2f} times the standard error), so an effect "
+                     f"of the paper's size is often not resolvable. {underpowered(claims)}")
     lower = _below_dense(lm)
     if lower:
         lines.append("- **Pruning that lowers LAMBADA perplexity below dense**: " + lower +
@@ -147,20 +162,22 @@ def discussion(frame: pd.DataFrame, lm: pd.DataFrame, vis: pd.DataFrame, claims:
         what = {"change_pct": "ppl change", "top1_drop_pp": "top-1 drop"}
         col = next(c for c in ablation.columns if c.startswith("verdict ("))
         main = col[len("verdict ("):-len(" better)")]
+        decided = ablation[ablation[col] != "inconclusive"]
         rows = "; ".join(f"{r.model} {r.kinds} {r.ratio:.0%} {r.method}, {r.rule}: {r['other - main']:+.2f} "
                          f"[{r.ci_lo:+.2f}, {r.ci_hi:+.2f}] {what.get(r.value, r.value)}, {r[col]}"
-                         for _, r in ablation.iterrows())
+                         for _, r in decided.iterrows())
         lines.append(f"- **The memory rule** (section 5b, other rule - `{main}`, mean over seeds [t interval]; positive: "
-                     f"`{main}` degrades less): {rows}. With {search.get('budget')} pulls a step on a pool of "
-                     f"{search.get('pool_size')}, the per-step rule leaves UCB no room to exploit (it measures the "
-                     "pool's first candidates once each step); persisting statistics lets evidence accumulate, at the "
-                     "price of estimates partly measured under smaller masks.")
-    lines.append("- **Likely reasons where a one-shot score beats the bandits** (e.g. Fisher on SmolLM2 heads, "
-                 "magnitude on the Fashion-MNIST ViT): the one-shot scorers rank every candidate at once from the "
-                 f"whole calibration set, while each bandit step sees only its pool ({search.get('pool_size')} "
-                 f"candidates, chosen by magnitude) and {search.get('budget')} paired evaluations on mini-batches of "
-                 f"{batch}, so its damage estimates are noisy; on the ViT trained here, weight magnitude tracks "
-                 "usefulness well. These are readings of the numbers above, not tested claims.")
+                     f"`{main}` degrades less): {len(decided)} of {len(ablation)} (setting, policy, rule) comparisons "
+                     f"are decided{': ' + rows if rows else ''}; the rest are inconclusive. The per-step rule forgets "
+                     "every statistic at each step, so with fewer pulls a step than candidates UCB measures each "
+                     "candidate it looks at once (section 5b's allocation table); `persist` keeps a candidate's pulls "
+                     "while it stays in the pool and lets it join only after a pull under the mask it joins.")
+    if one_shot_wins:
+        lines.append(f"- **Where a one-shot score beats the bandits** ({'; '.join(one_shot_wins)}): the one-shot "
+                     "scorers rank every candidate at once from the whole calibration set, while each bandit step "
+                     f"sees only its pool ({search.get('pool_size')} candidates, chosen by magnitude) and "
+                     f"{search.get('budget')} paired evaluations on mini-batches of {batch}, so its damage estimates "
+                     "are noisy. This is a reading of the numbers above, not a tested claim.")
     return "\n".join(lines)
 
 

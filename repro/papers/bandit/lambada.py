@@ -38,10 +38,30 @@ def _points(d: dict) -> str:
     return f"{100 * d['estimate']:+.1f} points [{100 * lo:+.1f}, {100 * hi:+.1f}]"
 
 
+def _lambada_changes(frame: pd.DataFrame, model: str, head) -> tuple[list[float], list[float]]:
+    """The LAMBADA perplexity change (%) against dense of ``model``'s loss-searched head selections, split
+    into those that include ``head`` and those that do not."""
+    rows = frame[frame.model == model]
+    dense = rows[rows.method == "dense"].lambada_ppl
+    runs = rows[(rows.kinds == "head") & rows.method.isin(SELECTORS.names(sequential=True))]
+    if dense.empty or "lambada_ppl" not in runs:
+        return [], []
+    change = 100 * (runs.lambada_ppl / dense.iloc[0] - 1)
+    has = runs.units.map(lambda units: any((layer, index) == head for _, layer, index in units))
+    return change[has].dropna().tolist(), change[~has].dropna().tolist()
+
+
+def _spread(values: list[float]) -> str:
+    lowered = sum(v < 0 for v in values)
+    return (f"median {pd.Series(values).median():+.0f}% ({min(values):+.0f}% to {max(values):+.0f}%), "
+            f"{lowered} of {len(values)} below dense")
+
+
 def investigation(check: dict | None, frame: pd.DataFrame) -> str:
-    """The findings as Markdown bullets: which head the selections share, what masking it alone does to
-    LAMBADA (bfloat16 and float32) and to WikiText-2, the other shared heads alone, and the split by
-    whether the target word occurs earlier in the passage."""
+    """The findings as Markdown bullets: which measured head lowers LAMBADA perplexity alone, how often
+    this run's loss searches include it and what their selections do to LAMBADA with and without it, the
+    other shared heads alone, WikiText-2, float32, and the split by whether the target word occurs earlier
+    in the passage."""
     if check is None:
         return ("*The LAMBADA check has not been run here* (`python benchmarks/gemma_lambada_check.py` writes "
                 "`benchmarks/results/gemma_lambada_check.json`).")
@@ -53,20 +73,27 @@ def investigation(check: dict | None, frame: pd.DataFrame) -> str:
     fp = next((v for k, v in check["runs"].items() if k.startswith("float32")), None)
     singles = {tuple(units[0][1:]): name for name, units in check["selections"].items()
                if len(units) == 1 and name in bf}
-    top, shared = counts.most_common(1)[0]
-    key = singles.get(top)
-    if key is None:
-        return (f"*The head most often selected ({_name(top)}, in {shared} of {n} selections) was not measured "
-                "alone by the committed check: rerun `benchmarks/gemma_lambada_check.py`.*")
+    if not singles:
+        return "*The committed check measured no single head alone: rerun `benchmarks/gemma_lambada_check.py`.*"
+    top = min(singles, key=lambda u: bf[singles[u]]["ppl"])  # the head whose masking lowers LAMBADA most
+    key, shared = singles[top], counts.get(top, 0)
     dense, alone = bf["dense"], bf[key]
     ll = alone["loglik_diff"]
-    lines = [f"- **It is one head.** The {n} loss-searched head selections of {model} share head {_name(top)} in "
-             f"{shared} of {n}. Masking that head alone takes LAMBADA perplexity from {dense['ppl']:.2f} to "
-             f"{alone['ppl']:.2f} ({alone['ppl_change_pct']:+.0f}%) on the first {dense['n']} documents in bfloat16, "
-             f"and last-word accuracy from {dense['acc']:.3f} to {alone['acc']:.3f} ({_points(alone['acc_diff'])}, "
-             f"paired over documents). The last word's log-likelihood improves on {ll['n_better']} of {ll['n']} "
-             f"documents, and the 10 largest gains are {alone['share_of_nll_drop_from_top_10_docs']:.0%} of the total, "
-             "so a few documents do not carry it."]
+    lines = [f"- **One head does it alone.** Of the heads the check masked one at a time, {_name(top)} lowers LAMBADA "
+             f"perplexity most: from {dense['ppl']:.2f} to {alone['ppl']:.2f} ({alone['ppl_change_pct']:+.0f}%) on the "
+             f"first {dense['n']} documents in bfloat16, and last-word accuracy goes from {dense['acc']:.3f} to "
+             f"{alone['acc']:.3f} ({_points(alone['acc_diff'])}, paired over documents). The last word's "
+             f"log-likelihood improves on {ll['n_better']} of {ll['n']} documents, and the 10 largest gains are "
+             f"{alone['share_of_nll_drop_from_top_10_docs']:.0%} of the total, so a few documents do not carry it."]
+    with_head, without = _lambada_changes(frame, model, top)
+    if with_head or without:
+        said = (f"The {n} loss-searched head selections of {model} in this run include {_name(top)} in {shared}. "
+                f"LAMBADA perplexity against dense, with it: {_spread(with_head) if with_head else 'none'}; "
+                f"without it: {_spread(without) if without else 'none'}.")
+        if without and sum(v < 0 for v in without):
+            said += (f" So {_name(top)} is not the only route: selections without it also lower LAMBADA, through "
+                     "heads the check did not measure alone.")
+        lines.append(f"- **How often the searches take it.** {said}")
     others = [(u, c) for u, c in counts.most_common() if u != top and u in singles][:2]
     if others:
         said = "; ".join(f"{_name(u)} (in {c} selections): accuracy {100 * bf[singles[u]]['acc_diff']['estimate']:+.1f} "
@@ -77,13 +104,13 @@ def investigation(check: dict | None, frame: pd.DataFrame) -> str:
         lines.append(f"- **It costs little on WikiText-2:** masking {_name(top)} alone moves WikiText-2 perplexity from "
                      f"{wt['dense']:.2f} to {wt[key]:.2f} ({100 * (wt[key] / wt['dense'] - 1):+.1f}%; the check loads "
                      "the model in bfloat16 directly, the notebook casts its float32 copy, so its dense figure differs "
-                     "from the dense record in the last digits). That is why the loss searches pick it early.")
+                     "from the dense record in the last digits). A search that minimises loss has no reason to avoid it.")
     if fp is not None and key in fp:
         f_dense, f_alone = fp["dense"], fp[key]
         lines.append(f"- **It is not a bfloat16 artefact.** In float32 (first {f_dense['n']} documents), masking "
                      f"{_name(top)} alone takes LAMBADA perplexity from {f_dense['ppl']:.2f} to {f_alone['ppl']:.2f} "
                      f"({f_alone['ppl_change_pct']:+.1f}%; accuracy {_points(f_alone['acc_diff'])})" +
-                     "".join(f"; the selection {k} changes it by {v['ppl_change_pct']:+.1f}% (bfloat16, "
+                     "".join(f"; the check's selection {k} changes it by {v['ppl_change_pct']:+.1f}% (bfloat16, "
                              f"{dense['n']} documents: {bf[k]['ppl_change_pct']:+.1f}%)"
                              for k, v in fp.items() if k not in ("dense", key) and k in bf) + ".")
     split = alone.get("loglik_diff_by_target") or {}

@@ -11,6 +11,7 @@ from repro.claims import (
     with_paper,
     with_sources,
 )
+from repro.evaluate.stats import bh
 from repro.engines.bandit import BanditExperiment, VisionBanditExperiment, removal_parts
 from repro.papers.bandit.claims import PAPER_EFFECTS, PAPER_SOURCES, bandit_claims, discussion
 from repro.papers.bandit.records import LABELS, MAB, ablation_rules, bandit_frame, head_maps, vision_frame
@@ -71,23 +72,26 @@ class BanditReport:
                   f"per seed; evaluation on the first {e.n_eval} test images" for n, e in self.vision.items()]
         return "\n".join(lines)
 
-    def caption(self, title: str, frame: pd.DataFrame | None = None, vision: bool = False) -> str:
+    def caption(self, title: str, frame: pd.DataFrame | None = None, vision: bool = False,
+                search: dict | None = None) -> str:
         """``title`` with one line of setting (:func:`repro.report.caption`): the models (the vision ones
-        with ``vision``), their evaluation sample and dtype, the search budget and seeds, the profile, and
-        how many of ``frame``'s cells were read from records (the rest: the *This run* block)."""
+        with ``vision``), their evaluation sample and dtype, the search budget (``search``, else the
+        profile's for those models), the memory rule and seeds, the profile, and how many of ``frame``'s
+        cells were read from records (the rest: the *This run* block)."""
         p = self.params
         cache = self.store.cache_summary(frame.key) if frame is not None and len(frame) else ""
         def budget(search: dict) -> str:
-            return f"{search.get('budget')} pulls per step over a pool of {search.get('pool_size')}"
+            return (f"{search.get('budget')} pulls per step over a pool of {search.get('pool_size')}, memory "
+                    f"`{p['memory']}`")
 
         seeds = ", ".join(map(str, p["seeds"]))
         if vision:
             e = next(iter(self.vision.values()))
             setting = (f"{', '.join(self.vision)} (trained here); first {e.n_eval} Fashion-MNIST test images; "
-                       f"{e.setup.eval_dtype}; {budget(p['vision_search'])}; seeds {seeds}")
+                       f"{e.setup.eval_dtype}; {budget(search or p['vision_search'])}; seeds {seeds}")
         else:
             setting = (f"{lm_setting(self.lm)}; LAMBADA first {p['lambada_limit']} documents; "
-                       f"{budget(p['search'])}; seeds {seeds}")
+                       f"{budget(search or p['search'])}; seeds {seeds}")
         return caption_line(title, setting, p["profile"], cache)
 
     def provenance(self) -> str:
@@ -183,9 +187,11 @@ class BanditReport:
         """The memory rules the ablation ran beside the notebook's (:func:`ablation_rules`)."""
         return ablation_rules(self.params["memory"], self.params["memory_ablation"])
 
-    def allocation(self, frame: pd.DataFrame, vframe: pd.DataFrame) -> tuple[pd.DataFrame, str]:
-        """:func:`allocation_table` of the notebook's searches and of each ablation rule's."""
-        frames = {self.params["memory"]: pd.concat([frame, vframe], ignore_index=True)}
+    def allocation(self, frame: pd.DataFrame, vframe: pd.DataFrame,
+                   wframe: pd.DataFrame | None = None) -> tuple[pd.DataFrame, str]:
+        """:func:`allocation_table` of the notebook's searches (with ``wframe``, section 5c's wider budget)
+        and of each ablation rule's."""
+        frames = {self.params["memory"]: pd.concat([frame, vframe, wframe], ignore_index=True)}
         for rule in self.grid_memories():
             frames[rule] = pd.concat([bandit_frame(self.store, self.lm, memory=rule, search=self.params["search"]),
                                       vision_frame(self.store, self.vision, memory=rule,
@@ -287,15 +293,18 @@ class BanditReport:
 
     @staticmethod
     def allocation_reading(alloc: pd.DataFrame) -> str:
-        """What the allocation table shows, per memory rule and method: distinct candidates per step
-        against pulls per step, and the pulls a join was decided on (one: greedy in effect)."""
+        """What the allocation table shows, per budget (pulls per step), memory rule and method: distinct
+        candidates per step, and the pulls a join was decided on (one: greedy in effect)."""
+        def span(values: pd.Series, fmt: str = ".3g") -> str:
+            lo, hi = values.min(), values.max()
+            return f"{lo:{fmt}}" if f"{lo:{fmt}}" == f"{hi:{fmt}}" else f"{lo:{fmt}}-{hi:{fmt}}"
+
         lines = []
-        for (memory, method), g in alloc.groupby(["memory", "method"], sort=False):
-            lines.append(f"- **{method}{'' if memory == '-' else f', {memory}'}**: "
-                         f"{g.distinct_per_step.min():.3g}-{g.distinct_per_step.max():.3g} distinct candidates per step "
-                         f"of {g.pulls_per_step.min():.3g}-{g.pulls_per_step.max():.3g} pulls; joins decided on "
-                         f"{g.join_evidence.min():.3g}-{g.join_evidence.max():.3g} pulls; "
-                         f"{g.joins_backed.min():.0%}-{g.joins_backed.max():.0%} of joins pulled under their mask.")
+        for (pulls, memory, method), g in alloc.groupby(["pulls_per_step", "memory", "method"], sort=False):
+            lines.append(f"- **{method}{'' if memory == '-' else f', {memory}'}, {pulls:.3g} pulls per step** "
+                         f"({len(g)} setting{'s' if len(g) > 1 else ''}): {span(g.distinct_per_step)} distinct "
+                         f"candidates per step; joins decided on {span(g.join_evidence)} pulls; "
+                         f"{span(g.joins_backed, '.0%')} of joins pulled under their mask.")
         return "\n".join(lines)
 
     def wide(self, wframe: pd.DataFrame) -> tuple[pd.DataFrame, str]:
@@ -306,7 +315,20 @@ class BanditReport:
         return vision_summary(t, self.n_heads), self.caption(
             f"Vision at a budget of {w.get('budget')} pulls per step over a pool of {w.get('pool_size')}: top-1 and "
             "its drop against dense (pp, mean and sd over seeds), cross-entropy increase, paired evaluations per run.",
-            wframe, vision=True)
+            wframe, vision=True, search=w)
+
+    def wide_tests(self, wframe: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+        """Section 5c's paper comparison: MAB-UCB and MAB-TS against budgeted greedy at the ``wide_search``
+        budget, top-1 drop across seeds (paired t), BH q within these comparisons."""
+        table = vision_table(wframe[wframe.method.isin(["dense", "greedy", *MAB])])
+        tests = mab_tests(pd.DataFrame(), table)
+        if len(tests):
+            tests = tests.assign(q=bh(tests.p), a=tests.a.map(LABELS), b=tests.b.map(LABELS)).round(4)
+        w = self.params["wide_search"]
+        return tests, self.caption(
+            f"MAB - budgeted greedy at {w.get('budget')} pulls per step over a pool of {w.get('pool_size')} (top-1 "
+            "drop, pp), 95% t interval over seeds, paired t, BH q within these comparisons.", wframe, vision=True,
+            search=w)
 
     @staticmethod
     def memory_reading(ablation: pd.DataFrame) -> str:
@@ -326,9 +348,13 @@ class BanditReport:
                          + (f"; {rule} did better in: {won}." if won else "."))
         return "\n".join(lines)
 
-    def claims(self, lm: pd.DataFrame, vis: pd.DataFrame) -> tuple[pd.DataFrame, str, pd.DataFrame]:
-        """The claims table (claim, setting, measured, verdict), its caption, and every claim's numbers."""
-        claims = claims_frame(with_sources(with_paper(bandit_claims(lm, vis), PAPER_EFFECTS), PAPER_SOURCES))
+    def claims(self, lm: pd.DataFrame, vis: pd.DataFrame,
+               wframe: pd.DataFrame | None = None) -> tuple[pd.DataFrame, str, pd.DataFrame]:
+        """The claims table (claim, setting, measured, verdict), its caption, and every claim's numbers
+        (with ``wframe``, section 5c's searches at the wider budget too)."""
+        wide = vision_table(wframe) if wframe is not None and len(wframe) else None
+        claims = claims_frame(with_sources(with_paper(bandit_claims(lm, vis, wide, self.params.get("wide_search")),
+                                                      PAPER_EFFECTS), PAPER_SOURCES))
         caption = (f"**Claims checked (Paper 3).** Profile `{self.params['profile']}`; seeds {self.params['seeds']}; "
                    f"verdicts from 95% t intervals of the difference paired over seeds.")
         return shown(claims), caption, claims
@@ -386,8 +412,9 @@ class Report(BanditReport):
                 + (f"; LAMBADA first {p['lambada_limit']} documents" if e0 is not None else ""))
         s, vs = p["search"], p["vision_search"]
         search = (f"language models: budget {s['budget']} paired evaluations per step, pool {s['pool_size']}, memory "
-                  f"`{s.get('memory', 'step')}`, losses in {p['search_dtype']}; vision: budget {vs['budget']}, pool "
-                  f"{vs['pool_size']}")
+                  f"`{p['memory']}`, losses in {p['search_dtype']}; vision: budget {vs['budget']}, pool "
+                  f"{vs['pool_size']}" + (f" (section 5c: budget {p['wide_search']['budget']}, pool "
+                                          f"{p['wide_search']['pool_size']})" if p.get("wide_search") else ""))
         mlp = sorted({r for st in p["unit_settings"].values() for r in st.get("mlp", [])})
         ratios = (f"{', '.join(f'{r:.0%}' for r in mlp)}: one search to {max(mlp):.0%} per (method, seed), the "
                   "smaller ratios its first k units (no step depends on k)" if mlp else "none")

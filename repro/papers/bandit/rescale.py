@@ -73,8 +73,10 @@ def reading(check: dict | None, frame: pd.DataFrame, model: str = "gemma3-270m",
         rho, p = stats.spearmanr(1 - both.remaining, both.damage)
         lines.append(f"- **Does the rescaling predict the damage?** Over the {len(both)} heads this run's bandit searches "
                      f"pulled, the Spearman correlation of how much a head's masking rescales (1 - remaining) with its "
-                     f"mean measured damage is {rho:+.2f} (p = {p:.2g}; rho squared {rho ** 2:.2f}): the heads whose "
-                     "masking rescales their layer most tend to be the most damaging, which is part of, not all of, "
-                     f"why the rewards saturate. Their mean damage is {both.damage.mean():+.3f} nats, "
+                     f"mean measured damage is {rho:+.2f} (p = {p:.2g}; rho squared {rho ** 2:.2f}): "
+                     + ("the heads whose masking rescales their layer most tend to be the most damaging, which is "
+                        "part of, not all of, why the rewards saturate." if p < 0.05 and rho > 0 else
+                        "over these heads the rescaling does not detectably predict which heads damage most.")
+                     + f" Their mean damage is {both.damage.mean():+.3f} nats, "
                      f"{both.damage.mean() / TAU:.1f} tau: the reward sigma(-d / tau) of such a pull is near 0.")
     return "\n".join(lines)

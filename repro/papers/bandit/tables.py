@@ -280,12 +280,14 @@ def allocation_table(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
     seeds (:func:`repro.methods.bandit_stats.allocation`): distinct units per step against pulls per step,
     pulls per unit over the run, the most pulls of one unit, the pulls a join was decided on, and the
     share of joins backed by a pull under the joining mask. ``frames``: ``{rule: frame}`` of one rule's
-    cells each (greedy, which has no memory, counted once: it decides on one step's trials)."""
+    cells each (greedy, which has no memory, counted once per search setting: it decides on one step's
+    trials); searches with another budget or pool (the frame's ``search``) are rows of their own."""
     rows, seen = [], set()
     for rule, frame in frames.items():
         runs = frame[frame.method.isin(SELECTORS.names(sequential=True))] if len(frame) else frame
-        for (model, kinds, ratio, method), f in (runs.groupby(CELL, sort=False) if len(runs) else []):
-            key = (model, kinds, ratio, method, "-" if method not in MAB else rule)
+        by = [*CELL, "search"] if "search" in runs else CELL
+        for (model, kinds, ratio, method, *search), f in (runs.groupby(by, sort=False) if len(runs) else []):
+            key = (model, kinds, ratio, method, *search, "-" if method not in MAB else rule)
             if key in seen:
                 continue
             seen.add(key)
@@ -296,7 +298,8 @@ def allocation_table(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
             rows.append({"model": model, "units": f"{kinds} {ratio:.0%}", "method": LABELS[method], "memory": key[-1],
                          "seeds": len(a), **a.mean().round(3).to_dict()})
     order = {r: i for i, r in enumerate(frames)} | {"-": -1}
-    return (pd.DataFrame(rows).sort_values(["model", "units", "memory", "method"], key=lambda c: c.map(order)
+    return (pd.DataFrame(rows).sort_values(["model", "units", "pulls_per_step", "memory", "method"],
+                                           key=lambda c: c.map(order)
                                            if c.name == "memory" else c, kind="stable", ignore_index=True)
             if rows else pd.DataFrame())
 
