@@ -125,6 +125,8 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--memory", choices=("persist", "step", "carry"), default=None,
                    help="MAB arm statistics: kept while a unit is in the pool, joins need a pull under the current "
                         "mask (persist, the default); this step's pulls only (step); kept, joins unconditioned (carry)")
+    b.add_argument("--join", choices=("posterior", "mean"), default=None,
+                   help="MAB-TS: the best posterior mean joins (posterior, the default) or the best mean reward (mean)")
     _calib_args(b, nsamples=64, seqlen=128, seed=False)  # --seed draws the windows (the paper's seeds)
     b.add_argument("--calib-batch-size", type=_positive, default=8, help="windows per calibration mini-batch")
     b.add_argument("--lambada-limit", type=_positive, default=None, help="also LAMBADA (lm-eval), first N documents")
@@ -390,8 +392,8 @@ def cmd_bandit(args) -> dict:
         check_kinds(kinds)
     with _about("--method"):
         selector = get_selector(args.method)
-    params = {k: v for k, v in (("budget", args.budget), ("pool_size", args.pool_size), ("memory", args.memory))
-              if v is not None}
+    params = {k: v for k, v in (("budget", args.budget), ("pool_size", args.pool_size), ("memory", args.memory),
+                                               ("join", args.join)) if v is not None}
     for key in params:
         if key not in selector.defaults:
             raise ReproError(f"--{key.replace('_', '-')}: unit selector {args.method!r} takes "

@@ -14,6 +14,11 @@ Protocol 2 -> 3 (every default written into keys, no implicit spellings):
 * a bandit selection's ``memory`` is always written: protocol 2 left out ``"carry"``;
 * Wanda, RIA and SparseGPT always write ``stats``: protocol 2 left out the default ``"exact"``.
 
+Amendments within protocol 3 (a parameter added to a method later, written with the value the older
+records were made under, so their numbers keep their meaning):
+
+* Thompson's ``join`` rule: ``"posterior"`` (the only rule before it became a parameter).
+
 ``python -m repro migrate RESULTS`` applies it in place (idempotent; a record already current is left
 alone); :func:`migrate_records` is the pure core the tests check.
 """
@@ -60,7 +65,18 @@ def config_2_to_3(experiment: str, config: dict) -> dict:
     return c
 
 
+def amend_3(experiment: str, config: dict) -> dict:
+    """A protocol-3 config with the parameters added since, at the value its record was made under
+    (``config`` itself when nothing is missing)."""
+    if experiment == REFERENCED and config.get("method") == "thompson" and "join" not in config.get("params", {}):
+        c = copy.deepcopy(config)
+        c["params"]["join"] = "posterior"
+        return c
+    return config
+
+
 STEPS = {2: config_2_to_3}  # from protocol -> its step; PROTOCOL is where they end
+AMENDMENTS = (amend_3,)  # applied to every config of the current protocol
 REFERENCING = {"bandit-ppl": "selection", "bandit-vision": "selection", "bandit-removal": "selections"}
 REFERENCED = "bandit-select"  # the folder whose keys other records name (it names none itself)
 
@@ -72,6 +88,8 @@ def current_config(experiment: str, config: dict) -> dict:
         if step is None:
             raise ValueError(f"no migration from protocol {config.get('protocol')!r} to {PROTOCOL}")
         config = step(experiment, config)
+    for amend in AMENDMENTS:
+        config = amend(experiment, config)
     return config
 
 
@@ -87,14 +105,16 @@ def migrate_records(records: list[dict]) -> tuple[list[dict], dict[tuple[str, st
         exp = r["experiment"]
         cfg = current_config(exp, r["config"])
         field = REFERENCING.get(exp)
-        if cfg is not r["config"] and cfg.get(field) is not None:  # a dense cell names no selection
+        if cfg.get(field) is not None:  # a dense cell names no selection
             old = cfg[field]
-            cfg[field] = ([keys.get((REFERENCED, k), k) for k in old] if isinstance(old, list)
-                          else keys.get((REFERENCED, old), old))
+            ref = ([keys.get((REFERENCED, k), k) for k in old] if isinstance(old, list)
+                   else keys.get((REFERENCED, old), old))
+            if ref != old:
+                cfg = {**cfg, field: ref}
         new = {**r, "config": cfg, "key": config_key(cfg), "schema": SCHEMA}
         if isinstance(r.get("result"), dict) and isinstance(r["result"].get("selection"), dict):
             new["result"] = {**r["result"], "selection": current_config(REFERENCED, r["result"]["selection"])}
-        if new["key"] != r["key"]:
+        if new["key"] != r["key"] and "migrated_from" not in r:  # the first key it had is kept
             new["migrated_from"] = {"protocol": r["config"].get("protocol"), "key": r["key"]}
         if (exp, r["key"]) in keys:
             raise ValueError(f"two records {exp}/{r['key']}")

@@ -369,6 +369,12 @@ def test_policy_formulas():
     assert UCB(c=0.1).choose([a, c], arms, 21, rng) == a     # 0.9 + 0.06 > 0.1 + 0.17: exploit
     assert UCB().best([a, b, c], arms) == a
     assert Thompson().best([b, c], arms) == c                # (1.1 / 3) > (2 / 12)
+    d, e = Unit("head", 0, 3), Unit("head", 0, 4)
+    arms |= {d: Arm(5, 1.25), e: Arm(1, 0.05)}               # means 0.25 and 0.05, both below the prior's 0.5
+    assert Thompson().best([d, e], arms) == e                # 1.05 / 3 > 2.25 / 7: the prior favours fewer pulls
+    assert Thompson("mean").best([d, e], arms) == d          # the better mean reward
+    with pytest.raises(ReproError, match="unknown Thompson join rule 'median'"):
+        Thompson("median")
     assert [Thompson().choose([a, b], arms, 20, rng) for _ in range(50)].count(a) >= 48
     assert (arms[a].alpha, arms[a].beta) == (10.0, 2.0)
 
@@ -637,3 +643,21 @@ def test_synthetic_arms_show_where_adaptive_allocation_helps():
     assert s[(8, "thompson")] >= 0.8 * s[(8, "greedy")]
     w = S.worked_pull(damage=0.0)
     assert w["reward"] == 0.5 and w["after"] == (1.5, 1.5) and w["mean after"] == 0.5
+
+
+@pytest.mark.parametrize("join", ["posterior", "mean"])
+@pytest.mark.parametrize("memory", ["persist", "step", "carry"])
+def test_join_gaps_replays_thompsons_joins_from_the_record(join, memory):
+    """Every removal harmful (rewards below 0.5), 8 pulls per step over a pool of 16: replaying the
+    record's pulls and rewards gives back the unit each join rule chose (so the replay is the search's
+    own rule, and the notebook's reading of a record's joins is exact)."""
+    from repro.methods.bandit import join_gaps
+
+    units = [Unit("head", 0, i) for i in range(24)]
+    ev = FakeEvaluator({u: 0.02 + 0.002 * i for i, u in enumerate(units)}, noise=0.01, seed=1)
+    sel = bandit_search(ev, units, np.arange(24), k=6, policy=Thompson(join), seed=1, budget=8, pool_size=16,
+                        memory=memory)
+    gaps = join_gaps(sel.units, sel.pulled, sel.rewards, 0.02, memory)
+    assert [g["joined"] for g in gaps] == [g[join] for g in gaps] == [str(u) for u in sel.units]
+    other = "mean" if join == "posterior" else "posterior"
+    assert all((g["damage_gap"] == 0) == (g[other] == g[join]) for g in gaps)

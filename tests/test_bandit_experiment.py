@@ -523,7 +523,8 @@ def fake_report() -> BanditReport:
               "vision_search": {"budget": 32, "pool_size": 48}, "lambada_limit": 30,
               "unit_settings": {"m": {"head": [0.1], "mlp": [0.03, 0.05]}},
               "removal": {"model": "m", "method": "thompson", "seed": 1}, "calib_batch_size": 1, "calib_seqlen": 128,
-              "memory": "persist", "memory_ablation": True, "wide_search": {}}
+              "memory": "persist", "memory_ablation": True, "wide_search": {}, "join": "posterior",
+              "join_ablation": True}
     store = Store(None)
     store.status[("bandit-ppl", "a")] = "computed"
     return BanditReport(params, lm, vision, store)
@@ -640,3 +641,18 @@ def test_rewards_and_removal_readings():
                                                 "over MAB-TS, MAB-UCB.")
     rm = pd.DataFrame({"model": ["dense", "removed"], "params": [100, 90], "speed-up b1 [95% CI]": [1, "x1.1 [1.0, 1.2]"]})
     assert BanditReport.removal_reading(rm) == "- **removed**: 10.0% fewer parameters; prefill x1.1 [1.0, 1.2] at b1."
+
+
+def test_notebook_3_parameters_are_checked_before_any_model_loads():
+    """A bad memory or join rule is one line naming the parameter and the known values."""
+    from repro.papers.bandit.grid import BanditParams
+
+    good = {"models": ["m"], "unit_settings": {"m": {"head": [0.1]}}, "methods": ["thompson"], "seeds": [1],
+            "search": {"budget": 8, "pool_size": 16}, "lambada_limit": None, "vision_models": [], "vision_ratio": 0.1,
+            "vision_methods": ["thompson"], "vision_search": {}, "memory": "persist", "memory_ablation": True,
+            "join": "posterior", "join_ablation": True, "wide_search": {}, "removal": {}, "seqlen": 8}
+    assert BanditParams.from_params(good).join == "posterior"
+    with pytest.raises(ReproError, match="unknown join 'median'; known: mean, posterior"):
+        BanditParams.from_params({**good, "join": "median"})
+    with pytest.raises(ReproError, match="unknown memory 'forever'"):
+        BanditParams.from_params({**good, "memory": "forever"})

@@ -519,6 +519,7 @@ def test_prune_save_refused_before_pruning(capsys, tmp_path, tripwires, case):
     (["--units", "heads", "--ratio", "0", "--method", "ucb"], ["argument --ratio", "(0, 1)"]),
     (["--units", "heads", "--ratio", "0.25", "--method", "bogus"], ["--method", "unknown unit selector 'bogus'"]),
     (["--units", "heads", "--ratio", "0.25", "--method", "random"], ["--budget", "'random' takes no parameters"]),
+    (["--units", "heads", "--ratio", "0.25", "--method", "ucb", "--join", "mean"], ["--join", "'ucb' takes"]),
     (["--units", "heads", "--ratio", "0.25", "--method", "ucb", "--eval", "wiki-sample", "--max-windows", "8"],
      ["--max-windows 8", "at least 20 windows"]),
 ])

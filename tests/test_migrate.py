@@ -94,7 +94,7 @@ def test_the_committed_migration_was_lossless():
                  if p.parent.name != "models"}
     assert len(migrated) == len(old) <= len(committed)  # records computed since then are only added
     migrated_keys = {(r["experiment"], r["key"]) for r in migrated}
-    assert all("migrated_from" not in r for k, r in committed.items() if k not in migrated_keys)
+    assert all(r.get("migrated_from", {}).get("protocol") != 2 for k, r in committed.items() if k not in migrated_keys)
     for before, after in zip(old, migrated):
         assert committed[(after["experiment"], after["key"])] == after  # the committed file is this record
         assert after["config"]["protocol"] == PROTOCOL and after["key"] == config_key(after["config"])
@@ -102,3 +102,22 @@ def test_the_committed_migration_was_lossless():
         assert {k: v for k, v in after["result"].items() if k != "selection"} == unchanged  # no number changed
         assert (after["seconds"], after["finished"], after["versions"]) == \
             (before["seconds"], before["finished"], before["versions"])
+
+
+def test_a_protocol_3_thompson_record_gets_the_join_rule_it_ran_under_and_its_cells_follow():
+    """Thompson's ``join`` became a parameter within protocol 3: a record without it ran the posterior
+    rule, so it gains ``join: posterior``, moves to that key, and the cells naming it follow; a record
+    that has it, and other methods, stay as they are; a second run changes nothing."""
+    ts_cfg = {"protocol": PROTOCOL, "model": MODEL, "method": "thompson", "params": {"memory": "persist"}}
+    ts = record("bandit-select", ts_cfg, {"units": [["head", 0, 1]]})
+    ucb = record("bandit-select", {"protocol": PROTOCOL, "model": MODEL, "method": "ucb", "params": {}})
+    mean = record("bandit-select", {**ts_cfg, "params": {"memory": "persist", "join": "mean"}})
+    cell = record("bandit-ppl", {"protocol": PROTOCOL, "model": MODEL, "seqlen": 8, "selection": ts["key"]},
+                  {"ppl": 3.0, "selection": ts_cfg})
+    out, keys = migrate_records([cell, ts, ucb, mean])
+    assert out[1]["config"]["params"] == {"memory": "persist", "join": "posterior"}
+    assert out[1]["migrated_from"] == {"protocol": PROTOCOL, "key": ts["key"]}
+    assert out[0]["config"]["selection"] == out[1]["key"] != ts["key"] and out[0]["result"]["ppl"] == 3.0
+    assert out[0]["result"]["selection"] == out[1]["config"]
+    assert out[2] == ucb and out[3] == mean
+    assert migrate_records(out)[0] == out

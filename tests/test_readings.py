@@ -2,6 +2,7 @@
 reading that names the wrong row, miscounts or says 'better' for 'worse' fails here."""
 import numpy as np
 import pandas as pd
+import pytest
 
 from repro.papers.bandit.report import BanditReport
 from repro.papers.mpg.readings import Readings
@@ -129,13 +130,14 @@ def test_lambada_investigation_names_the_head_that_lowers_lambada_and_how_often_
     from repro.papers.bandit.lambada import investigation
 
     diff = {"estimate": 0.1, "ci": [0.05, 0.15]}
-    alone = lambda ppl, share: {"ppl": ppl, "acc": 0.5, "n": 10, "ppl_change_pct": 100 * (ppl / 20 - 1),
-                                "acc_diff": diff, "share_of_nll_drop_from_top_10_docs": share,
-                                "loglik_diff": {"n_better": 7, "n": 10}}
+    def alone(ppl, share):
+        return {"ppl": ppl, "acc": 0.5, "n": 10, "ppl_change_pct": 100 * (ppl / 20 - 1), "acc_diff": diff,
+                "share_of_nll_drop_from_top_10_docs": share, "loglik_diff": {"n_better": 7, "n": 10}}
     check = {"model": "g", "selections": {"head 17.2 alone": [["head", 17, 2]], "head 16.3 alone": [["head", 16, 3]]},
              "runs": {"bfloat16 first 10": {"dense": {"ppl": 20.0, "acc": 0.4, "n": 10},
                                             "head 17.2 alone": alone(12.0, 0.1), "head 16.3 alone": alone(21.0, None)}}}
-    sel = lambda units, lam: {"model": "g", "kinds": "head", "method": "ucb", "units": units, "lambada_ppl": lam}
+    def sel(units, lam):
+        return {"model": "g", "kinds": "head", "method": "ucb", "units": units, "lambada_ppl": lam}
     frame = pd.DataFrame([{"model": "g", "kinds": None, "method": "dense", "units": None, "lambada_ppl": 20.0},
                           sel([["head", 16, 3], ["head", 17, 2]], 15.0), sel([["head", 16, 3]], 18.0),
                           sel([["head", 16, 3], ["head", 1, 1]], 30.0)])
@@ -144,3 +146,21 @@ def test_lambada_investigation_names_the_head_that_lowers_lambada_and_how_often_
     assert "include 17.2 in 1. LAMBADA perplexity against dense, with it: median -25% (-25% to -25%), 1 of 1 " \
            "below dense; without it: median +20% (-10% to +50%), 1 of 2 below dense." in text
     assert "is not the only route" in text and "16.3 (in 3 selections)" in text
+
+
+def test_join_table_replays_thompsons_joins_and_reads_them():
+    """One MAB-TS record with two joins: in the second, the unit pulled once (reward 0.05) outranks on its
+    posterior mean the unit pulled three times (mean reward 0.2) that the mean-reward rule takes; the
+    table counts that join, its pulls and the damage gap; UCB rows are not Thompson's."""
+    from repro.papers.bandit.tables import join_table
+
+    row = {"model": "m", "kinds": "head", "ratio": 0.1, "method": "thompson", "join": "posterior",
+           "memory": "persist", "tau": 0.02, "units": [["head", 0, 1], ["head", 0, 3]],
+           "pulled": [["head0.1", "head0.2", "head0.2"], ["head0.2", "head0.3"]], "rewards": [[0.4, 0.2, 0.2], [0.2, 0.05]]}
+    t = join_table(pd.DataFrame([row, {**row, "method": "ucb", "join": None}]))
+    assert len(t) == 1 and t.iloc[0][["joins", "picks differ", "posterior's pick had fewer pulls"]].tolist() == [2, 1, 1]
+    gap = 0.02 * (np.log(0.2 / 0.8) - np.log(0.05 / 0.95))  # damage of r = 0.05 minus that of r = 0.2
+    assert t.iloc[0]["largest damage gap (nats)"] == pytest.approx(gap, abs=1e-4)
+    assert BanditReport.join_reading(t) == (
+        f"- **m, head 10%, join posterior**: the picks differ at 1 of 2 joins, the posterior's pick had fewer pulls "
+        f"in 1 and measured {gap:+.3f} nats more damage on average (largest {gap:+.3f}).")

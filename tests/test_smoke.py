@@ -24,7 +24,8 @@ WRITES = {
     "03_bandit_pruning": ({"table1_lm.md", "table1_per_seed.md", "table_rewards.md", "table_unit_layers.md", "table_b1_budget.md",
                            "table_b2_statistics.md", "table2_vision.md", "table_removal.md", "claims.md", "table_memory_ablation.md", "fig_ppl_change_seeds.png", "fig_pulls_rewards.png",
                            "fig_head_map.png", "fig_vision_top1_drop.png", "table_allocation.md", "synthetic_arms.md",
-                           "fig_synthetic_arms.png", "table_wide_budget.md", "table_wide_tests.md", "table_b2_tests.md"},
+                           "fig_synthetic_arms.png", "table_wide_budget.md", "table_wide_tests.md", "table_b2_tests.md",
+                           "table_join_replay.md", "table_join_ablation.md", "table_join_vs_greedy.md"},
                           "table1_lm.md", "wikitext2:test"),
 }
 

@@ -8,9 +8,11 @@
   observers and the bandit's scorer, is :mod:`repro.calib.stats`).
 - :func:`loss_gradients`: language-model loss gradients accumulated on every parameter.
 
-Calibration "windows" are token ids ``[N, T]`` for a language model, or labelled images for an
-image classifier: a mapping ``{"pixel_values": [N, C, H, W], "labels": [N]}`` (:func:`image_windows`).
-Both go through the same capture and gradient code; only the forward call and the loss differ
+Calibration "windows" are token ids ``[N, T]`` for a language model, labelled images for an image
+classifier: a mapping ``{"pixel_values": [N, C, H, W], "labels": [N]}`` (:func:`image_windows`), or
+labelled, padded texts for a text classifier: ``{"input_ids": [N, T], "attention_mask": [N, T],
+"labels": [N]}`` (:func:`text_windows`; padding positions are left out of every input statistic).
+All go through the same capture and gradient code; only the forward call and the loss differ
 (next-token NLL; cross-entropy against the labels).
 """
 from __future__ import annotations
@@ -71,6 +73,14 @@ def image_windows(pixel_values: torch.Tensor, labels: torch.Tensor) -> dict:
     return {"pixel_values": pixel_values, "labels": labels}
 
 
+def text_windows(input_ids: torch.Tensor, attention_mask: torch.Tensor, labels: torch.Tensor) -> dict:
+    """Labelled texts, padded to one length, as calibration windows (see the module docstring)."""
+    if not (len(input_ids) == len(attention_mask) == len(labels)) or input_ids.shape != attention_mask.shape:
+        raise ReproError(f"need one attention-mask row and one label per text, got ids {tuple(input_ids.shape)}, "
+                         f"mask {tuple(attention_mask.shape)}, {len(labels)} labels")
+    return {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels}
+
+
 def n_windows(windows) -> int:
     """How many windows (token-id rows, or labelled images) ``windows`` holds."""
     if isinstance(windows, Mapping):
@@ -88,9 +98,12 @@ def _batches(windows, batch_size: int):
 
 
 def _forward(model: nn.Module, batch, device):
-    """The model's output on one batch: logits of token ids, or of images (in the model's dtype)."""
-    if isinstance(batch, Mapping):
+    """The model's output on one batch: logits of token ids, of images (in the model's dtype), or of
+    labelled texts (with their attention mask)."""
+    if isinstance(batch, Mapping) and "pixel_values" in batch:
         return model(pixel_values=batch["pixel_values"].to(device, next(model.parameters()).dtype))
+    if isinstance(batch, Mapping):
+        return model(input_ids=batch["input_ids"].to(device), attention_mask=batch["attention_mask"].to(device))
     return model(input_ids=batch.to(device), use_cache=False)
 
 
@@ -100,8 +113,10 @@ def input_sumsq(model: nn.Module, modules: list[nn.Module], windows, batch_size:
     """Run the calibration windows through the model and collect input statistics of ``modules``
     (float64 sums, :func:`~repro.calib.stats.record_input_sumsq`)."""
     device = input_device(model)
-    with record_input_sumsq(modules) as stats:
+    positions: dict = {}  # the batch's real-token mask, where it has padding: pads are no calibration data
+    with record_input_sumsq(modules, positions=positions) as stats:
         for batch in tqdm(list(_batches(windows, batch_size)), desc="calibrate", leave=False, disable=not progress):
+            positions["mask"] = batch.get("attention_mask") if isinstance(batch, Mapping) else None
             _forward(model, batch, device)
     return stats
 

@@ -24,6 +24,7 @@ import torch
 from torch import nn
 
 from repro.arch.base import Site
+from repro.errors import ReproError
 
 
 def feature_sumsq(x: torch.Tensor, dtype: torch.dtype = torch.float64) -> tuple[torch.Tensor, int]:
@@ -58,15 +59,22 @@ class InputStats:
 
 
 @contextmanager
-def record_input_sumsq(modules: Iterable[nn.Module],
-                       dtype: torch.dtype = torch.float64) -> Iterator[dict[nn.Module, InputStats]]:
+def record_input_sumsq(modules: Iterable[nn.Module], dtype: torch.dtype = torch.float64,
+                       positions: dict | None = None) -> Iterator[dict[nn.Module, InputStats]]:
     """Inside the block, each forward of one of ``modules`` adds :func:`feature_sumsq` of its input
     (squares summed in ``dtype``) to that module's :class:`InputStats` in the yielded dict (one
-    entry, and one hook, per distinct module)."""
+    entry, and one hook, per distinct module). ``positions["mask"]``, where the caller sets it to a
+    ``[B, T]`` 0/1 mask of the current batch, keeps only the positions marked 1 (padding is not data)."""
     stats = {m: InputStats() for m in dict.fromkeys(modules)}
 
     def hook(module, args):
-        stats[module].add(feature_sumsq(args[0], dtype))
+        x, mask = args[0], (positions or {}).get("mask")
+        if mask is not None:
+            if tuple(x.shape[:2]) != tuple(mask.shape):
+                raise ReproError(f"a position mask of shape {tuple(mask.shape)} does not fit an input of shape "
+                                 f"{tuple(x.shape)}")
+            x = x[mask.to(x.device).bool()]
+        stats[module].add(feature_sumsq(x, dtype))
 
     handles = [m.register_forward_pre_hook(hook) for m in stats]
     try:

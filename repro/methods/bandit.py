@@ -35,7 +35,11 @@ units are pulled first, lowest magnitude first.
 - MAB-UCB: pull argmax ``mean_r + c sqrt(ln t / n)``, c = 1.5, t = pulls so far in the run,
   n = the unit's pulls; the best empirical mean reward joins.
 - Thompson: fractional Beta posterior, prior Beta(1, 1), ``alpha += r``, ``beta += 1 - r`` per
-  pull; pull argmax of one Beta draw per unit; the best posterior mean joins.
+  pull; pull argmax of one Beta draw per unit; the best posterior mean ``(1 + sum r) / (2 + n)`` joins
+  (``join="posterior"``, the default), or the best empirical mean reward, as UCB (``join="mean"``).
+  The posterior mean shrinks a unit towards the prior's 0.5 less with each pull: where every reward is
+  below 0.5, a unit pulled once can outrank one pulled five times with a lower mean damage (the rules
+  rarely differ under ``memory="step"``, where pulls are nearly equal; ``join_gaps`` replays them).
 
 **Memory: what a pull keeps counting for.** The paper: "at each step, previously selected units
 remain suppressed while a new candidate is temporarily masked ... marginal damage conditioned on the
@@ -92,7 +96,7 @@ from repro.calib import gradients_only_for
 from repro.calib.budget import Budget
 from repro.calib.stats import feature_sums, record_input_sumsq
 from repro.errors import ReproError, UnknownNameError
-from repro.methods.bandit_stats import allocation, reward_summary  # noqa: F401 (part of this API)
+from repro.methods.bandit_stats import allocation, join_gaps, reward_summary  # noqa: F401 (part of this API)
 from repro.methods.heads import ROLES, combine
 from repro.methods.registry import Method, Registry
 from repro.structure.masks import GROUP_SIZE, KINDS, n_groups
@@ -329,17 +333,26 @@ class UCB:
         return pool[int(np.argmax([arms[u].mean_reward for u in pool]))]
 
 
+JOINS = ("posterior", "mean")  # Thompson's join rule: best posterior mean, or best empirical mean reward
+
+
 class Thompson:
     """Fractional-Beta Thompson sampling: Beta(1 + sum r, 1 + sum (1 - r)) per unit; pull argmax
-    of one draw each; the best posterior mean joins."""
+    of one draw each; the best posterior mean joins (``join="mean"``: the best mean reward)."""
     name = "thompson"
     pulls_unpulled_first = False  # an unpulled unit's draw comes from the prior
+
+    def __init__(self, join: str = "posterior"):
+        if join not in JOINS:
+            raise UnknownNameError("Thompson join rule", join, JOINS)
+        self.join = join
 
     def choose(self, pool: list[Unit], arms: dict[Unit, Arm], t: int, rng: np.random.Generator) -> Unit:
         return pool[int(np.argmax(rng.beta([arms[u].alpha for u in pool], [arms[u].beta for u in pool])))]
 
     def best(self, pool: list[Unit], arms: dict[Unit, Arm]) -> Unit:
-        return pool[int(np.argmax([arms[u].alpha / (arms[u].alpha + arms[u].beta) for u in pool]))]
+        value = (lambda a: a.mean_reward) if self.join == "mean" else (lambda a: a.alpha / (a.alpha + a.beta))
+        return pool[int(np.argmax([value(arms[u]) for u in pool]))]
 
 
 def _done(sel: Selection, ev: Evaluator, t0: float) -> Selection:
@@ -551,9 +564,9 @@ def _ucb(ev, units, ranking, k, seed=0, c: float = UCB_C, **params) -> Selection
     return bandit_search(ev, units, ranking, k, UCB(c), seed, **params)
 
 
-def _thompson(ev, units, ranking, k, seed=0, **params) -> Selection:
+def _thompson(ev, units, ranking, k, seed=0, join: str = "posterior", **params) -> Selection:
     """Fractional-Beta Thompson sampling over the magnitude pool."""
-    return bandit_search(ev, units, ranking, k, Thompson(), seed, **params)
+    return bandit_search(ev, units, ranking, k, Thompson(join), seed, **params)
 
 
 select_ucb, select_thompson, select_greedy = _sequential(_ucb), _sequential(_thompson), _sequential(greedy_search)
@@ -569,7 +582,7 @@ SELECTORS = Registry("unit selector", [
     Method("fisher", "Fisher", select_fisher, calibration="gradients"),
     Method("greedy", "Budgeted greedy", select_greedy, _SEQ, calibration="losses"),
     Method("ucb", "MAB-UCB", select_ucb, _MAB | {"c": UCB_C}, calibration="losses"),
-    Method("thompson", "MAB-TS", select_thompson, _MAB, calibration="losses"),
+    Method("thompson", "MAB-TS", select_thompson, _MAB | {"join": "posterior"}, calibration="losses"),
 ])
 
 

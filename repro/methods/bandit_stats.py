@@ -1,5 +1,6 @@
 """What a bandit search did, from its selection or its record: the rewards' distribution
-(:func:`reward_summary`) and how the pulls were spent (:func:`allocation`).
+(:func:`reward_summary`), how the pulls were spent (:func:`allocation`) and what Thompson's join rule
+chose against the best mean reward (:func:`join_gaps`).
 """
 from __future__ import annotations
 
@@ -50,3 +51,31 @@ def allocation(units: Sequence, pulled: Sequence[Sequence], memory: str = "persi
             "joins_backed": float(np.mean([u in s for u, s in zip(key, steps)])),
             "join_evidence": float(np.mean([s.count(u) if memory == "step" else sum(t.count(u) for t in steps[:i + 1])
                                             for i, (u, s) in enumerate(zip(key, steps))]))}
+
+
+def join_gaps(units: Sequence, pulled: Sequence[Sequence], rewards: Sequence[Sequence], tau: float,
+              memory: str = "persist") -> list[dict]:
+    """Thompson's two join rules replayed on a search's record: at each step, among the units that
+    could join (``memory`` as in :func:`allocation`; "carry": every pulled unit not yet joined), the unit
+    with the best posterior mean ``(1 + sum r) / (2 + n)`` and the one with the best mean reward, with
+    their pulls and the difference of their mean damages (nats, ``d = -tau logit(r)``; above 0: the
+    posterior's pick is the more damaging). ``units``, ``pulled`` and ``rewards`` as the record keeps
+    them (join order; each step's pulled units and their rewards). Ties go to the earlier first pull."""
+    out, joined = [], set()
+    n: dict = {}
+    s: dict = {}
+    d: dict = {}
+    for step, (unit, names, rs) in enumerate(zip(units, pulled, rewards)):
+        if memory == "step":
+            n, s, d = {}, {}, {}
+        for u, r in zip(map(_name, names), rs):
+            r = min(max(float(r), 1e-12), 1 - 1e-12)
+            n[u], s[u], d[u] = n.get(u, 0) + 1, s.get(u, 0.0) + r, d.get(u, 0.0) - tau * float(np.log(r / (1 - r)))
+        pool = [u for u in (dict.fromkeys(map(_name, names)) if memory != "carry" else n) if u not in joined]
+        post = max(pool, key=lambda u: (1 + s[u]) / (2 + n[u]))
+        mean = max(pool, key=lambda u: s[u] / n[u])
+        out.append({"step": step, "joined": _name(unit), "posterior": post, "mean": mean,
+                    "pulls_posterior": n[post], "pulls_mean": n[mean],
+                    "damage_gap": d[post] / n[post] - d[mean] / n[mean]})
+        joined.add(_name(unit))
+    return out

@@ -12,6 +12,7 @@ import pandas as pd
 from repro.engines.bandit import BanditExperiment, VisionBanditExperiment
 from repro.engines.plan import shown
 from repro.errors import ReproError, UnknownNameError, check_list, check_number
+from repro.methods.bandit import JOINS
 from repro.papers.bandit.records import MAB, ablation_rules, bandit_frame, vision_frame
 
 
@@ -30,13 +31,15 @@ class BanditParams:
     vision_search: dict
     memory: str
     memory_ablation: bool
+    join: str
+    join_ablation: bool
     wide_search: dict
     removal: dict
     seqlen: int
 
     def __post_init__(self):
         """Every value checked before any model is loaded (one line naming the parameter)."""
-        from repro.methods.bandit import MEMORY, SELECTORS
+        from repro.methods.bandit import JOINS, MEMORY, SELECTORS
         from repro.structure.masks import KINDS
 
         check_list("models", self.models)
@@ -59,6 +62,8 @@ class BanditParams:
         check_number("seqlen", self.seqlen, True, 1)
         if self.memory not in MEMORY:
             raise UnknownNameError("memory", self.memory, MEMORY)
+        if self.join not in JOINS:
+            raise UnknownNameError("join", self.join, JOINS)
         for name in ("search", "vision_search", "wide_search"):
             s = getattr(self, name)
             if not isinstance(s, dict):
@@ -95,13 +100,18 @@ class BanditGrid:
         for name, e in self.lm.items():
             for methods, search in self._searches(p.methods, p.search):
                 e.grid(p.unit_settings.get(name, {}), methods, p.seeds, search, p.lambada_limit)
-        return shown(self.store, lambda: bandit_frame(self.store, self.lm, memory=p.memory, search=p.search))
+        return shown(self.store, lambda: bandit_frame(self.store, self.lm, memory=p.memory, search=p.search,
+                                                               join=p.join))
 
-    def _searches(self, methods: list, search: dict) -> list[tuple[list, dict]]:
-        """``methods`` split into the MAB selectors (searching with the ``memory`` parameter) and the rest."""
-        mab = [m for m in methods if m in MAB]
+    def _searches(self, methods: list, search: dict, join: str | None = None,
+                  memory: str | None = None) -> list[tuple[list, dict]]:
+        """``methods`` split into the rest, MAB-UCB (searching with the ``memory`` parameter, or ``memory``
+        given here) and MAB-TS (with that memory and the ``join`` parameter's rule, or ``join`` given here)."""
+        memory = {**search, "memory": memory or self.p.memory}
         return [(m, s) for m, s in (([m for m in methods if m not in MAB], search),
-                                    (mab, {**search, "memory": self.p.memory})) if m]
+                                    ([m for m in methods if m == "ucb"], memory),
+                                    ([m for m in methods if m == "thompson"], {**memory, "join": join or self.p.join}))
+                if m]
 
     def vision_models(self) -> pd.DataFrame:
         """Section 4 (Table 2): per vision model, dense and every method x seed at ``vision_ratio``."""
@@ -109,7 +119,8 @@ class BanditGrid:
         for e in self.vision.values():
             for methods, search in self._searches(p.vision_methods, p.vision_search):
                 e.grid({"head": [p.vision_ratio]}, methods, p.seeds, search)
-        return shown(self.store, lambda: vision_frame(self.store, self.vision, memory=p.memory, search=p.vision_search))
+        return shown(self.store, lambda: vision_frame(self.store, self.vision, memory=p.memory,
+                                                               search=p.vision_search, join=p.join))
 
     def ablation_memories(self) -> list[str]:
         """The memory rules section 5b runs beside the ``memory`` parameter's ("step", "carry")."""
@@ -121,11 +132,30 @@ class BanditGrid:
         p = self.p
         for memory in self.ablation_memories():
             for name, e in self.lm.items():
-                e.grid(p.unit_settings.get(name, {}), list(MAB), p.seeds, {**p.search, "memory": memory},
-                       p.lambada_limit)
+                for methods, search in self._searches(list(MAB), p.search, memory=memory):
+                    e.grid(p.unit_settings.get(name, {}), methods, p.seeds, search, p.lambada_limit)
             for e in self.vision.values():
-                e.grid({"head": [p.vision_ratio]}, list(MAB), p.seeds, {**p.vision_search, "memory": memory})
+                for methods, search in self._searches(list(MAB), p.vision_search, memory=memory):
+                    e.grid({"head": [p.vision_ratio]}, methods, p.seeds, search)
         return bool(self.ablation_memories())
+
+    def ablation_join(self) -> str | None:
+        """The Thompson join rule section 5d runs beside the ``join`` parameter's (None without ``join_ablation``)."""
+        return next(j for j in JOINS if j != self.p.join) if self.p.join_ablation else None
+
+    def join_ablation(self) -> bool:
+        """Section 5d: the MAB-TS searches again under the other join rule (same seeds, memory, budgets and
+        pools); False when the profile turns it off."""
+        p, join = self.p, self.ablation_join()
+        if join is None:
+            return False
+        for name, e in self.lm.items():
+            for methods, search in self._searches(["thompson"], p.search, join=join):
+                e.grid(p.unit_settings.get(name, {}), methods, p.seeds, search, p.lambada_limit)
+        for e in self.vision.values():
+            for methods, search in self._searches(["thompson"], p.vision_search, join=join):
+                e.grid({"head": [p.vision_ratio]}, methods, p.seeds, search)
+        return True
 
     def wide_budget(self) -> pd.DataFrame | None:
         """Section 5c: budgeted greedy and the MAB searches on the vision models with the ``wide_search``
@@ -136,7 +166,8 @@ class BanditGrid:
         for e in self.vision.values():
             for methods, search in self._searches(["greedy", *MAB], p.wide_search):
                 e.grid({"head": [p.vision_ratio]}, methods, p.seeds, search)
-        return shown(self.store, lambda: vision_frame(self.store, self.vision, memory=p.memory, search=p.wide_search))
+        return shown(self.store, lambda: vision_frame(self.store, self.vision, memory=p.memory,
+                                                               search=p.wide_search, join=p.join))
 
     def removal(self) -> dict | None:
         """Section 8: the removal record of the ``removal`` parameter's (model, method, seed), each unit
@@ -144,7 +175,7 @@ class BanditGrid:
         p, rm = self.p, self.p.removal
         if rm["model"] not in self.lm:
             return None
-        search = {**p.search, "memory": p.memory} if rm["method"] in MAB else p.search
+        search = next(s for m, s in self._searches([rm["method"]], p.search) if m)
         return self.lm[rm["model"]].removal(rm["method"], p.unit_settings[rm["model"]], rm["seed"], search,
                                             rm["batches"], p.seqlen, rm["repeats"])
 
@@ -154,6 +185,7 @@ class BanditGrid:
         self.vision_models()
         self.memory_ablation()
         self.wide_budget()
+        self.join_ablation()
         self.removal()
 
 

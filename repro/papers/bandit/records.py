@@ -25,20 +25,21 @@ def ablation_rules(memory: str, ablation: bool) -> list[str]:
     return [m for m in ("step", "carry") if m != memory] if ablation else []
 
 
-def _keep(rows: list[dict], memory: str, search: dict | None = None) -> pd.DataFrame:
+def _keep(rows: list[dict], memory: str, search: dict | None = None, join: str = "posterior") -> pd.DataFrame:
     """The rows of the MAB searches run with ``memory`` (``repro.methods.bandit``: "persist", the
-    default, "step" or "carry"), and every other row (dense, baselines: they have no memory); with
-    ``search``, only the sequential searches run with its budget and pool."""
+    default, "step" or "carry") and, for MAB-TS, the ``join`` rule, and every other row (dense,
+    baselines: they have neither); with ``search``, only the sequential searches run with its budget
+    and pool."""
     want = None if search is None else (search.get("budget"), search.get("pool_size"))
-    return pd.DataFrame([r for r in rows if r["memory"] in (None, memory)
+    return pd.DataFrame([r for r in rows if r["memory"] in (None, memory) and r["join"] in (None, join)
                          and (want is None or r["search"] is None or r["search"] == want)])
 
 
 def bandit_frame(store: Store, experiments, session: bool = True, memory: str = "persist",
-                 search: dict | None = None) -> pd.DataFrame:
+                 search: dict | None = None, join: str = "posterior") -> pd.DataFrame:
     """One row per evaluated cell (dense included) of ``experiments`` (a list or ``{name:
-    BanditExperiment}``); ``session``: only the cells asked for in this session; ``memory`` and
-    ``search``: which sequential searches (:func:`_keep`)."""
+    BanditExperiment}``); ``session``: only the cells asked for in this session; ``memory``, ``search``
+    and ``join``: which sequential searches (:func:`_keep`)."""
     selections = {r["key"]: r for r in store.records("bandit-select")}
     rows = []
     for r, e in owned(store, "bandit-ppl", experiments, session):
@@ -51,13 +52,13 @@ def bandit_frame(store: Store, experiments, session: bool = True, memory: str = 
                      "lambada_acc": None if lam is None else lam["metrics"]["acc"]["value"],
                      "lambada_per_doc": None if lam is None else lam["per_doc"],
                      "finite": bool(np.isfinite(res["ppl"]))})
-    return _keep(rows, memory, search)
+    return _keep(rows, memory, search, join)
 
 
 def vision_frame(store: Store, experiments, session: bool = True, memory: str = "persist",
-                 search: dict | None = None) -> pd.DataFrame:
+                 search: dict | None = None, join: str = "posterior") -> pd.DataFrame:
     """One row per evaluated vision cell (dense included) of ``experiments`` (a list or ``{name:
-    VisionBanditExperiment}``); ``memory`` and ``search`` as in :func:`bandit_frame`."""
+    VisionBanditExperiment}``); ``memory``, ``search`` and ``join`` as in :func:`bandit_frame`."""
     selections = {r["key"]: r for r in store.records("bandit-select")}
     rows = []
     for r, e in owned(store, "bandit-vision", experiments, session):
@@ -66,7 +67,7 @@ def vision_frame(store: Store, experiments, session: bool = True, memory: str = 
                      **_selection_fields(selections.get(c.get("selection"), {})),
                      "top1": res["top1"], "ce": res["ce"], "per_image_ce": res["per_image_ce"],
                      "per_image_correct": res["per_image_correct"]})
-    return _keep(rows, memory, search)
+    return _keep(rows, memory, search, join)
 
 
 def _selection_fields(sel: dict) -> dict:
@@ -78,7 +79,9 @@ def _selection_fields(sel: dict) -> dict:
     return {"kinds": "+".join(sc.get("kinds", [])) or "dense", "ratio": sc.get("ratio", 0.0), "k": sc.get("k", 0),
             "candidates": sc.get("candidates"), "seed": sc.get("seed"), "units": sr.get("units"),
             "budget": sr.get("budget"), "pulls": sr.get("pulls"), "rewards": sr.get("rewards"),
-            "damages": sr.get("damages"), "pulled": sr.get("pulled"), "memory": memory, "search": search}
+            "damages": sr.get("damages"), "pulled": sr.get("pulled"), "memory": memory, "search": search,
+            "join": sc["params"]["join"] if sc.get("method") == "thompson" else None,
+            "tau": sc["params"].get("tau") if seq else None}
 
 
 def stale_picks(units, pulled) -> float:

@@ -11,8 +11,9 @@ from repro.claims import (
     with_paper,
     with_sources,
 )
-from repro.evaluate.stats import bh
 from repro.engines.bandit import BanditExperiment, VisionBanditExperiment, removal_parts
+from repro.evaluate.stats import bh
+from repro.methods.bandit import JOINS
 from repro.papers.bandit.claims import PAPER_EFFECTS, PAPER_SOURCES, bandit_claims, discussion
 from repro.papers.bandit.records import LABELS, MAB, ablation_rules, bandit_frame, head_maps, vision_frame
 from repro.papers.bandit.tables import (
@@ -23,6 +24,7 @@ from repro.papers.bandit.tables import (
     budget_table,
     family_summary,
     greedy_tests,
+    join_table,
     layer_profile,
     lm_summary,
     lm_table,
@@ -169,8 +171,10 @@ class BanditReport:
         models (top-1 drop): this session's cells under each other memory rule against the notebook's."""
         main, parts, frames = self.params["memory"], [], []
         for rule in self.grid_memories():
-            other, vother = (bandit_frame(self.store, self.lm, memory=rule, search=self.params["search"]),
-                             vision_frame(self.store, self.vision, memory=rule, search=self.params["vision_search"]))
+            p = self.params
+            other, vother = (bandit_frame(self.store, self.lm, memory=rule, search=p["search"], join=p["join"]),
+                             vision_frame(self.store, self.vision, memory=rule, search=p["vision_search"],
+                                          join=p["join"]))
             frames += [f[f.method.isin(MAB)] for f in (other, vother) if len(f)]
             if len(other):
                 parts.append(memory_ablation(lm, lm_table(other), frame, other, "change_pct", rule, main))
@@ -183,6 +187,71 @@ class BanditReport:
             pd.concat(frames, ignore_index=True) if any(len(f) for f in frames) else None)
         return (t.round(4) if len(t) else t), cap
 
+    def _join_frames(self) -> tuple[pd.DataFrame, pd.DataFrame, str | None]:
+        """This session's cells of the MAB-TS searches under the other join rule (language and vision
+        models, the notebook's memory, budgets and pools), and that rule (None without the ablation)."""
+        p = self.params
+        other = next((j for j in JOINS if j != p["join"]), None) if p["join_ablation"] else None
+        if other is None:
+            return pd.DataFrame(), pd.DataFrame(), None
+        return (bandit_frame(self.store, self.lm, memory=p["memory"], search=p["search"], join=other),
+                vision_frame(self.store, self.vision, memory=p["memory"], search=p["vision_search"], join=other), other)
+
+    def join_replay(self, frame: pd.DataFrame, vframe: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+        """Section 5d's first table: :func:`join_table` of this run's MAB-TS searches and of the ablation's."""
+        other, vother, _ = self._join_frames()
+        both = pd.concat([frame, vframe, other, vother], ignore_index=True)
+        return join_table(both), self.caption(
+            "MAB-TS's joins replayed from the records: where the best posterior mean and the best mean reward "
+            "pick different units, whose pick had fewer pulls, and how much more damage the posterior's pick "
+            "measured (nats; tau = 0.02).", both)
+
+    @staticmethod
+    def join_reading(table: pd.DataFrame) -> str:
+        """What the join replay shows, per setting and join rule that ran."""
+        lines = []
+        for _, r in table.iterrows():
+            fewer = r["posterior's pick had fewer pulls"]
+            lines.append(f"- **{r.model}, {r.units}, join {r['join that ran']}**: the picks differ at "
+                         f"{r['picks differ']} of {r.joins} joins" +
+                         (f", the posterior's pick had fewer pulls in {fewer} and measured "
+                          f"{r['mean damage gap (nats)']:+.3f} nats more damage on average (largest "
+                          f"{r['largest damage gap (nats)']:+.3f})" if r["picks differ"] else "") + ".")
+        return "\n".join(lines)
+
+    def join_ablation(self, lm: pd.DataFrame, frame: pd.DataFrame, vis: pd.DataFrame,
+                      vframe: pd.DataFrame) -> tuple[pd.DataFrame, str, pd.DataFrame, str]:
+        """Section 5d: MAB-TS under the other join rule against the notebook's (:func:`memory_ablation`'s
+        table, one rule each side), and MAB-TS under the other rule against budgeted greedy (paired over
+        seeds, BH q within these comparisons); each with its caption."""
+        other, vother, rule = self._join_frames()
+        main = f"join {self.params['join']}"
+        parts, tests = [], []
+        if len(other):
+            ts = other[other.method == "thompson"]  # lm_table needs the dense rows: the other frame in full
+            parts.append(memory_ablation(lm[lm.method == "thompson"], lm_table(other), frame, ts, "change_pct",
+                                         f"join {rule}", main))
+            t = greedy_tests(lm_table(other))
+            tests.append(t[t.a == "thompson"])
+        if len(vother):
+            ts = vother[vother.method == "thompson"]
+            parts.append(memory_ablation(vis[vis.method == "thompson"], vision_table(vother), vframe, ts, "top1_drop_pp",
+                                         f"join {rule}", main))
+            t = mab_tests(pd.DataFrame(), vision_table(vother))
+            tests.append(t[(t.a == "thompson") & (t.b == "greedy")])
+        table = pd.concat([x for x in parts if len(x)] or [pd.DataFrame()], ignore_index=True)
+        tests = pd.concat([x for x in tests if len(x)] or [pd.DataFrame()], ignore_index=True)
+        if len(tests):
+            tests = tests.assign(q=bh(tests.p), a=f"MAB-TS (join {rule})", b=tests.b.map(LABELS)).round(4)
+        cells = pd.concat([other, vother], ignore_index=True)
+        return ((table.round(4) if len(table) else table), self.caption(
+                    f"Ablation: MAB-TS with join `{rule}` against join `{self.params['join']}` (the notebook's), "
+                    "other - main over seeds (ppl change %; vision: top-1 drop, pp), 95% t interval, paired t.",
+                    cells if len(cells) else None),
+                tests, self.caption(f"MAB-TS with join `{rule}` - budgeted greedy across seeds (WikiText-2 and LAMBADA "
+                                    "ppl change %; vision: top-1 drop, pp), 95% t interval, paired t, BH q within "
+                                    "these comparisons.", cells if len(cells) else None))
+
     def grid_memories(self) -> list[str]:
         """The memory rules the ablation ran beside the notebook's (:func:`ablation_rules`)."""
         return ablation_rules(self.params["memory"], self.params["memory_ablation"])
@@ -193,9 +262,10 @@ class BanditReport:
         and of each ablation rule's."""
         frames = {self.params["memory"]: pd.concat([frame, vframe, wframe], ignore_index=True)}
         for rule in self.grid_memories():
-            frames[rule] = pd.concat([bandit_frame(self.store, self.lm, memory=rule, search=self.params["search"]),
-                                      vision_frame(self.store, self.vision, memory=rule,
-                                                   search=self.params["vision_search"])], ignore_index=True)
+            p = self.params
+            frames[rule] = pd.concat([bandit_frame(self.store, self.lm, memory=rule, search=p["search"], join=p["join"]),
+                                      vision_frame(self.store, self.vision, memory=rule, search=p["vision_search"],
+                                                   join=p["join"])], ignore_index=True)
         return allocation_table(frames), self.caption(
             "How the searches spent their pulls (mean over seeds): distinct units per step against pulls per step, "
             "pulls per unit over the run, the pulls a join was decided on, and the share of joins backed by a pull "

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from repro.calib.budget import Budget
-from repro.methods.bandit import UCB, Thompson, Unit, allocation, bandit_search, greedy_search, reward
+from repro.methods.bandit import TAU, UCB, Thompson, Unit, allocation, bandit_search, greedy_search, reward
 
 POOL, GOOD, GAP, SPREAD, NOISE, SEEDS = 16, 4, 0.01, 0.03, 0.02, 40  # the teaching section's toy
 
@@ -113,6 +113,22 @@ def worked_pull(alpha: float = 1.0, beta: float = 1.0, damage: float = 0.01, tau
     r = float(reward(damage, tau))
     return {"damage": damage, "tau": tau, "reward": r, "before": (alpha, beta), "after": (alpha + r, beta + 1 - r),
             "mean before": alpha / (alpha + beta), "mean after": (alpha + r) / (alpha + beta + 1)}
+
+
+def worked_join(few: tuple[int, float] = (1, 0.05), many: tuple[int, float] = (5, 0.25)) -> str:
+    """Two candidates that Thompson's join rules rank differently: ``few`` and ``many`` as (pulls, mean
+    reward), both below the prior's 0.5; one sentence with each rule's score and pick
+    (:class:`repro.methods.bandit.Thompson`)."""
+    from repro.methods.bandit import Arm
+
+    a, b = Unit("head", 0, 0), Unit("head", 0, 1)
+    arms = {a: Arm(few[0], few[0] * few[1]), b: Arm(many[0], many[0] * many[1])}
+    name = {a: f"the candidate pulled {few[0]} time(s)", b: f"the one pulled {many[0]} times"}
+    post = {u: (1 + arms[u].reward_sum) / (2 + arms[u].n) for u in arms}
+    return (f"Pulled {few[0]} time(s) with mean reward {few[1]} (damage {-TAU * np.log(few[1] / (1 - few[1])):+.3f} nats) "
+            f"against {many[0]} times with mean reward {many[1]} (damage {-TAU * np.log(many[1] / (1 - many[1])):+.3f}): "
+            f"posterior means {post[a]:.3f} and {post[b]:.3f}, so join `posterior` takes "
+            f"{name[Thompson('posterior').best([a, b], arms)]}; join `mean` takes {name[Thompson('mean').best([a, b], arms)]}.")
 
 
 def reading(summary: pd.DataFrame) -> str:

