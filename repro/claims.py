@@ -345,9 +345,14 @@ def difference_claim(claim: str, setting: str, what: str, p, side: str = "below"
 
 
 def count_verdicts(claims, prefix: str) -> str:
-    """'holds: 2, inconclusive: 1' for the rows of a claims frame whose claim starts with ``prefix``."""
+    """'holds: 2, inconclusive: 1' for the rows of a claims frame whose claim starts with ``prefix``; rows
+    that are no verdict (uninformative, true by construction) are counted apart: '...; uninformative: 4'."""
     c = claims[claims.claim.str.startswith(prefix)]
-    return ", ".join(f"{v}: {k}" for v, k in c.verdict.value_counts().items()) or "not run"
+    kind = c["kind"] if "kind" in c else c.verdict.map(lambda _: DECIDED)
+    answered = c[kind.isin([DECIDED, INCONCLUSIVE])]
+    text = ", ".join(f"{v}: {k}" for v, k in answered.verdict.value_counts().items())
+    other = ", ".join(f"{v}: {k}" for v, k in kind[~kind.isin([DECIDED, INCONCLUSIVE])].value_counts().items())
+    return "; ".join(t for t in (text, other) if t) or "not run"
 
 
 # ---- across seeds: one value per seed and method, methods compared over the seeds they share ----------

@@ -72,8 +72,10 @@ def paper_module(source: str | Path):
 
 
 def experiments_of(built) -> list[Experiment]:
-    """Every experiment in what a paper module's ``build`` returned (dicts, tuples, grids)."""
-    if isinstance(built, Experiment):
+    """Every experiment in what a paper module's ``build`` returned (dicts, tuples, grids): an
+    :class:`Experiment`, or any object with planned cells (an ``address`` and a ``store``, e.g.
+    :class:`repro.engines.glue.GlueHeadExperiment`)."""
+    if isinstance(built, Experiment) or (hasattr(built, "address") and hasattr(built, "store")):
         return [built]
     if isinstance(built, dict):
         built = list(built.values())
@@ -97,7 +99,7 @@ class Context:
         self.built = self.module.build(self.session)
         self.index: dict[str, Experiment] = {}
         for e in experiments_of(self.built):
-            for x in (e, e.without_bos()) if e.bos is not None else (e,):
+            for x in (e, e.without_bos()) if getattr(e, "bos", None) is not None else (e,):
                 self.index.setdefault(x.address, x)
 
     def plan(self) -> list[Job]:

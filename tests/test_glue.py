@@ -132,3 +132,69 @@ def test_a_fold_scores_only_held_out_examples_calibrates_on_training_folds_and_p
         e.fold(0, 3)
     with pytest.raises(ReproError, match="unknown methods entry 'nope'"):
         GlueHeadExperiment("tiny-bert", "toy", Store(None), methods=["nope"], examples=ex)
+
+
+def test_metrics_and_the_trivial_answer():
+    from repro.evaluate.stats import classification_metric, paired_metric_difference
+    from repro.papers.mpg.glue import trivial, trivial_answer
+
+    y = np.array([1, 1, 1, 0] * 10)
+    assert trivial("accuracy", y) == (0.75, "majority class")
+    assert trivial("f1", y)[0] == pytest.approx(2 * 30 / (2 * 30 + 10))  # always 1: every 0 is a false positive
+    assert (trivial_answer("accuracy", 1 - y) == 0).all() and (trivial_answer("f1", 1 - y) == 1).all()
+    a, b = y.copy(), y.copy()
+    a[:4] = 1 - a[:4]  # a wrong on 4, b wrong on none
+    p = paired_metric_difference("accuracy", y, a, b)
+    assert p.estimate == pytest.approx(-0.1) and p.ci[0] <= -0.1 <= p.ci[1] and (p.n_better, p.n_worse) == (0, 4)
+    both = paired_metric_difference("f1", y, [a, b], b)  # a list is averaged: half of a's F1 loss
+    assert both.estimate == pytest.approx(0.5 * (classification_metric("f1", y, a) - 1.0))
+    assert paired_metric_difference("accuracy", y, b, b).ci == (0.0, 0.0)
+    with pytest.raises(ReproError, match="unknown metric 'auc'"):
+        classification_metric("auc", y, y)
+
+
+def test_the_glue_frame_puts_every_fold_back_in_example_order_and_a_task_at_chance_informs_nothing(tmp_path):
+    from repro.claims import claims_frame
+    from repro.engines.glue import GlueHeadExperiment
+    from repro.papers.mpg.glue import dense_speaks, glue_claims, glue_frame, table3
+    from repro.store import Store
+
+    ex = _toy(15)
+    store = Store(tmp_path)
+    e = GlueHeadExperiment("tiny-bert", "toy", store, k=3, recipe=Recipe(lr=1e-3, batch_size=8, epochs=1),
+                           n_calib=6, grad_nsamples=3, methods=["mpg", "sparsegpt-head", "random"], sparsities=[0.5],
+                           random_seeds=[0, 1], progress=False, examples=ex)
+    recs = e.grid([0])
+    # a fake result per fold: "dense" predicts the true label, "pruned" predicts 0; written under the cells' keys
+    for r in recs:
+        res = r["result"]
+        res["dense"] = res["labels"]
+        for c in res["cells"]:
+            c["pred"] = [0] * len(res["test"])
+        store.put("heads-glue", r["config"], res, 0.0)
+    frame = glue_frame(store, {"toy": e}, session=False)
+    dense = frame[frame.method == "dense"].iloc[0]
+    assert (dense.pred == ex.labels).all() and (dense.labels == ex.labels).all()  # example order restored
+    assert dense_speaks(frame, "toy") == ""  # perfect against a majority of one half
+    t = table3(frame, ["mpg", "sparsegpt-head", "random"], [0.5])
+    assert t.iloc[0]["toy accuracy"].startswith("100.0 (majority class 50.0")
+    assert t.iloc[1]["toy accuracy"].startswith("50.0; -50.0")  # always 0: half right
+    # the same frame with a dense model at chance: every claim row says why it cannot decide
+    flat = frame.copy()
+    flat["pred"] = [np.zeros_like(p) for p in flat.pred]
+    assert "does not beat the trivial answer" in dense_speaks(flat, "toy")
+    claims = claims_frame(glue_claims(flat, [0.5], ["mpg", "sparsegpt-head", "random"]))
+    assert len(claims) == 2 and (claims["kind"] == "uninformative").all()
+
+
+def test_repro_run_finds_the_fine_tune_cells_among_a_notebooks_experiments():
+    """A worker replays a planned job on the experiment with the job's address: a GLUE experiment that
+    ``experiments_of`` skipped would fail every job with "no experiment ... in this notebook's build"."""
+    from repro.engines.glue import GlueHeadExperiment
+    from repro.jobs import experiments_of
+    from repro.store import Store
+
+    e = GlueHeadExperiment("tiny-bert", "toy", Store(None), k=2, examples=_toy())
+    assert experiments_of({"toy": e}) == [e] and experiments_of([[e]]) == [e]
+    other = GlueHeadExperiment("tiny-bert", "toy", Store(None), k=3, examples=_toy())
+    assert other.address != e.address  # a setting that changes the records changes the address

@@ -214,3 +214,48 @@ def bh(pvalues) -> np.ndarray:
     if ok.any():
         q[ok] = stats.false_discovery_control(p[ok], method="bh")
     return q
+
+
+METRICS = ("accuracy", "f1")  # classification metrics: accuracy, F1 of the positive class (label 1)
+
+
+def classification_metric(metric: str, y, pred, axis: int = -1):
+    """``metric`` of predictions ``pred`` against labels ``y`` along ``axis`` (vectorised, so the
+    bootstrap can resample): accuracy, or F1 of label 1 (0 where nothing is predicted or true positive)."""
+    y, pred = np.asarray(y), np.asarray(pred)
+    if metric == "accuracy":
+        return np.mean(y == pred, axis=axis)
+    if metric == "f1":
+        tp = np.sum((pred == 1) & (y == 1), axis=axis)
+        wrong = np.sum(pred != y, axis=axis)
+        return np.divide(2.0 * tp, 2.0 * tp + wrong, out=np.zeros(np.shape(tp)), where=(2 * tp + wrong) > 0)
+    raise ReproError(f"unknown metric {metric!r}; known: {', '.join(METRICS)}")
+
+
+def paired_metric_difference(metric: str, y, a, b, level: float = LEVEL, seed: int = 0) -> Paired:
+    """``metric(y, a) - metric(y, b)`` on the same examples, with a paired bootstrap CI over examples
+    (``scipy.stats.bootstrap(..., paired=True)``: an example's label and both predictions stay
+    together). ``a``, ``b``: one prediction array, or a list of them whose metric is averaged (Random's
+    seeds). ``n_better`` / ``n_worse``: examples that the first of ``a`` gets right and the first of ``b``
+    wrong / the other way round."""
+    a = [np.asarray(p) for p in (a if isinstance(a, (list, tuple)) else [a])]
+    b = [np.asarray(p) for p in (b if isinstance(b, (list, tuple)) else [b])]
+    y = np.asarray(y)
+    if any(p.shape != y.shape for p in a + b) or y.ndim != 1:
+        raise ValueError("a paired comparison needs one prediction per labelled example on both sides")
+    require_units(y.size, "paired examples")
+    na = len(a)
+
+    def diff(y_, *preds, axis=-1):
+        return (np.mean([classification_metric(metric, y_, p, axis) for p in preds[:na]], axis=0)
+                - np.mean([classification_metric(metric, y_, p, axis) for p in preds[na:]], axis=0))
+
+    est = float(diff(y, *a, *b))
+    if all(np.array_equal(a[0], p) for p in a[1:] + b):
+        ci = (est, est)
+    else:
+        res = stats.bootstrap((y, *a, *b), diff, paired=True, confidence_level=level, n_resamples=N_RESAMPLES,
+                              method="percentile", rng=np.random.default_rng(seed))
+        ci = (float(res.confidence_interval.low), float(res.confidence_interval.high))
+    right_a, right_b = a[0] == y, b[0] == y
+    return Paired(est, ci, int(y.size), int((right_a & ~right_b).sum()), int((right_b & ~right_a).sum()))

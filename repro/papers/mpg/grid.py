@@ -5,13 +5,17 @@ every section", so the notebook and ``repro run`` ask for the same cells by the 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 import pandas as pd
 
+from repro.assets.encoders import known_encoders
+from repro.assets.glue import GLUE, PAPER_RECIPES, Recipe
+from repro.engines.glue import GlueHeadExperiment
 from repro.engines.heads import HeadExperiment, VisionHeadExperiment
 from repro.engines.plan import shown
-from repro.errors import check_list, check_number
+from repro.errors import UnknownNameError, check_list, check_number
+from repro.papers.mpg.glue import glue_frame
 from repro.papers.mpg.records import Z_METHODS, main_cells, ppl_frame, scores_frame, vision_frame, zeroshot_cells
 
 
@@ -33,6 +37,14 @@ class MpgParams:
     efficiency_seqlen: int | None = None
     efficiency_repeats: int | None = None
     vision_models: tuple = ()
+    glue_encoder: str | None = None
+    glue_tasks: tuple = ()
+    glue_k: int = 5
+    glue_seeds: tuple = (0,)
+    glue_recipe: dict | None = None
+    glue_n_calib: int = 64
+    glue_grad_nsamples: int = 16
+    glue_random_seeds: tuple = (0, 1, 2, 3, 4)
 
     def __post_init__(self):
         """Every value checked before any model is loaded (one line naming the parameter)."""
@@ -47,6 +59,21 @@ class MpgParams:
         check_list("efficiency_batches", self.efficiency_batches, "integer", 1)
         for name in ("zeroshot_limit", "efficiency_seqlen", "efficiency_repeats"):
             check_number(name, getattr(self, name), True, 1, allow_none=True)
+        check_list("glue_tasks", self.glue_tasks, known=list(GLUE))
+        check_list("glue_seeds", self.glue_seeds, "integer", 0)
+        check_list("glue_random_seeds", self.glue_random_seeds, "integer", 0)
+        check_number("glue_k", self.glue_k, True, 2)
+        for name in ("glue_n_calib", "glue_grad_nsamples"):
+            check_number(name, getattr(self, name), True, 1)
+        if self.glue_tasks and self.glue_encoder not in known_encoders():
+            raise UnknownNameError("glue_encoder", self.glue_encoder, known_encoders())
+        unknown = set(self.glue_recipe or {}) - set(Recipe.__dataclass_fields__)
+        if unknown:
+            raise UnknownNameError("glue_recipe key", sorted(unknown)[0], list(Recipe.__dataclass_fields__))
+
+    def recipe(self, task: str) -> Recipe:
+        """The paper's recipe for ``task`` with the profile's changes (``glue_recipe``)."""
+        return replace(PAPER_RECIPES[task], **(self.glue_recipe or {}))
 
     @classmethod
     def from_params(cls, params: dict) -> "MpgParams":
@@ -57,8 +84,8 @@ class MpgGrid:
     """Notebook 1's experiments (``lm``: ``{model: HeadExperiment}``, ``vision``: ``{model:
     VisionHeadExperiment}``, the MHA image classifiers) and the cells of each section."""
 
-    def __init__(self, session, lm: dict | None = None, vision: dict | None = None):
-        """``lm``, ``vision``: experiments to use instead of building them from the parameters."""
+    def __init__(self, session, lm: dict | None = None, vision: dict | None = None, glue: dict | None = None):
+        """``lm``, ``vision``, ``glue``: experiments to use instead of building them from the parameters."""
         p = session.params
         self.session, self.store, self.p = session, session.store, MpgParams.from_params(p)
         self.lm = lm if lm is not None else session.experiments(
@@ -66,9 +93,15 @@ class MpgGrid:
         self.vision = vision if vision is not None else session.experiments(
             VisionHeadExperiment, self.p.vision_models, n_calib=p["vision_n_calib"],
             grad_nsamples=p["vision_grad_nsamples"], n_eval=p["vision_n_eval"])
+        q = self.p
+        self.glue = glue if glue is not None else {
+            t: GlueHeadExperiment(q.glue_encoder, t, self.store, q.glue_k, recipe=q.recipe(t), n_calib=q.glue_n_calib,
+                                  grad_nsamples=q.glue_grad_nsamples, methods=q.methods, sparsities=q.sparsities,
+                                  z_values=q.z_values, random_seeds=q.glue_random_seeds)
+            for t in q.glue_tasks}
 
     def all_experiments(self) -> list:
-        return [*self.lm.values(), *self.vision.values()]
+        return [*self.lm.values(), *self.vision.values(), *self.glue.values()]
 
     # ---- one method per section ------------------------------------------------------------------
     def norm_profile(self) -> dict | None:
@@ -111,6 +144,12 @@ class MpgGrid:
         cells = {n: zeroshot_cells(main, n, p.zeroshot_sparsities) for n in p.zeroshot_models if n in self.lm}
         return [r for n, c in cells.items() for r in self.lm[n].zeroshot_grid(c, p.zeroshot_tasks, p.zeroshot_limit)]
 
+    def table3(self) -> pd.DataFrame:
+        """Section 6 (Table III as the paper runs it): every fold of every fine-tuning seed on every task."""
+        for e in self.glue.values():
+            e.grid(self.p.glue_seeds)
+        return shown(self.store, lambda: glue_frame(self.store, self.glue))
+
     def ties(self) -> pd.DataFrame:
         """Section 7: MP-G with each model's seeded random tie-breaks; every perplexity cell so far."""
         for e in self.lm.values():
@@ -140,6 +179,7 @@ class MpgGrid:
         self.table1()
         self.feeding()
         self.table2()
+        self.table3()
         self.zeroshot()
         self.ties()
         self.efficiency()

@@ -18,6 +18,7 @@ from repro.claims import (
 from repro.evaluate.stats import paired_ratio, speed_ratio
 from repro.methods.heads import select_heads
 from repro.papers.mpg.claims import PAPER_EFFECTS, PAPER_SOURCES, downstream_claims, mpg_claims
+from repro.papers.mpg.glue import glue_claims
 from repro.papers.mpg.readings import Readings
 from repro.papers.mpg.records import (
     CALIBRATED,
@@ -315,15 +316,17 @@ class Tables(Readings):
 
     # -- sections 9 and 10
     def claims(self, frame: pd.DataFrame, sparsities, z_values, z_sparsities, cost: pd.DataFrame | None = None,
-               efficiency: dict | None = None, zeroshot: list[dict] | None = None):
+               efficiency: dict | None = None, zeroshot: list[dict] | None = None, glue: pd.DataFrame | None = None):
         """(table, caption, claims): the claims checked (:func:`mpg_claims`) on this session's cells,
-        the scoring ``cost``, the ``{model: efficiency record}`` and the zero-shot records
-        (:func:`downstream_claims`); ``claims`` keeps the effects."""
+        the scoring ``cost``, the ``{model: efficiency record}``, and Table III's: on the fine-tuned
+        encoder's frame ``glue`` (:func:`repro.papers.mpg.glue.glue_claims`) where it ran, else on the
+        zero-shot records (:func:`downstream_claims`); ``claims`` keeps the effects."""
         groups = {n: _group_size(e) for n, e in self.experiments.items()}
         uniform = {n: e.uniform_ppl for n, e in self.experiments.items()}
         found = mpg_claims(frame, self.models, sparsities, z_values, z_sparsities, groups, cost,
                            {n: r["result"] for n, r in (efficiency or {}).items()}, uniform) + \
-            downstream_claims(zeroshot or [])
+            (glue_claims(glue, sparsities, self.params["methods"]) if glue is not None and len(glue)
+             else downstream_claims(zeroshot or []))
         claims = claims_frame(with_sources(with_paper(found, PAPER_EFFECTS), PAPER_SOURCES))
         caption = (f"**Claims checked.** Profile `{self.profile}`; models {', '.join(self.models)} on "
                    f"{self.params['data']}; verdicts by one rule from paired 95% intervals (details in the notebook).")
@@ -357,6 +360,8 @@ class Tables(Readings):
             f"- **z:** model-dependent optimum: {n('The optimal z')}; GQA models prefer 2.0-2.5: "
             f"{n('GQA models prefer')}; z = 2.5 rescues at 50%: {n('z = 2.5 rescues')}.",
             f"- **Cost:** {n('Calibration-free scoring')} (MP-G needs no forward pass at all).",
+            f"- **Table III (section 6):** SparseGPT-Head the most robust downstream: "
+            f"{n('SparseGPT-Head is the most robust')}; MP-G beats Random there: {n('(beyond the paper) MP-G beats')}.",
             f"- **Efficiency:** zeroing at most 3.5% faster: {n('Zeroing heads')}; 8-16% fewer parameters at 50%: "
             f"{n('50% head sparsity removes')}; halved attention FLOPs: {n('50% head sparsity halves')}; "
             f"removal speeds up prefill: {n('(beyond the paper)')}. SmolLM2's 28M-parameter tied embedding and "

@@ -1,0 +1,226 @@
+"""Paper 1's Table III as the paper runs it (fine-tune, then prune) on an MHA text encoder: the records of
+:mod:`repro.engines.glue` as a frame, the table, what it shows, and its claims. Reads records only.
+
+Every number is over all of a task's examples, each scored once by the model of the fold that held it
+out (the ``k`` folds of one fine-tuning seed). A task informs a comparison only where the dense model
+beats the trivial answer: the majority class for accuracy, always answering 1 for F1 (MRPC's
+"equivalent", F1 about 0.81 there); otherwise its rows are uninformative.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from repro.claims import Claim, difference_claim
+from repro.engines.base import owned
+from repro.evaluate.stats import Paired, classification_metric, paired_metric_difference
+from repro.papers.mpg.records import LABEL, PAPER_METHODS, pct
+from repro.store import Store
+
+TASK_LABEL = {"sst2": "SST-2", "mrpc": "MRPC", "rte": "RTE"}
+
+
+def glue_frame(store: Store, experiments, session: bool = True) -> pd.DataFrame:
+    """One row per (task, fine-tuning seed, method, its z or Random seed, sparsity) whose ``k`` folds are
+    all recorded: ``pred`` and ``labels`` over every example of the task (by example index), the heads
+    pruned in each fold, the fine-tuning's last-epoch training loss; dense rows have method "dense"."""
+    folds: dict[tuple, dict[int, dict]] = {}
+    for r, e in owned(store, "heads-glue", experiments, session):
+        c = r["config"]
+        folds.setdefault((e.task, c["task"]["metric"], c["seed"], c["k"]), {})[c["fold"]] = r
+    rows = []
+    for (task, metric, seed, k), got in folds.items():
+        if len(got) < k:
+            continue
+        res = [got[f]["result"] for f in range(k)]
+        order = np.argsort(np.concatenate([r["test"] for r in res]))
+        labels = np.concatenate([r["labels"] for r in res])[order]
+        base = {"task": task, "metric": metric, "seed": seed, "k": k, "labels": labels,
+                "train_loss": float(np.mean([r["train_losses"][-1] for r in res])),
+                "finetune_seconds": float(sum(r["finetune_seconds"] for r in res)),
+                "keys": tuple(("heads-glue", got[f]["key"]) for f in range(k))}
+        rows.append({**base, "method": "dense", "param": None, "sparsity": 0.0, "n_pruned": 0, "pruned": [],
+                     "pred": np.concatenate([r["dense"] for r in res])[order]})
+        zeros = {}  # (method, param) -> heads scored exactly 0, mean over folds (a tie the index order breaks)
+        for r in res:
+            for c in r["cells"]:
+                if "scores" in c:
+                    zeros.setdefault((c["method"], c.get("z", c.get("seed"))), []).append(
+                        int((np.asarray(c["scores"]) == 0).sum()))
+        for i, cell in enumerate(res[0]["cells"]):
+            cells = [r["cells"][i] for r in res]
+            param = cell.get("z", cell.get("seed"))
+            rows.append({**base, "method": cell["method"], "param": param, "sparsity": cell["sparsity"],
+                         "n_pruned": len(cell["pruned"]), "n_heads": int(np.prod(res[0]["shape"])),
+                         "zero_scores": float(np.mean(zeros.get((cell["method"], param), [np.nan]))),
+                         "pruned_layers": np.bincount([p[0] for c in cells for p in c["pruned"]],
+                                                      minlength=res[0]["shape"][0]).tolist(),
+                         "pruned": [sorted(map(tuple, c["pruned"])) for c in cells],
+                         "pred": np.concatenate([c["pred"] for c in cells])[order]})
+    return pd.DataFrame(rows)
+
+
+def trivial(metric: str, labels) -> tuple[float, str]:
+    """The trivial answer's value and name: the majority class's accuracy, or always-1's F1."""
+    labels = np.asarray(labels)
+    if metric == "f1":
+        return float(classification_metric("f1", labels, np.ones_like(labels))), "always 1"
+    return float(np.bincount(labels).max() / labels.size), "majority class"
+
+
+def _preds(frame: pd.DataFrame, task: str, method: str, sparsity: float, param=None) -> list[np.ndarray]:
+    """The predictions of ``method`` (every Random seed, every fine-tuning seed) on ``task``: one array each."""
+    f = frame[(frame.task == task) & (frame.method == method) & np.isclose(frame.sparsity, sparsity)]
+    if param is not None:
+        f = f[f.param == param]
+    elif method in ("mpg", "mp", "hybrid") and len(f):
+        f = f[f.param == 2.0]
+    return list(f.pred)
+
+
+def versus(frame: pd.DataFrame, task: str, a: tuple, b: tuple) -> Paired | None:
+    """``metric(a) - metric(b)`` on ``task``, paired over its examples; ``a``, ``b``: (method, sparsity[, param])."""
+    pa, pb = _preds(frame, task, *a), _preds(frame, task, *b)
+    if not pa or not pb:
+        return None
+    t = frame[frame.task == task].iloc[0]
+    return paired_metric_difference(t.metric, t.labels, pa, pb)
+
+
+def trivial_answer(metric: str, labels) -> np.ndarray:
+    """The trivial answer's predictions: the majority class everywhere (accuracy), or 1 everywhere (F1)."""
+    labels = np.asarray(labels)
+    return np.full_like(labels, 1 if metric == "f1" else int(np.bincount(labels).argmax()))
+
+
+def dense_speaks(frame: pd.DataFrame, task: str) -> str:
+    """"" where the dense model beats the trivial answer on ``task`` (the paired 95% interval of their
+    difference over examples lies above 0); else why the task cannot inform a comparison of pruned models."""
+    t = frame[(frame.task == task) & (frame.method == "dense")].iloc[0]
+    value, name = trivial(t.metric, t.labels)
+    p = paired_metric_difference(t.metric, t.labels, t.pred, trivial_answer(t.metric, t.labels))
+    if p.ci[0] > 0:
+        return ""
+    return (f"the fine-tuned dense model does not beat the trivial answer on {TASK_LABEL.get(task, task)}: "
+            f"{t.metric} {100 * classification_metric(t.metric, t.labels, t.pred):.1f} against {100 * value:.1f} "
+            f"({name}), difference {100 * p.estimate:+.1f} [{100 * p.ci[0]:+.1f}, {100 * p.ci[1]:+.1f}] points")
+
+
+def _cell(frame: pd.DataFrame, task: str, method: str, sparsity: float) -> str:
+    preds = _preds(frame, task, method, sparsity)
+    if not preds:
+        return ""
+    t = frame[frame.task == task].iloc[0]
+    values = [100 * classification_metric(t.metric, t.labels, p) for p in preds]
+    d = versus(frame, task, (method, sparsity), ("dense", 0.0))
+    spread = f" ({len(values)} draws: {min(values):.1f}-{max(values):.1f})" if method == "random" else ""
+    return (f"{np.mean(values):.1f}{spread}; {100 * d.estimate:+.1f} [{100 * d.ci[0]:+.1f}, {100 * d.ci[1]:+.1f}]")
+
+
+def table3(frame: pd.DataFrame, methods: list[str], sparsities: list[float]) -> pd.DataFrame:
+    """Rows: dense, then (sparsity, method); one column per task: the metric (%) over all examples and the
+    change against dense with its paired 95% interval (points). The dense row gives the trivial answer."""
+    tasks = list(dict.fromkeys(frame.task))
+    cols = {t: f"{TASK_LABEL.get(t, t)} {frame[frame.task == t].metric.iloc[0]}" for t in tasks}
+    rows = []
+    dense = {}
+    for t in tasks:
+        d = frame[(frame.task == t) & (frame.method == "dense")].iloc[0]
+        value, name = trivial(d.metric, d.labels)
+        dense[cols[t]] = (f"{100 * classification_metric(d.metric, d.labels, d.pred):.1f} ({name} {100 * value:.1f}"
+                          f"{'' if not dense_speaks(frame, t) else '; not above it'})")
+    rows.append({"sparsity": "0%", "method": "Dense", **dense})
+    for sp in sparsities:
+        for m in methods:
+            cells = {cols[t]: _cell(frame, t, m, sp) for t in tasks}
+            if any(cells.values()):
+                rows.append({"sparsity": pct(sp), "method": LABEL[m], **cells})
+    return pd.DataFrame(rows)
+
+
+def _points(p: Paired) -> Paired:
+    return Paired(100 * p.estimate, (100 * p.ci[0], 100 * p.ci[1]), p.n, p.n_better, p.n_worse)
+
+
+def glue_claims(frame: pd.DataFrame, sparsities: list[float], methods: list[str]) -> list[Claim]:
+    """Table III's claim ("SparseGPT-Head is the most robust downstream"), per task and sparsity against
+    each other paper method; (beyond the paper) MP-G against Random's draws; and the paper's MHA claims in
+    this encoder's own quantity: MP-G's selections equal MP's (true by construction when g = 1), z = 1.5
+    against the better other z. Differences are paired over the task's examples (points), uninformative
+    where the dense model does not beat the trivial answer."""
+    out = []
+    for task in dict.fromkeys(frame.task):
+        why, name = dense_speaks(frame, task), TASK_LABEL.get(task, task)
+        metric = frame[frame.task == task].metric.iloc[0]
+        mpg, mp = (frame[(frame.task == task) & (frame.method == m)] for m in ("mpg", "mp"))
+        if len(mpg) and len(mp):
+            both = mpg.merge(mp, on=["seed", "param", "sparsity"])
+            differ = int(sum(a != b for x, y in zip(both.pruned_x, both.pruned_y) for a, b in zip(x, y)))
+            cells = int(sum(len(x) for x in both.pruned_x))
+            c = Claim.check("MP-G reduces to MP for MHA: identical pruned heads", f"{name} (g = 1)",
+                            f"{differ} of {cells} (fold, z, sparsity) selections differ", differ, (differ, differ),
+                            0.5, "below")
+            c.construction = True
+            out.append(c)
+        for sp in sparsities:
+            rows = [("SparseGPT-Head is the most robust downstream (Table III)", ("sparsegpt-head", sp), (m, sp))
+                    for m in PAPER_METHODS if m != "sparsegpt-head" and m in methods]
+            rows.append(("(beyond the paper) MP-G beats Random on a fine-tuned MHA encoder", ("mpg", sp),
+                         ("random", sp)))
+            zs = {z: classification_metric(metric, frame[frame.task == task].labels.iloc[0], p[0])
+                  for z in sorted(set(mpg.param.dropna())) if (p := _preds(frame, task, "mpg", sp, z))}
+            if 1.5 in zs and len(zs) > 1:
+                rival = max((z for z in zs if z != 1.5), key=zs.get)
+                rows.append(("MHA models prefer z = 1.5", ("mpg", sp, 1.5), ("mpg", sp, rival)))
+            for claim, a, b in rows:
+                p = versus(frame, task, a, b)
+                if p is None:
+                    continue
+                lab = [f"{LABEL[x[0]]}" + (f" z={x[2]:g}" if len(x) > 2 else "") for x in (a, b)]
+                c = difference_claim(claim, f"{name}, {pct(sp)}, vs {lab[1]}", f"{metric} {lab[0]} - {lab[1]}",
+                                     _points(p), side="above", over="paired examples")
+                same = p.ci == (p.estimate, p.estimate) and p.n_better == p.n_worse == 0
+                c.uninformative = why or ("both predict the same class on every example (identical answers)"
+                                          if same else "")
+                out.append(c)
+    return out
+
+
+def glue_reading(frame: pd.DataFrame, sparsities: list[float]) -> str:
+    """Per task: whether the dense model speaks for it, and at each sparsity the best and worst method."""
+    lines = []
+    for task in dict.fromkeys(frame.task):
+        why = dense_speaks(frame, task)
+        d = frame[(frame.task == task) & (frame.method == "dense")].iloc[0]
+        head = (f"- **{TASK_LABEL.get(task, task)}** (dense {d.metric} "
+                f"{100 * classification_metric(d.metric, d.labels, d.pred):.1f} over {d.labels.size} examples): ")
+        if why:
+            lines.append(head + why + "; its rows cannot rank the methods.")
+            continue
+        parts = []
+        for sp in sparsities:
+            f = frame[(frame.task == task) & np.isclose(frame.sparsity, sp)
+                      & (frame.param.isna() | (frame.param == 2.0) | (frame.method == "random"))]
+            vals = f.groupby("method").apply(lambda g: np.mean([classification_metric(d.metric, d.labels, p)
+                                                                for p in g.pred]), include_groups=False)
+            if len(vals):
+                parts.append(f"at {pct(sp)} {LABEL[vals.idxmax()]} keeps the most ({100 * vals.max():.1f}), "
+                             f"{LABEL[vals.idxmin()]} the least ({100 * vals.min():.1f})")
+        lines.append(head + "; ".join(parts) + ".")
+    lines += tie_reading(frame)
+    return "\n".join(lines)
+
+
+def tie_reading(frame: pd.DataFrame) -> list[str]:
+    """Where MP-G (z = 2) scores exactly 0 for at least as many heads as it prunes: its selection is then
+    the tie, broken by index (the lowest layers first), not a ranking; one line per sparsity it happens at."""
+    f = frame[(frame.method == "mpg") & (frame.param == 2.0)].drop_duplicates("sparsity")
+    tied = f[f.zero_scores >= f.n_pruned]
+    if not len(tied):
+        return []
+    r = f.iloc[0]
+    return [f"- **Ties.** MP-G (z = 2) scores exactly 0 for {r.zero_scores:.0f} of {int(r.n_heads)} heads on average over "
+            f"the folds (few of a head's rows pass mu + 2 sigma), so at "
+            + ", ".join(f"{pct(t.sparsity)} ({t.n_pruned} heads; pruned per layer over the folds: {t.pruned_layers})"
+                        for t in tied.itertuples())
+            + " its selection is that tie broken by index, the lowest layers first, not a ranking of the heads."]
