@@ -27,18 +27,11 @@ from repro.assets.encoders import ENCODERS, known_encoders, load_classifier
 from repro.assets.glue import GLUE, Examples, Recipe, encode, finetune, glue_examples, kfold, predict
 from repro.calib import Calibration, text_windows
 from repro.engines import plan
+from repro.engines.heads import head_mask
 from repro.errors import ReproError, UnknownNameError, check_list
 from repro.methods.heads import HEAD_METHODS, get_method, score_heads, select_heads
 from repro.store import PROTOCOL, Store, config_key
 from repro.structure import Masks
-
-
-def head_mask(shape: tuple[int, int], pruned) -> torch.Tensor:
-    """A ``[L, H]`` 0/1 mask with the ``pruned`` (layer, head) pairs at 0."""
-    mask = torch.ones(shape)
-    for layer, head in pruned:
-        mask[layer, head] = 0
-    return mask
 
 
 class GlueHeadExperiment:
@@ -73,6 +66,7 @@ class GlueHeadExperiment:
         self.methods, self.sparsities = list(methods), [float(s) for s in sparsities]
         self.z_values, self.random_seeds = [float(z) for z in z_values], [int(s) for s in random_seeds]
         self._examples = examples
+        self._settings: dict | None = None
 
     # -- identity ------------------------------------------------------------------------------------
     @property
@@ -86,7 +80,13 @@ class GlueHeadExperiment:
         return f"{self.encoder}:{self.task}"
 
     def settings(self) -> dict:
-        """What every cell of this experiment shares (its key, less the seed and fold)."""
+        """What every cell of this experiment shares (its key, less the seed and fold); computed once (the
+        examples' sha256 hashes every text, and ``owns`` asks for it per record)."""
+        if self._settings is None:
+            self._settings = self._compute_settings()
+        return self._settings
+
+    def _compute_settings(self) -> dict:
         enc = ENCODERS.get(self.encoder)
         ex = self.examples
         return {"protocol": PROTOCOL,

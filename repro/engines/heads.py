@@ -31,6 +31,14 @@ from repro.store import PROTOCOL, Store
 from repro.structure import Masks, remove_heads, zero_heads
 
 
+def head_mask(shape: tuple[int, int], pruned) -> torch.Tensor:
+    """A ``[L, H]`` 0/1 mask with the ``pruned`` (layer, head) pairs at 0."""
+    mask = torch.ones(shape)
+    for layer, head in pruned:
+        mask[layer, head] = 0
+    return mask
+
+
 class HeadExperiment(Experiment):
     """MP-G's cells for one model: head scores, pruned perplexity, efficiency.
 
@@ -115,10 +123,7 @@ class HeadExperiment(Experiment):
                                                       for role in "qkvo"})
 
     def head_mask(self, pruned) -> torch.Tensor:
-        mask = torch.ones(self.shape)
-        for layer, head in pruned:
-            mask[layer, head] = 0
-        return mask
+        return head_mask(self.shape, pruned)
 
     def _evaluate(self, pruned: list | None) -> dict:
         """The evaluation copy with ``pruned`` heads masked, under the setup's protocol (perplexity)."""

@@ -171,10 +171,7 @@ class BanditReport:
         models (top-1 drop): this session's cells under each other memory rule against the notebook's."""
         main, parts, frames = self.params["memory"], [], []
         for rule in self.grid_memories():
-            p = self.params
-            other, vother = (bandit_frame(self.store, self.lm, memory=rule, search=p["search"], join=p["join"]),
-                             vision_frame(self.store, self.vision, memory=rule, search=p["vision_search"],
-                                          join=p["join"]))
+            other, vother = self._frames(memory=rule)
             frames += [f[f.method.isin(MAB)] for f in (other, vother) if len(f)]
             if len(other):
                 parts.append(memory_ablation(lm, lm_table(other), frame, other, "change_pct", rule, main))
@@ -187,6 +184,14 @@ class BanditReport:
             pd.concat(frames, ignore_index=True) if any(len(f) for f in frames) else None)
         return (t.round(4) if len(t) else t), cap
 
+    def _frames(self, memory: str | None = None, join: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """This session's cells (language models, vision models) of the searches under ``memory`` and
+        ``join`` (default: the notebook's), at the notebook's budgets and pools."""
+        p = self.params
+        memory, join = memory or p["memory"], join or p["join"]
+        return (bandit_frame(self.store, self.lm, memory=memory, search=p["search"], join=join),
+                vision_frame(self.store, self.vision, memory=memory, search=p["vision_search"], join=join))
+
     def _join_frames(self) -> tuple[pd.DataFrame, pd.DataFrame, str | None]:
         """This session's cells of the MAB-TS searches under the other join rule (language and vision
         models, the notebook's memory, budgets and pools), and that rule (None without the ablation)."""
@@ -194,8 +199,7 @@ class BanditReport:
         other = next((j for j in JOINS if j != p["join"]), None) if p["join_ablation"] else None
         if other is None:
             return pd.DataFrame(), pd.DataFrame(), None
-        return (bandit_frame(self.store, self.lm, memory=p["memory"], search=p["search"], join=other),
-                vision_frame(self.store, self.vision, memory=p["memory"], search=p["vision_search"], join=other), other)
+        return (*self._frames(join=other), other)
 
     def join_replay(self, frame: pd.DataFrame, vframe: pd.DataFrame) -> tuple[pd.DataFrame, str]:
         """Section 5d's first table: :func:`join_table` of this run's MAB-TS searches and of the ablation's."""
@@ -262,10 +266,7 @@ class BanditReport:
         and of each ablation rule's."""
         frames = {self.params["memory"]: pd.concat([frame, vframe, wframe], ignore_index=True)}
         for rule in self.grid_memories():
-            p = self.params
-            frames[rule] = pd.concat([bandit_frame(self.store, self.lm, memory=rule, search=p["search"], join=p["join"]),
-                                      vision_frame(self.store, self.vision, memory=rule, search=p["vision_search"],
-                                                   join=p["join"])], ignore_index=True)
+            frames[rule] = pd.concat(self._frames(memory=rule), ignore_index=True)
         return allocation_table(frames), self.caption(
             "How the searches spent their pulls (mean over seeds): distinct units per step against pulls per step, "
             "pulls per unit over the run, the pulls a join was decided on, and the share of joins backed by a pull "

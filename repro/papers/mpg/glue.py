@@ -61,11 +61,9 @@ def glue_frame(store: Store, experiments, session: bool = True) -> pd.DataFrame:
 
 
 def trivial(metric: str, labels) -> tuple[float, str]:
-    """The trivial answer's value and name: the majority class's accuracy, or always-1's F1."""
-    labels = np.asarray(labels)
-    if metric == "f1":
-        return float(classification_metric("f1", labels, np.ones_like(labels))), "always 1"
-    return float(np.bincount(labels).max() / labels.size), "majority class"
+    """The trivial answer's value and name (:func:`trivial_answer`): the majority class's accuracy, or always-1's F1."""
+    return (float(classification_metric(metric, labels, trivial_answer(metric, labels))),
+            "always 1" if metric == "f1" else "majority class")
 
 
 def _preds(frame: pd.DataFrame, task: str, method: str, sparsity: float, param=None) -> list[np.ndarray]:
