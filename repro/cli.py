@@ -365,7 +365,7 @@ def cmd_prune(args) -> dict:
     cfg = e.prune_config(args.method, args.sparsity, args.pattern, params) if not args.calib_file else None
     if args.calib_file:  # identical inputs to another implementation's
         wins = load_windows(args.calib_file, e.model.get_input_embeddings().num_embeddings, max_positions(e.model))
-        e._calib[setup.calib_nsamples] = Calibration(wins, {"file": str(Path(args.calib_file).resolve()),
+        e._calib[setup.calib_nsamples, setup.calib_seed] = Calibration(wins, {"file": str(Path(args.calib_file).resolve()),
                                                             "nsamples": len(wins), "seqlen": wins.shape[1]})
         cfg = e.prune_config(args.method, args.sparsity, args.pattern, params)
     model, report = e.prune(args.method, args.sparsity, args.pattern, params)

@@ -99,7 +99,7 @@ class Context:
         self.built = self.module.build(self.session)
         self.index: dict[str, Experiment] = {}
         for e in experiments_of(self.built):
-            for x in (e, e.without_bos()) if getattr(e, "bos", None) is not None else (e,):
+            for x in (e, *(e.variants() if hasattr(e, "variants") else ())):
                 self.index.setdefault(x.address, x)
 
     def plan(self) -> list[Job]:

@@ -6,6 +6,7 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 import repro.engines.base as base
 from repro.claims import FAILS, HOLDS
@@ -214,6 +215,41 @@ def test_method_lists_come_from_the_registry():
     assert R.CALIBRATED == ["wanda-head", "sparsegpt-head", "gradient-head", "hybrid"]
     assert R.Z_METHODS == ["mpg", "mp"]
     assert R.LABEL["dense"] == "Dense" and R.LABEL["sparsegpt-head"] == "SparseGPT-Head"
+
+
+def test_spread_windows_and_full_split_are_their_own_cells():
+    e = Experiment("tiny-llama", SMALL, Store(None), progress=False)
+    spread = Experiment("tiny-llama", SMALL.replace(spread=True), Store(None), progress=False)
+    assert config_key(spread.base_config()) != config_key(e.base_config())
+    assert "spread" not in e.base_config()  # records made before spread existed keep their keys
+    full = spread.full_split()
+    assert full.setup.max_windows is None and full.model is spread.model and "spread" not in full.base_config()
+    assert full.address in {x.address for x in spread.variants()} and not e.variants()  # no full split unless spread
+    assert "spread over the split" in spread.windows() and e.windows().startswith("first ")
+
+
+def test_calibration_draws_are_seeded_and_keyed():
+    e = HeadExperiment("tiny-llama", SMALL, Store(None), grad_nsamples=1, progress=False)
+    a, b = e.method_calibration("wanda-head"), e.method_calibration("wanda-head", calib_seed=1)
+    assert a.source["seed"] == SMALL.calib_seed and b.source["seed"] == 1
+    assert not torch.equal(a.windows, b.windows)
+    assert e.method_calibration("wanda-head", SMALL.calib_seed) is a  # the setup's seed is the default draw
+    assert e.method_config("wanda-head", calib_seed=1) != e.method_config("wanda-head")
+    assert e.method_config("mpg", calib_seed=1) == e.method_config("mpg")  # a calibration-free score draws nothing
+    draw = {"protocol": PROTOCOL, "model": model_key(e.loaded.identity), **e.method_config("wanda-head", calib_seed=1)}
+    assert e.owns(draw)  # another draw of this model's calibration corpus is still this model's record
+
+
+def test_grid_draws_random_seeds_and_calibration_draws():
+    store = Store(None)
+    e = HeadExperiment("tiny-llama", SMALL, store, grad_nsamples=1, progress=False)
+    recs = e.grid(["mpg", "wanda-head", "random"], [0.25], random_seeds=[0, 1, 2], calib_seeds=[0, 1])
+    assert [r["config"]["method"] for r in recs] == ["mpg"] + ["wanda-head"] * 2 + ["random"] * 3
+    frame = R.ppl_frame(store, {"tiny-llama": e})
+    assert sorted(R.draws(frame, "tiny-llama", "random", 0.25).draw) == [0, 1, 2]
+    assert list(R.draws(frame, "tiny-llama", "wanda-head", 0.25).draw) == [0, 1]
+    assert R.find(frame, "tiny-llama", "random", 0.25).draw == 0  # find: the first draw
+    assert len({tuple(map(tuple, p)) for p in R.draws(frame, "tiny-llama", "random", 0.25).pruned}) == 3
 
 
 def test_grid_asks_every_cell_and_the_scores_frame_reads_only_this_models_records():

@@ -48,6 +48,16 @@ def test_windows_drop_the_tail():
         windows(ids, 11)
 
 
+def test_spread_windows_cover_the_whole_split_in_order():
+    ids = torch.arange(100)  # 10 windows of 10
+    w = windows(ids, 10, max_windows=4, spread=True)
+    assert w[:, 0].tolist() == [0, 30, 60, 90]  # the first and the last window, evenly between
+    assert windows(ids, 10, max_windows=4).tolist() == windows(ids, 40 // 4, max_windows=4).tolist()  # not spread: first 4
+    assert windows(ids, 10, max_windows=20, spread=True).tolist() == windows(ids, 10).tolist()  # fewer than asked: all
+    bos = windows(ids, 10, max_windows=2, bos=-1, spread=True)
+    assert bos[:, 0].tolist() == [-1, -1] and bos[:, 1].tolist() == [0, 90]
+
+
 def test_seqlen_beyond_model_limit():
     m = build_tiny("tiny-gpt2")  # 512 positions
     with pytest.raises(ReproError, match="exceeds the model's limit of 512"):

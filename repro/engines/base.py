@@ -29,6 +29,7 @@ class Setup:
     data: str = "wikitext2:validation"
     seqlen: int = 1024
     max_windows: int | None = 32
+    spread: bool = False  # the max_windows windows spread evenly over the whole split, not its first ones
     batch_size: int = 1
     eval_dtype: str = "auto"  # bfloat16 where it is fast (GPU, AVX512-BF16/AMX CPUs), else float32
     calib_data: str = "wikitext2-train"
@@ -113,7 +114,7 @@ class Experiment:
             self.loaded  # noqa: B018 - nothing recorded about this model yet: load it now (and record it)
         self._data = self._calib_text = None
         self._eval = None
-        self._calib: dict[int, Calibration] = {}
+        self._calib: dict[tuple[int, int], Calibration] = {}  # (nsamples, seed) -> windows
 
     # -- the model, loaded on first use ------------------------------------------------------------
     @property
@@ -201,7 +202,7 @@ class Experiment:
         return {"protocol": PROTOCOL, "model": model_key(self.identity),
                 "data": {k: self.data.identity[k] for k in ("name", "split", "sha256", "note")},
                 "seqlen": s.seqlen, "max_windows": s.max_windows, "batch_size": s.batch_size, "dtype": s.eval_dtype,
-                **self.feeding()}
+                **({"spread": True} if s.spread and s.max_windows is not None else {}), **self.feeding()}
 
     def feeding(self) -> dict:
         """The window rule as a key field: ``{"windows": "bos+text"}`` for families that need BOS,
@@ -214,9 +215,13 @@ class Experiment:
         return "" if self.bos is None else ", <bos> + text windows"
 
     def windows(self) -> str:
-        """'8 x 256 tokens' (and the rule where it is not plain): the evaluation sample, for captions."""
+        """'first 8 x 256 tokens' or '32 x 1024 tokens spread over the split' (and the rule where it is not
+        plain): the evaluation sample, for captions."""
         s = self.setup
-        return f"{'all' if s.max_windows is None else s.max_windows} x {s.seqlen} tokens{self.feeding_note}"
+        if s.max_windows is None:
+            return f"all {s.seqlen}-token windows{self.feeding_note}"
+        where = " spread over the split" if s.spread else ""
+        return f"{'' if s.spread else 'first '}{s.max_windows} x {s.seqlen} tokens{where}{self.feeding_note}"
 
     def without_bos(self) -> "Experiment":
         """This experiment with plain windows (no BOS): what the model sees when it is fed outside its
@@ -226,26 +231,41 @@ class Experiment:
         other._bos, other._calib = None, {}
         return other
 
-    def calibration(self, nsamples: int | None = None) -> Calibration:
+    def full_split(self) -> "Experiment":
+        """This experiment evaluated on every window of the split (``max_windows=None``): the dense number
+        over the whole split beside a table's sample of it. Shares the model and the evaluation copy."""
+        other = copy.copy(self)
+        other.setup = self.setup.replace(max_windows=None, spread=False)
+        return other
+
+    def variants(self) -> list["Experiment"]:
+        """The derived experiments a notebook may ask cells of (:meth:`without_bos`, :meth:`full_split`):
+        a ``repro run`` worker finds each by its address."""
+        out = [self.without_bos()] if self.bos is not None else []
+        return out + ([self.full_split()] if self.setup.spread and self.setup.max_windows is not None else [])
+
+    def calibration(self, nsamples: int | None = None, seed: int | None = None) -> Calibration:
         """Seeded ``nsamples x calib_seqlen`` windows of the calibration corpus (default
-        ``setup.calib_nsamples``), drawn once per size; ``source`` identifies them in keys."""
+        ``setup.calib_nsamples``; ``seed``: another draw than ``setup.calib_seed``'s), drawn once per size
+        and seed; ``source`` identifies them in keys."""
         s = self.setup
         n = s.calib_nsamples if nsamples is None else nsamples
-        if n not in self._calib:
+        seed = s.calib_seed if seed is None else seed
+        if (n, seed) not in self._calib:
             limit = max_positions(self.loaded.model)  # checked before any calibration pass (minutes at 100k)
             if limit is not None and s.calib_seqlen + (self.bos is not None) > limit:
                 raise ReproError(f"calib_seqlen (--calib-seqlen) {s.calib_seqlen}{' + <bos>' if self.bos is not None else ''}"
                                  f" exceeds {self.name}'s limit of {limit} positions")
-            wins = sample_windows(tokenize(self.loaded.tokenizer, self.calib_text), n, s.calib_seqlen, s.calib_seed,
-                                  self.bos)
-            self._calib[n] = Calibration(wins, self.calibration_key(n))
-        return self._calib[n]
+            wins = sample_windows(tokenize(self.loaded.tokenizer, self.calib_text), n, s.calib_seqlen, seed, self.bos)
+            self._calib[n, seed] = Calibration(wins, self.calibration_key(n, seed=seed))
+        return self._calib[n, seed]
 
-    def calibration_source(self, nsamples: int | None = None) -> dict:
-        """``calibration(nsamples).source`` without drawing the windows (tokenizing needs the
+    def calibration_source(self, nsamples: int | None = None, seed: int | None = None) -> dict:
+        """``calibration(nsamples, seed).source`` without drawing the windows (tokenizing needs the
         model's tokenizer): keys are known before, and without, loading the model."""
         n = self.setup.calib_nsamples if nsamples is None else nsamples
-        return self._calib[n].source if n in self._calib else self.calibration_key(n)
+        seed = self.setup.calib_seed if seed is None else seed
+        return self._calib[n, seed].source if (n, seed) in self._calib else self.calibration_key(n, seed=seed)
 
     def calibration_key(self, nsamples: int, **extra) -> dict:
         """What identifies ``nsamples`` calibration windows in a key (``extra``: e.g. the seed and
@@ -264,7 +284,7 @@ class Experiment:
         """Perplexity of ``model`` (as it is: masked, zeroed or removed) under the setup's protocol."""
         s = self.setup
         return perplexity(model, self.loaded.tokenizer, self.data, s.seqlen, s.max_windows, s.batch_size,
-                          self.progress, self.bos).as_dict()
+                          self.progress, self.bos, s.spread).as_dict()
 
     def zeroshot_config(self, tasks: list[str], limit: int | None) -> dict:
         """Key fields of a zero-shot cell (lm-eval tasks; the text data and windows play no part)."""

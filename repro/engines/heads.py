@@ -67,16 +67,17 @@ class HeadExperiment(Experiment):
             return None
         return self.grad_nsamples if kind == "gradients" else self.setup.calib_nsamples
 
-    def method_calibration(self, method: str) -> Calibration | None:
+    def method_calibration(self, method: str, calib_seed: int | None = None) -> Calibration | None:
+        """The calibration windows ``method`` reads (``calib_seed``: another draw than the setup's)."""
         n = self._calib_nsamples(method)
-        return None if n is None else self.calibration(n)
+        return None if n is None else self.calibration(n, calib_seed)
 
-    def method_source(self, method: str) -> dict | None:
-        """``method_calibration(method).source`` without drawing the windows (tokenizing the
+    def method_source(self, method: str, calib_seed: int | None = None) -> dict | None:
+        """``method_calibration(method, calib_seed).source`` without drawing the windows (tokenizing the
         calibration corpus takes seconds and the model's tokenizer; telling which score records are
         this model's must not)."""
         n = self._calib_nsamples(method)
-        return None if n is None else self.calibration_source(n)
+        return None if n is None else self.calibration_source(n, calib_seed)
 
     def owner_fields(self, config: dict) -> dict:
         """An evaluated cell shares the evaluation protocol (:meth:`base_config`); a score record
@@ -84,25 +85,29 @@ class HeadExperiment(Experiment):
         if "data" in config:
             return super().owner_fields(config)
         fields = {"protocol": PROTOCOL, "model": model_key(self.identity)}
-        if config.get("calibration") is not None:
-            fields["calibration"] = self.method_source(config["method"])
+        if config.get("calibration") is not None:  # any draw of this model's calibration corpus
+            seed = config["calibration"].get("seed")
+            fields["calibration"] = self.method_source(config["method"], seed)
         return fields
 
-    def method_config(self, method: str, z: float = 2.0, seed: int = 0) -> dict:
-        """The method, the parameters it declares (only those), and its calibration windows."""
+    def method_config(self, method: str, z: float = 2.0, seed: int = 0, calib_seed: int | None = None) -> dict:
+        """The method, the parameters it declares (only those), and its calibration windows (the draw of
+        ``calib_seed``, default the setup's)."""
         m = get_method(method)
         cfg = {"method": method, **{k: v for k, v in (("z", z), ("seed", seed)) if k in m.params}}
         if m.calibration:
-            cfg["calibration"] = self.method_source(method)  # the windows' identity, without drawing them
+            cfg["calibration"] = self.method_source(method, calib_seed)  # the windows' identity, without drawing them
         return cfg
 
     # -- cells (each asks for the records it depends on before its own: repro.engines.plan) ----
     @plan.cell
-    def scores(self, method: str, z: float = 2.0, seed: int = 0) -> tuple[np.ndarray, float]:
-        cfg = {"protocol": PROTOCOL, "model": model_key(self.identity), **self.method_config(method, z, seed)}
+    def scores(self, method: str, z: float = 2.0, seed: int = 0, calib_seed: int | None = None) -> tuple[np.ndarray, float]:
+        """``method``'s head scores (``seed``: Random's draw; ``calib_seed``: the calibration draw of a
+        method that reads data, default the setup's) and the seconds scoring took."""
+        cfg = {"protocol": PROTOCOL, "model": model_key(self.identity), **self.method_config(method, z, seed, calib_seed)}
 
         def compute():
-            calib = self.method_calibration(method)
+            calib = self.method_calibration(method, calib_seed)
             shared = calib is not None and calib.has_stats(self.model)  # captured for another method
             t0 = time.perf_counter()
             params = {k: v for k, v in cfg.items() if k in get_method(method).params}
@@ -140,9 +145,11 @@ class HeadExperiment(Experiment):
         return self.run(self.records, {**self.base_config(), "method": "dense"}, lambda: self._evaluate(None))
 
     @plan.cell
-    def cell(self, method: str, sparsity: float, z: float = 2.0, tie_break: str = "index", seed: int = 0) -> dict:
-        scores, _ = self.scores(method, z, seed)
-        cfg = {**self.base_config(), **self.method_config(method, z, seed), "sparsity": sparsity, "tie_break": tie_break}
+    def cell(self, method: str, sparsity: float, z: float = 2.0, tie_break: str = "index", seed: int = 0,
+             calib_seed: int | None = None) -> dict:
+        scores, _ = self.scores(method, z, seed, calib_seed)
+        cfg = {**self.base_config(), **self.method_config(method, z, seed, calib_seed), "sparsity": sparsity,
+               "tie_break": tie_break}
         if tie_break == "random":
             cfg["tie_seed"] = seed
 
@@ -152,17 +159,25 @@ class HeadExperiment(Experiment):
         return self.run(self.records, cfg, compute)
 
     def grid(self, methods, sparsities=(), z_values=(2.0,), tie_break: str = "index",
-             dense: bool = False) -> list[dict]:
+             dense: bool = False, random_seeds=(0,), calib_seeds=(None,)) -> list[dict]:
         """Every cell of ``methods`` x ``z_values`` (a method without z: only 2.0) x ``sparsities``,
         each method's scores asked first (a grid without sparsities asks only the scores);
         ``tie_break="random"``: one cell per seed of :attr:`tie_seeds`; ``dense``: the unpruned
-        cell first. The perplexity records, in that order."""
+        cell first. Draws: Random once per seed of ``random_seeds``, a method that reads calibration data
+        once per calibration draw of ``calib_seeds`` (None: the setup's). The perplexity records, in that
+        order."""
         out = [self.dense()] if dense else []
-        seeds = self.tie_seeds if tie_break == "random" else [0]
+        ties = self.tie_seeds if tie_break == "random" else [None]
         for m in methods:
-            for z in z_values if "z" in get_method(m).params else (2.0,):
-                self.scores(m, z)
-                out += [self.cell(m, sp, z, tie_break, seed) for sp in sparsities for seed in seeds]
+            spec = get_method(m)
+            seeds = random_seeds if "seed" in spec.params else [0]
+            calibs = calib_seeds if spec.calibration else [None]
+            for z in z_values if "z" in spec.params else (2.0,):
+                for seed in seeds:
+                    for cs in calibs:
+                        self.scores(m, z, seed, cs)
+                        out += [self.cell(m, sp, z, tie_break, seed if t is None else t, cs)
+                                for sp in sparsities for t in ties]
         return out
 
     @plan.cell
@@ -257,19 +272,21 @@ class VisionHeadExperiment(HeadExperiment):
             return None
         return self.grad_nsamples if kind == "gradients" else self.n_calib
 
-    def calibration(self, nsamples: int | None = None) -> Calibration:
-        """``nsamples`` (default ``n_calib``) labelled training images, drawn once per size."""
+    def calibration(self, nsamples: int | None = None, seed: int | None = None) -> Calibration:
+        """``nsamples`` (default ``n_calib``) labelled training images, drawn once per size and seed."""
         n = self.n_calib if nsamples is None else nsamples
-        if n not in self._calib:
-            self._calib[n] = Calibration(image_windows(*self.images.draw(n, self.setup.calib_seed)),
-                                         self.calibration_key(n))
-        return self._calib[n]
+        seed = self.setup.calib_seed if seed is None else seed
+        if (n, seed) not in self._calib:
+            self._calib[n, seed] = Calibration(image_windows(*self.images.draw(n, seed)),
+                                               self.calibration_key(n, seed=seed))
+        return self._calib[n, seed]
 
-    def calibration_source(self, nsamples: int | None = None) -> dict:
-        return self.calibration_key(self.n_calib if nsamples is None else nsamples)
+    def calibration_source(self, nsamples: int | None = None, seed: int | None = None) -> dict:
+        return self.calibration_key(self.n_calib if nsamples is None else nsamples,
+                                    seed=self.setup.calib_seed if seed is None else seed)
 
-    def calibration_key(self, nsamples: int, **extra) -> dict:
-        return self.images.source(nsamples, self.setup.calib_seed, **extra)
+    def calibration_key(self, nsamples: int, seed: int | None = None, **extra) -> dict:
+        return self.images.source(nsamples, self.setup.calib_seed if seed is None else seed, **extra)
 
     def base_config(self) -> dict:
         return self.images.eval_config()

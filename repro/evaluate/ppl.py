@@ -57,9 +57,14 @@ def max_positions(model: torch.nn.Module) -> int | None:
     return None
 
 
-def windows(ids: torch.Tensor, seqlen: int, max_windows: int | None = None, bos: int | None = None) -> torch.Tensor:
+def windows(ids: torch.Tensor, seqlen: int, max_windows: int | None = None, bos: int | None = None,
+            spread: bool = False) -> torch.Tensor:
     """Non-overlapping [n, seqlen] windows from the start; tail dropped. With ``bos`` (the family's
-    rule, :mod:`repro.assets.feeding`): windows of ``seqlen`` text tokens with BOS prepended, [n, seqlen + 1]."""
+    rule, :mod:`repro.assets.feeding`): windows of ``seqlen`` text tokens with BOS prepended, [n, seqlen + 1].
+
+    ``spread``: the ``max_windows`` windows are taken evenly over *all* of the split's windows (the first
+    and the last included, in order) instead of the first ``max_windows``: a sample of the whole split,
+    not of its first articles."""
     ids = text_tokens(ids, bos)
     if seqlen < 2:
         raise ReproError(f"seqlen must be at least 2, got {seqlen}")
@@ -67,10 +72,13 @@ def windows(ids: torch.Tensor, seqlen: int, max_windows: int | None = None, bos:
     if max_windows is not None:
         if max_windows < 1:
             raise ReproError(f"max_windows must be positive, got {max_windows}")
-        n = min(n, max_windows)
     if n == 0:
         raise ReproError(f"the data has {ids.numel()} tokens, fewer than one window of {seqlen}")
-    return prepend(ids[: n * seqlen].view(n, seqlen), bos)
+    wins = ids[: n * seqlen].view(n, seqlen)
+    if max_windows is not None and max_windows < n:
+        pick = np.linspace(0, n - 1, max_windows).round().astype(int) if spread else np.arange(max_windows)
+        wins = wins[torch.from_numpy(pick)]
+    return prepend(wins, bos)
 
 
 # Families whose logits are exactly ``lm_head(final hidden state)`` (no scaling or soft-capping after it).
@@ -178,10 +186,11 @@ class PPLResult:
 
 
 def perplexity(model, tokenizer, data: TextData, seqlen: int = 1024, max_windows: int | None = None,
-               batch_size: int = 1, progress: bool = True, bos: int | None = None) -> PPLResult:
+               batch_size: int = 1, progress: bool = True, bos: int | None = None, spread: bool = False) -> PPLResult:
     """Perplexity of ``model`` on ``data`` (in the model's current dtype); ``bos``: the family's
-    window rule (:func:`repro.assets.feeding.bos_token`). ``n_tokens`` counts text tokens."""
-    wins = windows(tokenize(tokenizer, data), seqlen, max_windows, bos)
+    window rule (:func:`repro.assets.feeding.bos_token`); ``spread``: windows spread over the whole split
+    (:func:`windows`). ``n_tokens`` counts text tokens."""
+    wins = windows(tokenize(tokenizer, data), seqlen, max_windows, bos, spread)
     nll = window_nll(model, wins, batch_size, progress)
     dtype = str(next(model.parameters()).dtype).replace("torch.", "")
     return PPLResult(float(math.exp(nll.mean())), ppl_ci(nll), nll.tolist(), seqlen, len(wins), len(wins) * seqlen,

@@ -478,7 +478,7 @@ class Report(BanditReport):
                           for n, e in lm.items())
         e0 = next(iter(lm.values()), None)
         data = ("; ".join(f"{n}: {e.setup.calib_nsamples} calibration windows of {e.setup.calib_seqlen} tokens per "
-                          f"seed in mini-batches of {e.calib_batch_size}; evaluation {e.data.label}, first "
+                          f"seed in mini-batches of {e.calib_batch_size}; evaluation {e.data.label}, "
                           f"{e.windows()}" for n, e in lm.items())
                 + (f"; LAMBADA first {p['lambada_limit']} documents" if e0 is not None else ""))
         s, vs = p["search"], p["vision_search"]

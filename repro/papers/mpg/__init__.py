@@ -28,6 +28,7 @@ from repro.papers.mpg.records import (  # noqa: F401
     best_calibrated,
     curve,
     describe,
+    draws,
     find,
     find_scores,
     grid,

@@ -27,6 +27,8 @@ class MpgParams:
     sparsities: tuple = ()
     z_values: tuple = ()
     z_sparsities: tuple = ()
+    random_seeds: tuple = (0,)
+    calib_seeds: tuple = (None,)
     zeroshot_models: tuple = ()
     zeroshot_tasks: tuple = ()
     zeroshot_sparsities: tuple = ()
@@ -61,6 +63,9 @@ class MpgParams:
             check_number(name, getattr(self, name), True, 1, allow_none=True)
         check_list("glue_tasks", self.glue_tasks, known=list(GLUE))
         check_list("glue_seeds", self.glue_seeds, "integer", 0)
+        check_list("random_seeds", self.random_seeds, "integer", 0)
+        if self.calib_seeds != (None,):
+            check_list("calib_seeds", self.calib_seeds, "integer", 0)
         check_list("glue_random_seeds", self.glue_random_seeds, "integer", 0)
         check_number("glue_k", self.glue_k, True, 2)
         for name in ("glue_n_calib", "glue_grad_nsamples"):
@@ -118,11 +123,18 @@ class MpgGrid:
         return shown(self.store, lambda: scores_frame(self.store, self.lm))
 
     def table1(self) -> pd.DataFrame:
-        """Section 3 (Table I): dense and every method x sparsity; the frame of the main cells (z = 2,
+        """Section 3 (Table I): dense and every method x sparsity, Random once per seed of ``random_seeds``
+        and the calibrated scorers once per draw of ``calib_seeds``; the frame of the main cells (z = 2,
         index tie-break)."""
         for e in self.lm.values():
-            e.grid(self.p.methods, self.p.sparsities, dense=True)
+            e.grid(self.p.methods, self.p.sparsities, dense=True, random_seeds=self.p.random_seeds,
+                   calib_seeds=self.p.calib_seeds)
         return shown(self.store, lambda: main_cells(ppl_frame(self.store, self.lm)))
+
+    def full_split(self) -> dict:
+        """Section 3: ``{model: dense record over every window of the split}`` (where the table's sample
+        is a subset of it)."""
+        return {n: e.full_split().dense() for n, e in self.lm.items() if e.setup.spread and e.setup.max_windows}
 
     def feeding(self) -> dict:
         """Section 3a: ``{model: (dense record, dense record without <bos>)}`` of the families that need <bos>."""
@@ -177,6 +189,7 @@ class MpgGrid:
         self.norm_profile()
         self.scores()
         self.table1()
+        self.full_split()
         self.feeding()
         self.table2()
         self.table3()

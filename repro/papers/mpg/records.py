@@ -50,6 +50,15 @@ def describe(experiments) -> str:
 
 # ---- records -> frames ------------------------------------------------------------------------
 
+def _draw(config: dict) -> int:
+    """Which draw of its method a cell is: Random's seed, a calibration-based scorer's calibration seed
+    (0 for a method that draws nothing)."""
+    method = config["method"]
+    if method in HEAD_METHODS and "seed" in HEAD_METHODS[method].params:
+        return int(config.get("seed", 0))
+    return int((config.get("calibration") or {}).get("seed", 0))
+
+
 def ppl_frame(store: Store, experiments, session: bool = True) -> pd.DataFrame:
     """One row per perplexity cell of ``experiments`` (HeadExperiments) under their current setup
     (data, seqlen, windows, batch size, dtype); ``session``: only cells asked for in this session."""
@@ -57,12 +66,13 @@ def ppl_frame(store: Store, experiments, session: bool = True) -> pd.DataFrame:
     for r, _ in owned(store, "heads-ppl", experiments, session):
         c, res = r["config"], r["result"]
         rows.append({"key": ("heads-ppl", r["key"]), "model": c["model"]["name"], "method": c["method"],
+                     "draw": _draw(c),
                      "z": c.get("z"), "sparsity": c.get("sparsity", 0.0), "tie_break": c.get("tie_break", "index"),
                      "tie_seed": c.get("tie_seed"), "data": f'{c["data"]["name"]}:{c["data"]["split"]}',
                      "seqlen": c["seqlen"], "n_windows": res["n_windows"], "n_tokens": res["n_tokens"],
                      "dtype": res["dtype"], "ppl": res["ppl"], "ci95": res["ci95"], "window_nll": res["window_nll"],
                      "pruned": res.get("pruned"), "calibration": c.get("calibration"), "seconds": r.get("seconds")})
-    cols = ["key", "model", "method", "z", "sparsity", "tie_break", "tie_seed", "data", "seqlen", "n_windows",
+    cols = ["key", "model", "method", "draw", "z", "sparsity", "tie_break", "tie_seed", "data", "seqlen", "n_windows",
             "n_tokens", "dtype", "ppl", "ci95", "window_nll", "pruned", "calibration", "seconds"]
     return pd.DataFrame(rows, columns=cols)
 
@@ -105,14 +115,23 @@ def scores_frame(store: Store, experiments, session: bool = True) -> pd.DataFram
 def find(frame: pd.DataFrame, model: str, method: str, sparsity: float = 0.0, z: float = 2.0,
          tie_seed: int | None = None) -> pd.Series | None:
     """The cell of (model, method, sparsity[, z for methods that take z]) with the index tie-break
-    (``tie_seed``: the random tie-break of that seed); the dense row for ``method="dense"``."""
+    (``tie_seed``: the random tie-break of that seed); the dense row for ``method="dense"``. Of a method
+    drawn several times (Random's seeds, calibration draws: :func:`draws`), the first draw."""
+    f = draws(frame, model, method, sparsity, z, tie_seed)
+    return None if f.empty else f.iloc[0]
+
+
+def draws(frame: pd.DataFrame, model: str, method: str, sparsity: float = 0.0, z: float = 2.0,
+          tie_seed: int | None = None) -> pd.DataFrame:
+    """Every draw of the cell :func:`find` names (Random's seeds, a calibrated scorer's calibration
+    draws; one row for the other methods), by draw."""
     f = frame[(frame.model == model) & (frame.method == method)]
     f = f[f.tie_break.eq("index")] if tie_seed is None else f[f.tie_break.eq("random") & f.tie_seed.eq(tie_seed)]
     if method != "dense":
         f = f[np.isclose(f.sparsity.astype(float), sparsity)]
         if "z" in HEAD_METHODS[method].params:
             f = f[f.z == z]
-    return None if f.empty else f.iloc[0]
+    return f.sort_values("draw", kind="stable") if "draw" in f else f
 
 
 def find_scores(scores: pd.DataFrame, model: str, method: str, z: float = 2.0, seed: int = 0) -> pd.Series | None:

@@ -72,7 +72,7 @@ class Report(Tables):
     def differences(self):
         """(table, caption): what differs from the paper, generated from the parameters that ran."""
         p, lm, vision = self.params, self.grid.lm, self.grid.vision
-        evals = "; ".join(f"{n}: {e.data.label}, first {e.windows()}" for n, e in lm.items())
+        evals = "; ".join(f"{n}: {e.data.label}, {e.windows()}" for n, e in lm.items())
         calib = "; ".join(f"{n}: {e.setup.calib_nsamples} x {e.setup.calib_seqlen} tokens of {e.calib_text.label}, "
                           f"Gradient-Head on {e.grad_nsamples}" for n, e in lm.items())
         dtypes = ", ".join(sorted({e.setup.eval_dtype for e in [*lm.values(), *vision.values()]}))

@@ -175,7 +175,7 @@ class Report:
         models = "; ".join(f"{model_line(e)}, the paper's {g.ogas_setting[n]} setting" for n, e in g.wt.items())
         calib = "; ".join(f"{n}: {e.setup.calib_nsamples} x {e.setup.calib_seqlen} tokens of {e.calib_text.label} "
                           f"(WikiText rows), of {g.c4[n].calib_text.label} (C4 rows)" for n, e in g.wt.items())
-        evals = "; ".join(f"{n}: {e.data.label} and {g.c4[n].data.label}, first {e.windows()}" for n, e in g.wt.items())
+        evals = "; ".join(f"{n}: {e.data.label} and {g.c4[n].data.label}, {e.windows()}" for n, e in g.wt.items())
         zs = (f"{', '.join(g.zeroshot_tasks)} on {', '.join(g.zeroshot_models)}, first {g.zeroshot_limit} documents "
               "each (lm-eval's own task YAMLs)" if g.zeroshot_models else "not run")
         dtypes = ", ".join(sorted({e.setup.eval_dtype for e in g.all_experiments()}))
