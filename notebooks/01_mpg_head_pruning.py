@@ -54,6 +54,8 @@ z_sparsities = [0.25, 0.5]
 tie_seeds = [0, 1, 2]
 random_seeds = [0, 1, 2, 3, 4]  # Table I: Random's draws
 calib_seeds = [0, 1, 2]  # Table I: the calibration draws of every calibration-based scorer
+anatomy = True  # section 3c: why collapsed cells collapse (sublayer RMS, single-head restores)
+remedy_methods = ["wanda-head", "sparsegpt-head", "gradient-head", "mpg"]  # section 3d: layer-normalised ranking
 zeroshot_models = ["smollm2-135m"]
 zeroshot_tasks = ["sst2", "mrpc", "rte"]
 zeroshot_sparsities = [0.125, 0.25]
@@ -85,6 +87,7 @@ from IPython.display import Markdown, display
 from repro.methods.heads import excess, select_heads
 from repro.notebooks import start
 from repro.papers import mpg as P
+from repro.papers.mpg import collapse as C
 
 nb = start(globals(), "01_mpg_head_pruning")  # opened in JupyterLab: applies profiles/<profile>.yaml
 grid = P.build(nb)  # the experiments and one method per section below (repro run plans every section)
@@ -192,16 +195,42 @@ print(f"{int((s == 0).sum())} of {s.size} heads score exactly 0: at low sparsity
 # %% [markdown]
 # ## 3. Table I: perplexity after pruning
 #
-# Each cell evaluates the pruned model on the same windows as the dense row; brackets are 95%
-# percentile-bootstrap intervals over windows (few windows, so wide: they show how much the
-# window sample alone moves a number). Best per column **bold**, second <u>underlined</u>; the dense
-# row is not ranked. Because every method sees the *same* windows, comparisons between methods are
-# made **paired** (section 3b), which is far sharper than comparing these intervals.
+# Each cell evaluates the pruned model on the same windows as the dense row. With `spread`, those windows
+# are taken evenly over the *whole* validation split (the first and the last included), not from its first
+# articles: neighbouring windows of one article are correlated, so a sample from the start of a split says
+# less than its size suggests. Brackets are 95% percentile-bootstrap intervals over windows. Best per column
+# **bold**, second <u>underlined</u>; the dense row is not ranked. Because every method sees the *same*
+# windows, comparisons between methods are made **paired** (section 3b), which is far sharper than comparing
+# these intervals.
+#
+# Two baselines depend on a draw: Random on its seed, and every calibration-based score on its calibration
+# sample (`calib_nsamples` windows drawn at random from WikiText-2 *train*). One draw of either can be lucky
+# or unlucky, so each runs several times (`random_seeds`, `calib_seeds`) and the table shows the geometric
+# mean over its draws: $\exp\big(\frac{1}{D}\sum_d \overline{\mathrm{NLL}}_d\big)$. Its interval adds the
+# spread *between* draws to the spread over windows: each half-width becomes
+# $\sqrt{h_{\text{windows}}^2 + \big(t_{0.975,D-1}\, s_{\text{draws}}/\sqrt{D}\big)^2}$ on the log scale,
+# with $s_{\text{draws}}$ the standard deviation of the draws' mean NLL (`repro.evaluate.stats.pooled_ppl`;
+# with 3-5 draws a bootstrap over draws would only give their range). Comparisons with a drawn method use the
+# same rule (`paired_ratio_draws`).
 
 # %%
 main = grid.table1()  # dense and every method x sparsity (index tie-break, z = 2)
 table1, cap1, vals = R.table1(main, methods, sparsities)
 nb.show(table1, "table1_ppl", cap1, raw=vals, reading=R.table1_reading(vals))
+
+# %% [markdown]
+# How much does the draw alone move a cell? Each draw of each drawn method, and its worst draw against its best.
+# Below it, the dense model on Table I's sample beside the dense model on *every* window of the split: the
+# sample stands in for the split only if the two agree.
+
+# %%
+draw_table, cap = R.draw_spread(main, sparsities)
+if len(draw_table):  # some method was drawn more than once
+    nb.show(draw_table, "table1_draws", cap, reading=R.draw_spread_reading(draw_table))
+full = grid.full_split()  # {model: dense record over every window}
+if full:
+    split, cap = R.sample_vs_split(main, full)
+    nb.show(split, "table1_sample_vs_split", cap)
 
 # %% [markdown]
 # Many heads score exactly 0 under MP and MP-G (no feature above $\mu + z\sigma$). Where fewer heads are cut
@@ -251,8 +280,8 @@ nb.show(paired, "paired_vs_mpg", cap, reading=R.paired_reading(paired))
 # method empties completely and the most heads it takes from one layer.
 
 # %%
-spread, cap = R.spread(scores, methods, sparsities[0])
-nb.show(spread, "pruned_per_layer", cap, reading=R.spread_reading(spread, vals))
+per_layer, cap = R.spread(scores, methods, sparsities[0])
+nb.show(per_layer, "pruned_per_layer", cap, reading=R.spread_reading(per_layer, vals))
 
 # %%
 fig, axes = plt.subplots(1, len(models), figsize=(6 * len(models), 4), squeeze=False)
@@ -263,10 +292,72 @@ for ax, name in zip(axes[0], models):
     ax.set_yscale("log")
     ax.set_xlabel("head sparsity")
     ax.set_ylabel("perplexity (log)")
-    ax.set_title(f"{name}: {exps[name].data.label}, first {exps[name].setup.max_windows} x {seqlen} tokens "
-                 f"({profile})", fontsize=9)
+    ax.set_title(f"{name}: {exps[name].data.label}, {exps[name].windows()} ({profile})", fontsize=9)
 axes[0][-1].legend(fontsize=8, bbox_to_anchor=(1.02, 1), loc="upper left")
 nb.figure(fig, "ppl_vs_sparsity.png")
+
+# %% [markdown]
+# ### 3c. Why a cell collapses
+#
+# A cell *collapses* here when its perplexity is more than ten times the dense model's (our definition; the
+# paper gives none). Two mechanisms can make a handful of heads matter that much, and both are measured
+# below rather than assumed.
+#
+# **Heads depend on heads before them.** Algorithm 1 scores every head on its own, but a head in layer
+# $\ell$ reads the residual stream that the heads of layers $< \ell$ wrote. Remove a whole layer's attention
+# and a later head may read inputs it never saw in training: its output $o^{(\ell)} = W_O^{(\ell)} z^{(\ell)}$
+# leaves its dense scale. We measure, per layer, $\overline{\mathrm{rms}}(o^{(\ell)}_{\text{pruned}}) /
+# \overline{\mathrm{rms}}(o^{(\ell)}_{\text{dense}})$ (mean over tokens of the per-token RMS, before any
+# norm): below 1 where heads were cut, above 1 in a later layer that now over-reacts.
+#
+# **Gemma normalises each sublayer's output.** Llama-like models (SmolLM2) are pre-norm: a layer adds
+# $o_U = o - \sum_{h \in U} W_O^{h} z^{h}$ to the residual stream, so a masked head simply stops contributing.
+# Gemma's decoder layer applies an RMSNorm to the attention output *before* the residual add
+# (`post_attention_layernorm`): it adds $w \odot o_U / \mathrm{rms}(o_U)$, so cutting heads multiplies every
+# *surviving* head of that layer by $\mathrm{rms}(o)/\mathrm{rms}(o_U)$ (`repro.evaluate.rescale`). Algorithm 1
+# assumes the pre-norm picture.
+#
+# For each collapsed Table I cell (its first draw), and for MP-G and MP at the highest sparsity, the
+# diagnosis (`HeadExperiment.anatomy`, on a few windows spread over the split) gives: the damage in nats, the
+# layers the selection empties, the later layer whose attention output grows most, the one pruned head whose
+# return repairs most (and what share of the damage), the one extra head of that grown layer whose removal
+# repairs most, and on Gemma the largest factor by which a cut scales up a layer's survivors.
+
+# %%
+grid.anatomy()  # the diagnosis records of the cells Table I shows collapsing
+if anatomy:
+    anat, cap, anat_frame = R.anatomy()
+    nb.show(anat, "collapse_anatomy", cap, reading=C.anatomy_reading(anat_frame))
+
+# %% [markdown]
+# **Why a calibrated score empties whole layers.** Scores are ranked *globally*. Wanda-Head scores a head by
+# $\sum_j |W_{ij}|\,\lVert X_j \rVert_2$ over its features: weight size times the size of the activation
+# entering it. Activation norms change with depth, so a layer whose inputs are small scores low *as a whole*
+# and loses every head before any head of another layer. The table shows, per layer, each method's median head
+# score over the median of all heads (its scale) and how many heads it prunes there at the lowest sparsity;
+# Magnitude-Head is the same weights without the activations, so the two columns side by side separate the
+# weights' share of a layer's scale from the activations'.
+
+# %%
+for name, t in R.layer_scale(scores, ["wanda-head", "sparsegpt-head", "magnitude-head", "mpg"], sparsities[0]).items():
+    nb.show(t.round(3), f"layer_scale_{name}", f"**Per-layer score scale**, {name}, pruned heads at "
+            f"{sparsities[0]:.1%} (profile `{profile}`).", reading=C.layer_scale_reading(t, name, sparsities[0]))
+
+# %% [markdown]
+# ### 3d. A remedy (ours, beyond the paper): rank each head within its layer
+#
+# If the collapse comes from one score scale per layer, dividing every head's score by its layer's mean
+# score before the global ranking removes it: $\tilde s_{\ell h} = s_{\ell h} / \frac{1}{H}\sum_{h'} s_{\ell h'}$
+# (`repro.methods.heads.layer_normalised`). The ranking then compares heads by how they stand *within* their
+# layer, and a layer is emptied only if all its heads are weak relative to their neighbours. It cannot help
+# where the damage comes from heads that matter across layers, and it takes away the one thing a global
+# ranking can do: prune more in layers that matter less.
+
+# %%
+remedy_frame = grid.remedy()  # remedy_methods x sparsities, ranked by layer-normalised scores
+if remedy_methods:
+    remedy, cap = R.remedy(remedy_frame, remedy_methods, sparsities)
+    nb.show(remedy, "remedy_layer_normalised", cap, reading=C.remedy_reading(remedy))
 
 # %% [markdown]
 # ## 4. Table II: the threshold z

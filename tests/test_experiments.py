@@ -152,9 +152,10 @@ def test_head_experiment_cells_and_frame(tmp_path):
 
 
 def _frame(rows):
-    return pd.DataFrame([{"key": ("heads-ppl", str(i)), "tie_break": "index", "tie_seed": None, "z": r.get("z"),
-                          "ppl": math.exp(np.mean(r["nll"])), "ci95": None, "window_nll": r["nll"], **r}
-                         for i, r in enumerate(rows)])
+    """A pooled perplexity frame (as R.ppl_frame returns) of constructed cells."""
+    return R.pool_draws(pd.DataFrame([{"key": ("heads-ppl", str(i)), "tie_break": "index", "tie_seed": None,
+                                       "z": r.get("z"), "sparsity": 0.0, "draw": 0, "ppl": math.exp(np.mean(r["nll"])),
+                                       "ci95": None, "window_nll": r["nll"], **r} for i, r in enumerate(rows)]))
 
 
 def test_tables_and_claims_from_constructed_records():
@@ -187,6 +188,28 @@ def test_tables_and_claims_from_constructed_records():
     assert firsts.verdict == HOLDS and "Gradient-Head 2" in firsts.measured and "MP-G 0" in firsts.measured
     assert find("Calibration-free MP-G", "m, 25.0%") == FAILS  # Gradient-Head better on every window
     assert find("GQA-aware MP-G", "m (g = 3), 25.0%") == FAILS  # identical selection: not better
+
+
+def test_collapse_random_seeds_and_identical_selections_in_the_claims():
+    """Collapse is measured against dense (not finiteness); MP-G against Random reads every seed; MP-G and MP
+    pruning the same heads is reported as identical, not as a verdict."""
+    w = np.tile([3.0, 3.5, 2.5, 4.0], 5)
+    heads = [[0, 1], [1, 0]]
+    rows = [dict(model="m", method="dense", sparsity=0.0, nll=w),
+            dict(model="m", method="mpg", sparsity=0.25, z=2.0, nll=w + 0.1, pruned=heads),
+            dict(model="m", method="mp", sparsity=0.25, z=2.0, nll=w + 0.1, pruned=heads[::-1]),
+            dict(model="m", method="mpg", sparsity=0.5, z=2.0, nll=w + 2.5, pruned=heads),  # x12 dense: collapsed
+            dict(model="m", method="mp", sparsity=0.5, z=2.0, nll=w + 2.0, pruned=[[0, 0]])]
+    rows += [dict(model="m", method="random", sparsity=0.25, draw=d, nll=w + 0.1 + 0.05 * (d - 1)) for d in range(3)]
+    claims = R.mpg_claims(_frame(rows), ["m"], [0.25, 0.5], [2.0], [], {"m": 3})
+    (collapse,) = [c for c in claims if c.claim.startswith("MP-G never collapses")]
+    assert collapse.verdict == FAILS and "1 of 2 MP-G cells above 10x dense" in collapse.measured
+    (rnd,) = [c for c in claims if c.claim.startswith("(beyond the paper) MP-G beats Random")]
+    assert "3 seeds" in rnd.measured and rnd.effect == pytest.approx(1.0)  # the seeds' mean equals MP-G here
+    assert rnd.ci[0] < 1 < rnd.ci[1]  # the seeds' spread makes it inconclusive, though every window ties the mean
+    same, other = [c for c in claims if c.claim.startswith("GQA-aware MP-G")]
+    assert same.kind == "uninformative" and "prune the same 2 heads" in same.why_uninformative
+    assert other.kind == "decided"
 
 
 def test_top_two_counted_by_point_estimate_and_paired_can_differ():
@@ -245,11 +268,19 @@ def test_grid_draws_random_seeds_and_calibration_draws():
     e = HeadExperiment("tiny-llama", SMALL, store, grad_nsamples=1, progress=False)
     recs = e.grid(["mpg", "wanda-head", "random"], [0.25], random_seeds=[0, 1, 2], calib_seeds=[0, 1])
     assert [r["config"]["method"] for r in recs] == ["mpg"] + ["wanda-head"] * 2 + ["random"] * 3
-    frame = R.ppl_frame(store, {"tiny-llama": e})
+    frame = R.ppl_frame(store, {"tiny-llama": e}, pool=False)
     assert sorted(R.draws(frame, "tiny-llama", "random", 0.25).draw) == [0, 1, 2]
     assert list(R.draws(frame, "tiny-llama", "wanda-head", 0.25).draw) == [0, 1]
     assert R.find(frame, "tiny-llama", "random", 0.25).draw == 0  # find: the first draw
     assert len({tuple(map(tuple, p)) for p in R.draws(frame, "tiny-llama", "random", 0.25).pruned}) == 3
+    pooled = R.ppl_frame(store, {"tiny-llama": e})  # one row per cell, the draws inside it
+    assert len(pooled) == 3
+    rnd = R.find(pooled, "tiny-llama", "random", 0.25)
+    per_draw = np.array(list(R.draws(frame, "tiny-llama", "random", 0.25).window_nll))
+    assert rnd.n_draws == 3 and rnd.ppl == pytest.approx(math.exp(per_draw.mean()))
+    np.testing.assert_allclose(rnd.window_nll, per_draw.mean(0))
+    assert R.find(pooled, "tiny-llama", "mpg", 0.25).ppl == R.find(frame, "tiny-llama", "mpg", 0.25).ppl
+    assert sorted(rnd["keys"]) == sorted(R.draws(frame, "tiny-llama", "random", 0.25).key)
 
 
 def test_grid_asks_every_cell_and_the_scores_frame_reads_only_this_models_records():

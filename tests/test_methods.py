@@ -322,3 +322,17 @@ def test_gradients_only_for_computes_those_gradients_alone_and_the_same_bits(mon
     fast = score_heads("gradient-head", m, ids)
     monkeypatch.setattr("repro.calib.gradients_only_for", lambda model, params: gradients_only_for(model, model.parameters()))
     assert np.array_equal(score_heads("gradient-head", m, ids), fast)
+
+
+def test_layer_normalised_ranking_stops_a_small_scale_layer_from_being_emptied():
+    from repro.methods.heads import layer_normalised
+
+    rng = np.random.default_rng(0)
+    scores = rng.uniform(1, 2, (4, 4))
+    scores[2] *= 0.01  # one layer's scores on a hundredfold smaller scale
+    assert {l for l, _ in select_heads(scores, 0.25)} == {2}  # ranked globally: layer 2 emptied
+    picked = select_heads(layer_normalised(scores), 0.25)
+    assert max(np.bincount([l for l, _ in picked], minlength=4)) < 4  # no layer emptied
+    z = layer_normalised(np.zeros((2, 3)))
+    assert (z == 0).all()  # an all-zero layer stays 0, no NaN
+    np.testing.assert_allclose(layer_normalised(scores).mean(1), 1.0)

@@ -239,3 +239,20 @@ def test_claim_kinds_and_the_sample_for_80_percent_power():
                      "**True by construction** (1 of 5 rows)"]
     widths = [line.count("|") - 1 for line in text.splitlines() if line.startswith("|")]
     assert max(widths) <= 6 and f"{expect} (observed effect)" not in text and "(paper effect)" in text
+
+
+def test_draws_reduce_to_the_paired_ratio_and_widen_it_by_their_spread():
+    from repro.evaluate.stats import paired_ratio_draws, pooled_ppl
+
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(3, 0.3, 32), rng.normal(3.2, 0.3, 32)
+    one = paired_ratio_draws(a[None], b[None])
+    assert one == paired_ratio(a, b)  # one draw per side: exactly the paired ratio
+    b3 = np.stack([b - 0.1, b, b + 0.1])  # three draws, the same windows shifted: mean draw = b
+    three = paired_ratio_draws(a[None], b3)
+    assert three.estimate == pytest.approx(one.estimate)
+    assert three.ci[0] < one.ci[0] and three.ci[1] > one.ci[1]  # the draws' spread widens the interval
+    same = paired_ratio_draws(a[None], np.stack([b, b, b]))
+    assert same.ci == pytest.approx(one.ci)  # identical draws add nothing
+    ppl, ci = pooled_ppl(b3)
+    assert ppl == pytest.approx(np.exp(b.mean())) and ci[0] < ppl < ci[1]

@@ -24,19 +24,14 @@ from repro.calib import Calibration, image_windows
 from repro.engines import plan
 from repro.engines.base import Experiment, Setup, model_key
 from repro.engines.images import Images
-from repro.errors import ReproError
+from repro.errors import ReproError, UnknownNameError
+from repro.evaluate.anatomy import anatomy, head_mask
+from repro.evaluate.ppl import tokenize, windows
+from repro.evaluate.rescale import out_inputs, remaining_rms
 from repro.evaluate.speed import attention_flops, attention_params, count_params, prefill_seconds
-from repro.methods.heads import get_method, norms, score_heads, select_heads
+from repro.methods.heads import SCALES, get_method, norms, score_heads, select_heads
 from repro.store import PROTOCOL, Store
 from repro.structure import Masks, remove_heads, zero_heads
-
-
-def head_mask(shape: tuple[int, int], pruned) -> torch.Tensor:
-    """A ``[L, H]`` 0/1 mask with the ``pruned`` (layer, head) pairs at 0."""
-    mask = torch.ones(shape)
-    for layer, head in pruned:
-        mask[layer, head] = 0
-    return mask
 
 
 class HeadExperiment(Experiment):
@@ -146,15 +141,19 @@ class HeadExperiment(Experiment):
 
     @plan.cell
     def cell(self, method: str, sparsity: float, z: float = 2.0, tie_break: str = "index", seed: int = 0,
-             calib_seed: int | None = None) -> dict:
+             calib_seed: int | None = None, scale: str = "global") -> dict:
+        """``method``'s heads at ``sparsity`` masked, evaluated; ``scale="layer"``: ranked by scores divided
+        by their layer's mean (:func:`repro.methods.heads.layer_normalised`, our remedy ablation)."""
+        if scale not in SCALES:
+            raise UnknownNameError("scale", scale, list(SCALES))
         scores, _ = self.scores(method, z, seed, calib_seed)
         cfg = {**self.base_config(), **self.method_config(method, z, seed, calib_seed), "sparsity": sparsity,
-               "tie_break": tie_break}
+               "tie_break": tie_break, **({"scale": scale} if scale != "global" else {})}
         if tie_break == "random":
             cfg["tie_seed"] = seed
 
         def compute():
-            pruned = select_heads(scores, sparsity, tie_break, seed)
+            pruned = select_heads(SCALES[scale](scores), sparsity, tie_break, seed)
             return {**self._evaluate(pruned), "pruned": [list(p) for p in pruned], "n_pruned": len(pruned)}
         return self.run(self.records, cfg, compute)
 
@@ -179,6 +178,34 @@ class HeadExperiment(Experiment):
                         out += [self.cell(m, sp, z, tie_break, seed if t is None else t, cs)
                                 for sp in sparsities for t in ties]
         return out
+
+    @plan.cell
+    def anatomy(self, method: str, sparsity: float, z: float = 2.0, seed: int = 0, calib_seed: int | None = None,
+                n_windows: int = 8, seqlen: int = 256) -> dict:
+        """Why ``method``'s selection at ``sparsity`` does what it does (:func:`repro.evaluate.anatomy.anatomy`):
+        per-layer sublayer output RMS against dense, each pruned head restored alone, each head of the layer
+        whose attention output grew most pruned in addition; and, in a family with a post-attention norm,
+        how much the selection rescales each layer's survivors (:func:`repro.evaluate.rescale.remaining_rms`).
+        On ``n_windows`` windows of ``seqlen`` tokens spread over the evaluation split (the diagnosis runs
+        dozens of evaluations: a small sample, the loss not the table's perplexity)."""
+        scores, _ = self.scores(method, z, seed, calib_seed)
+        cfg = {"protocol": PROTOCOL, "model": model_key(self.identity), **self.method_config(method, z, seed, calib_seed),
+               "sparsity": sparsity, "data": self.base_config()["data"], "n_windows": n_windows, "seqlen": seqlen,
+               "dtype": self.setup.eval_dtype, **self.feeding()}
+
+        def compute():
+            pruned = select_heads(scores, sparsity)
+            wins = windows(tokenize(self.loaded.tokenizer, self.data), seqlen, n_windows, self.bos, spread=True)
+            ad = get_adapter(self.eval_model())
+            out = anatomy(ad, wins, self.shape, pruned)
+            post = "head" in ad.post_sublayer_norms(0)
+            out["post_norm"] = post
+            if post:  # how much each layer's own selection scales up its survivors (dense inputs)
+                z_in = out_inputs(ad, wins, kinds=("head",))
+                out["remaining"] = {str(i): remaining_rms(ad, z_in[("head", i)], "head", i, [h for l, h in pruned if l == i])
+                                    for i in sorted({l for l, _ in pruned}) if i not in out["emptied"]}
+            return out
+        return self.run("heads-anatomy", cfg, compute)
 
     @plan.cell
     def zeroshot_cell(self, method: str, sparsity: float, tasks: list[str], limit: int | None = None,

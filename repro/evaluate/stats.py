@@ -8,6 +8,8 @@ difference far inside two overlapping unpaired CIs can still be decisive.
 - :func:`bootstrap_ci`, :func:`ppl_ci`: one sample (e.g. a perplexity's CI over windows).
 - :func:`paired_ratio`: perplexity ratio ``ppl_a / ppl_b = exp(mean(nll_a - nll_b))`` with a paired
   bootstrap CI over windows.
+- :func:`paired_ratio_draws`, :func:`pooled_ppl`: the same for methods drawn several times (seeds,
+  calibration draws): the draws' geometric mean, its window interval widened by the between-draw t term.
 - :func:`speed_ratio`: speed-up ``t_base / t_variant`` from round-robin timing rounds, paired by round.
 - :func:`paired_t`: the mean paired difference across a handful of units (seeds) with the t interval
   and the paired t-test's p-value, one statistic for both (a bootstrap over 3-5 seeds would only
@@ -115,6 +117,58 @@ def paired_ratio(nll_a, nll_b, level: float = LEVEL, seed: int = 0) -> Paired:
     bootstrap CI over windows (``scipy.stats.bootstrap(..., paired=True)``). Windows have equal
     token counts in the perplexity protocol, so the mean of window NLLs is the token mean."""
     return _paired_log_ratio(nll_a, nll_b, np.mean, level, seed)
+
+
+def _draw_se(*samples: np.ndarray) -> tuple[float, int]:
+    """The standard error that the draws of each side ([draws, windows]) add to a mean over their windows,
+    and its degrees of freedom: ``sqrt(sum s_d^2 / D)`` over the sides drawn more than once, ``s_d`` the
+    spread of their per-draw mean NLLs; (0, 0) when no side is drawn twice."""
+    var, dof = 0.0, []
+    for x in samples:
+        if len(x) > 1:
+            var += float(np.var(x.mean(axis=1), ddof=1)) / len(x)
+            dof.append(len(x) - 1)
+    return float(np.sqrt(var)), min(dof, default=0)
+
+
+def _widen(ci: tuple[float, float], centre: float, se: float, dof: int, level: float) -> tuple[float, float]:
+    """``ci`` (log scale, around ``centre``) with the draws' t term added in quadrature to each half-width."""
+    if not dof:
+        return ci
+    t = float(stats.t.ppf(0.5 + level / 2, dof)) * se
+    return (centre - float(np.hypot(centre - ci[0], t)), centre + float(np.hypot(ci[1] - centre, t)))
+
+
+def paired_ratio_draws(nll_a, nll_b, level: float = LEVEL, seed: int = 0) -> Paired:
+    """``ppl_a / ppl_b`` where either side is a method drawn several times (Random's seeds, a calibrated
+    scorer's calibration draws): ``nll_a`` [Da, W] and ``nll_b`` [Db, W] window NLLs of each draw on the
+    same W windows. The estimate compares the draws' mean NLL per window, ``exp(mean_w(mean_d a - mean_d
+    b))`` (each side's geometric-mean perplexity over its draws); its interval is the paired bootstrap over
+    windows of that per-window difference, each half-width widened in quadrature (log scale) by the t
+    interval of the between-draw spread, ``t_{0.975, D-1} sqrt(sum s_d^2 / D)``. Draws are few (3-5), so
+    they are never bootstrapped (:data:`MIN_BOOTSTRAP_UNITS`); with one draw per side this is
+    :func:`paired_ratio` exactly."""
+    a, b = np.atleast_2d(np.asarray(nll_a, float)), np.atleast_2d(np.asarray(nll_b, float))
+    p = paired_ratio(a.mean(0), b.mean(0), level, seed)
+    se, dof = _draw_se(a, b)
+    if not dof or p.ci is None:
+        return p
+    log_ci = _widen((float(np.log(p.ci[0])), float(np.log(p.ci[1]))), float(np.log(p.estimate)), se, dof, level)
+    return Paired(p.estimate, (float(np.exp(log_ci[0])), float(np.exp(log_ci[1]))), p.n, p.n_better, p.n_worse)
+
+
+def pooled_ppl(draw_nll, level: float = LEVEL, seed: int = 0) -> tuple[float, tuple[float, float] | None]:
+    """A method drawn several times ([D, W] window NLLs): its geometric-mean perplexity over the draws,
+    ``exp(mean)``, and the interval of :func:`ppl_ci` over windows of the per-window mean over draws,
+    widened like :func:`paired_ratio_draws` by the between-draw spread (None below
+    :data:`MIN_BOOTSTRAP_UNITS` windows)."""
+    x = np.atleast_2d(np.asarray(draw_nll, float))
+    centre = float(x.mean())
+    ci = ppl_ci(x.mean(0), level, seed)
+    if ci is None:
+        return float(np.exp(centre)), None
+    lo, hi = _widen((float(np.log(ci[0])), float(np.log(ci[1]))), centre, *_draw_se(x), level)
+    return float(np.exp(centre)), (float(np.exp(lo)), float(np.exp(hi)))
 
 
 def speed_ratio(times_base, times_variant, level: float = LEVEL) -> Paired:

@@ -155,6 +155,19 @@ def n_to_prune(sparsity: float, n_heads_total: int) -> int:
     return n_lowest(check_fraction("sparsity", sparsity), n_heads_total)
 
 
+def layer_normalised(scores: np.ndarray) -> np.ndarray:
+    """Each head's score divided by the mean score of its layer (a layer whose scores are all 0 stays 0):
+    the global ranking then compares heads by how they stand *within* their layer, so a score whose scale
+    drifts with depth (activation norms) no longer sends whole layers to the cut. Our remedy, not the
+    paper's."""
+    s = np.asarray(scores, dtype=float)
+    mean = s.mean(axis=1, keepdims=True)
+    return np.divide(s, mean, out=np.zeros_like(s), where=mean > 0)
+
+
+SCALES = {"global": lambda s: np.asarray(s, dtype=float), "layer": layer_normalised}  # how scores are ranked
+
+
 def select_heads(scores: np.ndarray, sparsity: float, tie_break: str = "index", seed: int = 0) -> list[tuple[int, int]]:
     """The floor(s*L*H) lowest-scoring heads, ranked globally.
 

@@ -38,6 +38,7 @@ from repro.papers.mpg.records import (  # noqa: F401
     paired_table,
     paired_vs,
     pct,
+    pool_draws,
     ppl_frame,
     rank_counts,
     readme_blocks,

@@ -29,6 +29,8 @@ class MpgParams:
     z_sparsities: tuple = ()
     random_seeds: tuple = (0,)
     calib_seeds: tuple = (None,)
+    anatomy: bool = False
+    remedy_methods: tuple = ()
     zeroshot_models: tuple = ()
     zeroshot_tasks: tuple = ()
     zeroshot_sparsities: tuple = ()
@@ -64,6 +66,7 @@ class MpgParams:
         check_list("glue_tasks", self.glue_tasks, known=list(GLUE))
         check_list("glue_seeds", self.glue_seeds, "integer", 0)
         check_list("random_seeds", self.random_seeds, "integer", 0)
+        check_list("remedy_methods", self.remedy_methods, known=list(HEAD_METHODS))
         if self.calib_seeds != (None,):
             check_list("calib_seeds", self.calib_seeds, "integer", 0)
         check_list("glue_random_seeds", self.glue_random_seeds, "integer", 0)
@@ -156,6 +159,35 @@ class MpgGrid:
         cells = {n: zeroshot_cells(main, n, p.zeroshot_sparsities) for n in p.zeroshot_models if n in self.lm}
         return [r for n, c in cells.items() for r in self.lm[n].zeroshot_grid(c, p.zeroshot_tasks, p.zeroshot_limit)]
 
+    def anatomy(self) -> list[dict]:
+        """Section 3c: the anatomy record (:meth:`HeadExperiment.anatomy`) of every Table I cell that
+        collapses (perplexity above ``COLLAPSE`` x dense; its first draw), and of MP-G and MP at the highest
+        sparsity; they exist only once Table I's records do (while planning, nothing before may be pending)."""
+        from repro.papers.mpg.claims import COLLAPSE
+
+        if not self.p.anatomy or (self.store.plan is not None and not self.store.plan.empty):
+            return []
+        main = main_cells(ppl_frame(self.store, self.lm))
+        out = []
+        for n, e in self.lm.items():
+            dense = main[(main.model == n) & (main.method == "dense")]
+            if dense.empty:
+                continue
+            cells = main[(main.model == n) & (main.method != "dense") & (main.ppl > COLLAPSE * dense.ppl.iloc[0])]
+            wanted = {(m, float(sp)) for m, sp in zip(cells.method, cells.sparsity)}
+            wanted |= {(m, max(self.p.sparsities)) for m in ("mpg", "mp") if m in self.p.methods}
+            out += [e.anatomy(m, sp) for m, sp in sorted(wanted)]
+        return out
+
+    def remedy(self) -> pd.DataFrame:
+        """Section 3d (our ablation): ``remedy_methods`` ranked by layer-normalised scores at every sparsity
+        (their first draw); every perplexity cell so far, one row per draw."""
+        for e in self.lm.values():
+            for m in self.p.remedy_methods:
+                for sp in self.p.sparsities:
+                    e.cell(m, sp, scale="layer")
+        return shown(self.store, lambda: ppl_frame(self.store, self.lm, pool=False))
+
     def table3(self) -> pd.DataFrame:
         """Section 6 (Table III as the paper runs it): every fold of every fine-tuning seed on every task."""
         for e in self.glue.values():
@@ -191,6 +223,8 @@ class MpgGrid:
         self.table1()
         self.full_split()
         self.feeding()
+        self.anatomy()
+        self.remedy()
         self.table2()
         self.table3()
         self.zeroshot()

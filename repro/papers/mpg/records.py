@@ -8,7 +8,7 @@ import pandas as pd
 
 from repro.claims import claims_markdown, headline
 from repro.engines.base import owned
-from repro.evaluate.stats import Paired, paired_difference, paired_ratio
+from repro.evaluate.stats import Paired, paired_difference, paired_ratio, paired_ratio_draws, pooled_ppl
 from repro.methods.heads import HEAD_METHODS, select_heads
 from repro.report import rank_marks, to_markdown
 from repro.store import Store
@@ -59,22 +59,50 @@ def _draw(config: dict) -> int:
     return int((config.get("calibration") or {}).get("seed", 0))
 
 
-def ppl_frame(store: Store, experiments, session: bool = True) -> pd.DataFrame:
+def ppl_frame(store: Store, experiments, session: bool = True, pool: bool = True) -> pd.DataFrame:
     """One row per perplexity cell of ``experiments`` (HeadExperiments) under their current setup
-    (data, seqlen, windows, batch size, dtype); ``session``: only cells asked for in this session."""
+    (data, seqlen, windows, batch size, dtype); ``session``: only cells asked for in this session.
+    ``pool``: the draws of a method drawn several times (Random's seeds, calibration draws) as one row
+    (:func:`pool_draws`), else one row per draw."""
     rows = []
     for r, _ in owned(store, "heads-ppl", experiments, session):
         c, res = r["config"], r["result"]
         rows.append({"key": ("heads-ppl", r["key"]), "model": c["model"]["name"], "method": c["method"],
-                     "draw": _draw(c),
+                     "draw": _draw(c), "scale": c.get("scale", "global"),
                      "z": c.get("z"), "sparsity": c.get("sparsity", 0.0), "tie_break": c.get("tie_break", "index"),
                      "tie_seed": c.get("tie_seed"), "data": f'{c["data"]["name"]}:{c["data"]["split"]}',
                      "seqlen": c["seqlen"], "n_windows": res["n_windows"], "n_tokens": res["n_tokens"],
                      "dtype": res["dtype"], "ppl": res["ppl"], "ci95": res["ci95"], "window_nll": res["window_nll"],
                      "pruned": res.get("pruned"), "calibration": c.get("calibration"), "seconds": r.get("seconds")})
-    cols = ["key", "model", "method", "draw", "z", "sparsity", "tie_break", "tie_seed", "data", "seqlen", "n_windows",
+    cols = ["key", "model", "method", "draw", "scale", "z", "sparsity", "tie_break", "tie_seed", "data", "seqlen", "n_windows",
             "n_tokens", "dtype", "ppl", "ci95", "window_nll", "pruned", "calibration", "seconds"]
-    return pd.DataFrame(rows, columns=cols)
+    frame = pd.DataFrame(rows, columns=cols)
+    return pool_draws(frame) if pool else frame
+
+
+CELL = ["model", "method", "scale", "z", "sparsity", "tie_break", "tie_seed"]  # what names a cell apart from its draw
+
+
+def pool_draws(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per cell of a per-draw :func:`ppl_frame`: a cell drawn D times gets ``ppl`` the geometric
+    mean over its draws and ``ci95`` its interval (:func:`repro.evaluate.stats.pooled_ppl`), ``window_nll``
+    the per-window mean over draws, ``draw_nll`` the [D, W] NLLs (what paired comparisons read,
+    :func:`paired_vs`), ``draws_ppl`` each draw's perplexity, ``keys`` every draw's record; ``key``,
+    ``draw`` and ``pruned`` are the first draw's. A cell drawn once keeps its values."""
+    if "scale" not in frame:  # frames of records made before the remedy ablation
+        frame = frame.assign(scale="global")
+    if frame.empty:
+        return frame.assign(draw_nll=[], draws_ppl=[], n_draws=[], keys=[])
+    rows = []
+    for _, g in frame.sort_values("draw", kind="stable").groupby(CELL, dropna=False, sort=False):
+        row = g.iloc[0].copy()
+        nll = [list(v) for v in g.window_nll]
+        row["draw_nll"], row["draws_ppl"], row["n_draws"], row["keys"] = nll, list(g.ppl), len(g), list(g.key)
+        if len(g) > 1:
+            row["ppl"], row["ci95"] = pooled_ppl(nll)
+            row["window_nll"] = list(np.mean(nll, axis=0))
+        rows.append(row)
+    return pd.DataFrame(rows).reset_index(drop=True)
 
 
 def vision_frame(store: Store, experiments, session: bool = True) -> pd.DataFrame:
@@ -95,9 +123,12 @@ def vision_frame(store: Store, experiments, session: bool = True) -> pd.DataFram
     return pd.DataFrame(rows, columns=cols)
 
 
-def main_cells(frame: pd.DataFrame) -> pd.DataFrame:
-    """The cells of Table I: index tie-break, and z = 2 for the methods that take z."""
-    return frame[frame.tie_break.eq("index") & (frame.z.isna() | frame.z.eq(2.0))]
+def main_cells(frame: pd.DataFrame, scale: str = "global") -> pd.DataFrame:
+    """The cells of Table I: index tie-break, z = 2 for the methods that take z, scores ranked ``scale``
+    ("layer": the remedy ablation's cells)."""
+    scales = frame.scale if "scale" in frame else pd.Series("global", index=frame.index)
+    keep = scales.eq(scale) | frame.method.eq("dense")
+    return frame[keep & frame.tie_break.eq("index") & (frame.z.isna() | frame.z.eq(2.0))]
 
 
 def scores_frame(store: Store, experiments, session: bool = True) -> pd.DataFrame:
@@ -113,19 +144,22 @@ def scores_frame(store: Store, experiments, session: bool = True) -> pd.DataFram
 
 
 def find(frame: pd.DataFrame, model: str, method: str, sparsity: float = 0.0, z: float = 2.0,
-         tie_seed: int | None = None) -> pd.Series | None:
+         tie_seed: int | None = None, scale: str = "global") -> pd.Series | None:
     """The cell of (model, method, sparsity[, z for methods that take z]) with the index tie-break
     (``tie_seed``: the random tie-break of that seed); the dense row for ``method="dense"``. Of a method
-    drawn several times (Random's seeds, calibration draws: :func:`draws`), the first draw."""
-    f = draws(frame, model, method, sparsity, z, tie_seed)
+    drawn several times (Random's seeds, calibration draws: :func:`draws`), the first draw; ``scale``: the
+    cells ranked globally (Table I's) or by layer-normalised scores ("layer", the remedy ablation's)."""
+    f = draws(frame, model, method, sparsity, z, tie_seed, scale)
     return None if f.empty else f.iloc[0]
 
 
 def draws(frame: pd.DataFrame, model: str, method: str, sparsity: float = 0.0, z: float = 2.0,
-          tie_seed: int | None = None) -> pd.DataFrame:
+          tie_seed: int | None = None, scale: str = "global") -> pd.DataFrame:
     """Every draw of the cell :func:`find` names (Random's seeds, a calibrated scorer's calibration
     draws; one row for the other methods), by draw."""
     f = frame[(frame.model == model) & (frame.method == method)]
+    if "scale" in f and method != "dense":
+        f = f[f.scale.eq(scale)]
     f = f[f.tie_break.eq("index")] if tie_seed is None else f[f.tie_break.eq("random") & f.tie_seed.eq(tie_seed)]
     if method != "dense":
         f = f[np.isclose(f.sparsity.astype(float), sparsity)]
@@ -199,11 +233,15 @@ def _points(p: Paired) -> Paired:
 
 def paired_vs(frame: pd.DataFrame, model: str, a: str, b: str, sparsity: float, z_a: float = 2.0,
               z_b: float = 2.0, sparsity_b: float | None = None) -> Paired | None:
-    """ppl(a) / ppl(b) on the same windows with its paired bootstrap CI (None if a cell is missing)."""
+    """ppl(a) / ppl(b) on the same windows with its paired bootstrap CI (None if a cell is missing); a
+    method drawn several times compares by its draws' geometric mean, its interval widened by their
+    spread (:func:`repro.evaluate.stats.paired_ratio_draws`)."""
     ca = find(frame, model, a, sparsity, z_a)
     cb = find(frame, model, b, sparsity if sparsity_b is None else sparsity_b, z_b)
     if ca is None or cb is None:
         return None
+    if "draw_nll" in ca and "draw_nll" in cb:  # across every draw of either side
+        return paired_ratio_draws(ca.draw_nll, cb.draw_nll)
     return paired_ratio(ca.window_nll, cb.window_nll)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from repro.assets.encoders import ENCODERS
+from repro.papers.mpg import collapse as C
 from repro.papers.mpg.glue import TASK_LABEL, glue_reading, table3
 from repro.papers.mpg.grid import MpgGrid
 from repro.papers.mpg.mha import MhaTables
@@ -34,6 +35,36 @@ class Report(Tables):
                  f"(Gradient-Head on the first {e.grad_nsamples})"
                  for line, e in zip(describe(self.grid.lm).splitlines(), self.grid.lm.values())]
         return provenance(lines + (self.mha.provenance() if self.grid.vision else []) + self.glue_provenance())
+
+    # -- section 3's "why" tables (repro.papers.mpg.collapse)
+    def sample_vs_split(self, main: pd.DataFrame, full: dict) -> tuple[pd.DataFrame, str]:
+        """Table I's dense perplexity on its sample beside the whole split's."""
+        keys = [("heads-ppl", r["key"]) for r in full.values()]
+        return C.sample_vs_split(main, full, self.grid.lm), self.caption(
+            "Dense perplexity on Table I's windows and on every window of the split.", keys)
+
+    def anatomy(self) -> tuple[pd.DataFrame, str, pd.DataFrame]:
+        """(table, caption, frame): every diagnosed selection (section 3c)."""
+        frame = C.anatomy_frame(self.store, self.grid.lm)
+        e0 = frame.iloc[0] if len(frame) else None
+        sample = "" if e0 is None else f"; diagnosis on {e0.n_windows} windows of {e0.seqlen} tokens spread over the split"
+        return C.anatomy_table(frame), caption_line(
+            "Why collapsed cells collapse: loss in nats on the diagnosis windows, heads as layer.head.",
+            ", ".join(self.grid.lm) + sample, self.profile, ""), frame
+
+    def layer_scale(self, scores: pd.DataFrame, methods: list[str], sparsity: float) -> dict[str, pd.DataFrame]:
+        """``{model: per-layer scale table}`` of ``methods`` (section 3c)."""
+        return {n: C.layer_scale(scores, n, methods, sparsity) for n in self.models}
+
+    def remedy(self, frame: pd.DataFrame, methods: list[str], sparsities: list[float]) -> tuple[pd.DataFrame, str]:
+        """Section 3d: global against layer-normalised ranking, paired."""
+        heads = {n: e.shape[1] for n, e in self.grid.lm.items()}
+        table = C.remedy_table(frame, self.models, methods, sparsities, heads)
+        keys = [k for k in frame.key] if len(frame) else []
+        return table, self.caption("Our remedy: each score ranked within its layer (divided by the layer's mean "
+                                   "score) against Table I's global ranking (first draw), perplexity ratio "
+                                   "normalised / global paired over the same windows (lo, hi: its 95% interval).",
+                                   keys)
 
     def glue_provenance(self) -> list[str]:
         """Section 6's encoder: what it is, where its weights come from, how each task's folds train it."""

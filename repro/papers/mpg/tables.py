@@ -99,10 +99,56 @@ class Tables(Readings):
         table.columns = [f"{m} @ {s}" for m, s in table.columns]
         levels = "/".join(f"{s * 100:g}" for s in sparsities)
         caption = self.caption(f"Table I. WikiText-2 validation perplexity (lower is better) at {levels}% head "
-                               "sparsity.", main.key)
+                               f"sparsity.{self.draws_note(main)}", [k for ks in main["keys"] for k in ks])
         if self.profile != "paper":
             caption += " The paper's models need the hub and a GPU: `paper` profile, not run here."
         return table, caption, vals
+
+    @staticmethod
+    def draws_note(main: pd.DataFrame) -> str:
+        """What a table's drawn rows are: ' Random: geometric mean over its 5 seeds; ...' ('' when every
+        method ran once)."""
+        drawn = main[main.n_draws > 1] if "n_draws" in main else main.iloc[:0]
+        if drawn.empty:
+            return ""
+        parts = []
+        for m in [m for m in PAPER_METHODS + EXTRA_METHODS if m in set(drawn.method)]:
+            n = sorted(set(drawn[drawn.method == m].n_draws))
+            what = "seeds" if m == "random" else "calibration draws"
+            parts.append(f"{LABEL[m]} over {'/'.join(map(str, n))} {what}")
+        return (" Methods drawn several times show the geometric mean over their draws, the interval widened by "
+                "the spread between draws: " + "; ".join(parts) + ".")
+
+    def draw_spread(self, main: pd.DataFrame, sparsities: list[float]):
+        """(table, caption): for every method drawn several times, each draw's perplexity per model and
+        sparsity, and the ratio of its worst draw to its best: how much the seed or calibration sample alone
+        moves a Table I cell."""
+        rows = []
+        for _, c in main[main.n_draws > 1].iterrows():
+            p = np.asarray(c.draws_ppl, float)
+            rows.append({"model": c.model, "method": LABEL[c.method], "sparsity": pct(c.sparsity),
+                         "draws": len(p), "geometric mean": float(np.exp(np.mean(np.log(p)))),
+                         "each draw": ", ".join(f"{v:,.4g}" for v in p), "worst / best": float(p.max() / p.min())})
+        table = pd.DataFrame(rows)
+        if len(table):
+            order = {LABEL[m]: i for i, m in enumerate(PAPER_METHODS + EXTRA_METHODS)}
+            table = table.sort_values(["model", "method", "sparsity"], key=lambda c: c.map(order) if c.name ==
+                                      "method" else c, kind="stable").reset_index(drop=True)
+        caption = self.caption("Table I's drawn methods, draw by draw: Random's seeds and the calibration-based "
+                               "scorers' calibration draws (each a new sample of the calibration corpus).",
+                               [k for ks in main[main.n_draws > 1]["keys"] for k in ks])
+        return table, caption
+
+    @staticmethod
+    def draw_spread_reading(table: pd.DataFrame) -> str:
+        """Which drawn cell moves most between its draws."""
+        if table.empty:
+            return "Every method ran once here."
+        w = table.loc[table["worst / best"].idxmax()]
+        calm = (table["worst / best"] < 1.1).sum()
+        return (f"The draw alone moves a cell by up to x{w['worst / best']:.2f} ({w.method}, {w.model} at "
+                f"{w.sparsity}: {w['each draw']}); {calm} of {len(table)} drawn cells stay within x1.1 of their "
+                "best draw.")
 
     def table1_reading(self, vals: pd.DataFrame) -> str:
         """What Table I shows, from its numbers: per model and sparsity the lowest perplexity (against dense)
@@ -114,10 +160,10 @@ class Tables(Readings):
         worse = [f"{m} on {' @ '.join(map(str, c))}" for c in vals.columns for m in calibrated
                  if vals.loc[m, c] > vals.loc[LABEL["random"], c]]
         n = len(calibrated) * len(vals.columns)
-        return text + (f"\n- A calibration-based score does worse than the Random draw (one seed) in {len(worse)} of "
+        return text + (f"\n- A calibration-based score does worse than Random in {len(worse)} of "
                        f"{n} cells" + (f": {', '.join(worse[:6])}{' and more' if len(worse) > 6 else ''}" if worse else "")
-                       + (". Why is not established here yet (every method is evaluated by the same code on the same "
-                          "windows); the per-layer spread below shows where each method cuts." if worse else "."))
+                       + ("; the per-layer spread below shows where each method cuts, and section 3c measures why such a cut "
+                          "collapses the model." if worse else "."))
 
     def table2_reading(self, t2v: pd.DataFrame, what: str = "perplexity") -> str:
         """What Table II shows: per model and sparsity, the (method, z) with the lowest ``what`` and
@@ -183,7 +229,7 @@ class Tables(Readings):
         """(marked table, caption, perplexities): Table II, ``methods`` for every z (rows) on every
         model and sparsity (columns)."""
         dz = frame[frame.method.isin(methods) & frame.sparsity.isin(z_sparsities) & frame.z.isin(z_values)
-                   & frame.tie_break.eq("index")]
+                   & frame.tie_break.eq("index") & frame.scale.eq("global")]
         dz = dz.assign(row=[f"{LABEL[m]}, z = {z}" for m, z in zip(dz.method, dz.z)],
                        col=[f"{m} @ {s:.0%}" for m, s in zip(dz.model, dz.sparsity)])
         cols = [f"{m} @ {s:.0%}" for m in self.models for s in z_sparsities]

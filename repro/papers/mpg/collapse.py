@@ -1,0 +1,182 @@
+"""Notebook 1's section 3's "why" tables, from records only: Table I's sample against the whole split, why
+collapsed cells collapse (:meth:`repro.engines.heads.HeadExperiment.anatomy` records), why a calibrated
+score empties whole layers (its per-layer scale), and the layer-normalised ranking (our remedy ablation).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from repro.evaluate.stats import paired_ratio
+from repro.methods.heads import select_heads
+from repro.papers.mpg.records import LABEL, _and, find, find_scores, pct
+from repro.report import fmt_ci
+from repro.store import Store
+
+# ---- Table I's sample against the whole split ------------------------------------------------------
+
+def sample_vs_split(main: pd.DataFrame, full: dict[str, dict], experiments: dict) -> pd.DataFrame:
+    """Per model: the dense perplexity on Table I's windows and over every window of the split."""
+    rows = []
+    for name, rec in full.items():
+        d = find(main, name, "dense")
+        res = rec["result"]
+        rows.append({"model": name, "Table I sample": experiments[name].windows(),
+                     "dense on the sample": None if d is None else fmt_ci(d.ppl, d.ci95, 3),
+                     "whole split": f"{res['ppl']:.3f} ({res['n_windows']} x {res['seqlen']} tokens)",
+                     "sample / whole": None if d is None else round(d.ppl / res["ppl"], 3)})
+    return pd.DataFrame(rows)
+
+
+# ---- anatomy of collapsed cells --------------------------------------------------------------------
+
+def anatomy_frame(store: Store, experiments: dict, session: bool = True) -> pd.DataFrame:
+    """One row per ``heads-anatomy`` record of ``experiments`` (their model, evaluation data and dtype)."""
+    rows = []
+    for r in store.current("heads-anatomy", session):
+        c, res = r["config"], r["result"]
+        e = experiments.get(c["model"]["name"])
+        if e is None or c["data"] != e.base_config()["data"] or c["dtype"] != e.setup.eval_dtype:
+            continue
+        rows.append({"model": c["model"]["name"], "method": c["method"], "sparsity": c["sparsity"],
+                     "n_windows": c["n_windows"], "seqlen": c["seqlen"], **res})
+    return pd.DataFrame(rows)
+
+
+def _head(layer_head) -> str:
+    return f"{layer_head[0]}.{layer_head[1]}"
+
+
+def anatomy_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """What each diagnosed selection does, in nats of loss on the diagnosis windows: its damage, the
+    layers it empties, the later layer whose attention output grows most, the single pruned head whose
+    return repairs most, the single extra head whose removal repairs most, and (post-norm families) the
+    largest scale-up of a layer's survivors."""
+    rows = []
+    for _, a in frame.iterrows():
+        damage = a.nll - a.nll_dense
+        best_back = min(a.restore, key=lambda t: t[2]) if a.restore else None
+        best_add = min(a["add"], key=lambda t: t[2]) if a["add"] else None
+        grown = a.grown_layer
+        rem = a.get("remaining") if isinstance(a.get("remaining"), dict) else {}
+        low = min(rem.items(), key=lambda kv: kv[1]) if rem else None
+        rows.append({
+            "model": a.model, "cells": f"{LABEL[a.method]} @ {pct(a.sparsity)}",
+            "damage (nats)": round(damage, 3),
+            "emptied layers": ", ".join(map(str, a.emptied)) or "none",
+            "largest attention-output RMS vs dense": "-" if grown is None else
+            f"layer {grown}: x{a.rms_ratio[f'head:{grown}']:.2f}",
+            "best single restore": "-" if best_back is None else
+            f"{_head(best_back)}: {best_back[2] - a.nll:+.3f} ({(a.nll - best_back[2]) / damage:.0%} of the damage)"
+            if damage > 0 else f"{_head(best_back)}: {best_back[2] - a.nll:+.3f}",
+            "best extra cut": "-" if best_add is None else f"{_head(best_add)}: {best_add[2] - a.nll:+.3f}",
+            "survivors scaled up (post-norm)": "no post-norm" if not a.get("post_norm") else
+            ("-" if low is None else f"layer {low[0]}: x{1 / max(low[1], 1e-12):.2f}")})
+    return pd.DataFrame(rows)
+
+
+def anatomy_reading(frame: pd.DataFrame) -> str:
+    """One line per diagnosed selection, from its record: what it empties, what repairs it."""
+    lines = []
+    for _, a in frame.iterrows():
+        damage = a.nll - a.nll_dense
+        what = f"- **{a.model}, {LABEL[a.method]} @ {pct(a.sparsity)}**: loss +{damage:.2f} nats over dense"
+        what += f" (x{np.exp(damage):,.3g} perplexity on these windows)"
+        if a.emptied:
+            what += f"; it empties layer{'s' * (len(a.emptied) > 1)} {_and([str(i) for i in a.emptied])}"
+        if a.restore and damage > 0:
+            back = sorted(a.restore, key=lambda t: t[2])
+            share = (a.nll - back[0][2]) / damage
+            what += (f"; giving back head {_head(back[0])} alone removes {share:.0%} of the damage"
+                     + (" (the collapse hangs on that head)" if share > 0.5 else
+                        ", no single head carries it" if share < 0.2 else ""))
+        if a["add"] and a.grown_layer is not None:
+            ratio = a.rms_ratio[f"head:{a.grown_layer}"]
+            add = min(a["add"], key=lambda t: t[2])
+            if ratio > 1.2:
+                what += (f"; layer {a.grown_layer}'s attention output runs at x{ratio:.2f} its dense RMS, and "
+                         f"cutting its head {_head(add)} as well changes the loss by {add[2] - a.nll:+.2f} nats"
+                         + (" (a later head that goes wrong without the earlier ones)" if add[2] < a.nll - 0.1 else ""))
+        rem = a.get("remaining") if isinstance(a.get("remaining"), dict) else {}
+        if a.get("post_norm") and rem:
+            k, v = min(rem.items(), key=lambda kv: kv[1])
+            what += (f"; through the post-attention norm its cut scales layer {k}'s surviving heads by x{1 / v:.2f} "
+                     "(pre-norm families have no such factor)")
+        lines.append(what + ".")
+    return "\n".join(lines) if lines else "No Table I cell collapsed, and no selection was diagnosed."
+
+
+# ---- why a score empties whole layers ----------------------------------------------------------------
+
+def layer_scale(scores: pd.DataFrame, model: str, methods: list[str], sparsity: float) -> pd.DataFrame:
+    """Per layer and method: the layer's median head score over the median of all heads (a score's scale
+    with depth), and the heads the method prunes there at ``sparsity``. For an activation-weighted score
+    (Wanda-Head) its ratio to Magnitude-Head's per-layer scale isolates the activations' share."""
+    rows = {}
+    for m in methods:
+        r = find_scores(scores, model, m)
+        if r is None:
+            continue
+        s = np.asarray(r["scores"], float)
+        med = np.median(s) or 1.0
+        cut = np.bincount([l for l, _ in select_heads(s, sparsity)], minlength=s.shape[0])
+        rows[f"{LABEL[m]} scale"] = np.median(s, axis=1) / med
+        rows[f"{LABEL[m]} pruned"] = cut
+    return pd.DataFrame(rows).rename_axis("layer").reset_index()
+
+
+def layer_scale_reading(table: pd.DataFrame, model: str, sparsity: float) -> str:
+    """Which layers each method empties at ``sparsity`` and where their scale stands."""
+    if table.empty:
+        return ""
+    lines = []
+    for m in [c[:-len(" scale")] for c in table.columns if c.endswith(" scale")]:
+        scale, cut = table[f"{m} scale"], table[f"{m} pruned"]
+        full = [i for i in table.index if cut[i] > 1 and cut[i] == cut.max()]
+        if not full:
+            continue
+        lowest = scale.nsmallest(len(full)).index.tolist()
+        where = ", ".join(f"layer {table.layer[i]} at x{scale[i]:.2g}" for i in full)
+        lines.append(f"- {m} on {model} at {pct(sparsity)} takes {int(cut.max())} heads from "
+                     f"{'each of ' if len(full) > 1 else ''}{where} of the median head's score; "
+                     + ("these are its lowest-scale layers." if set(full) == set(lowest) else
+                        f"its lowest-scale layers are {_and([str(table.layer[i]) for i in lowest])}."))
+    return "\n".join(lines)
+
+
+# ---- the remedy ablation -------------------------------------------------------------------------
+
+def remedy_table(frame: pd.DataFrame, models: list[str], methods: list[str], sparsities: list[float],
+                 heads_per_layer: dict[str, int]) -> pd.DataFrame:
+    """Each ``method`` ranked globally (Table I, first draw) and by layer-normalised scores, paired on the
+    same windows (``frame``: one row per draw): perplexities, the ratio normalised / global with its
+    interval (``lo``, ``hi``), and how many layers each selection empties."""
+    rows = []
+    f = frame[frame.draw.eq(0)]
+    for model in models:
+        def emptied(cell) -> int:
+            per_layer = np.bincount([layer for layer, _ in cell.pruned or []]) if cell.pruned else np.zeros(1)
+            return int((per_layer == heads_per_layer[model]).sum())
+        for sp in sparsities:
+            for m in methods:
+                g, lay = find(f, model, m, sp), find(f, model, m, sp, scale="layer")
+                if g is None or lay is None:
+                    continue
+                p = paired_ratio(lay.window_nll, g.window_nll)
+                rows.append({"model": model, "sparsity": pct(sp), "method": LABEL[m], "ranked globally": g.ppl,
+                             "layer-normalised": lay.ppl, "ratio": p.estimate, "lo": p.ci[0], "hi": p.ci[1],
+                             "layers emptied (global -> normalised)": f"{emptied(g)} -> {emptied(lay)}"})
+    return pd.DataFrame(rows)
+
+
+def remedy_reading(table: pd.DataFrame) -> str:
+    """How often the layer-normalised ranking helps, hurts or ties (by its interval), and by how much."""
+    if table.empty:
+        return "The remedy ablation has not run."
+    better, worse = int((table.hi < 1).sum()), int((table.lo > 1).sum())
+    best = table.loc[table.ratio.idxmin()]
+    worst = table.loc[table.ratio.idxmax()]
+    return (f"Ranking by layer-normalised scores is better in {better}, worse in {worse} and undecided in "
+            f"{len(table) - better - worse} of {len(table)} settings (paired over the same windows). Largest gain: "
+            f"{best.method} on {best.model} at {best.sparsity}, x{best.ratio:.3g}; largest loss: {worst.method} on "
+            f"{worst.model} at {worst.sparsity}, x{worst.ratio:.3g}.")
