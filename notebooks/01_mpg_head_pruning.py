@@ -81,6 +81,7 @@ glue_random_seeds = [0, 1, 2, 3, 4]  # Random's draws per fold
 # %%
 import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
 import seaborn as sns
 from IPython.display import Markdown, display
 
@@ -158,6 +159,49 @@ for ax, role in zip(axes, "qkvo"):
     ax.set_xlabel("L2 norm")
 fig.suptitle(f"{name}, layer {layer}: feature-norm profile and the z = 2 threshold", y=1.05)
 nb.figure(fig, "norm_profile.png")
+
+# %% [markdown]
+# ### 1a. One layer worked by hand
+#
+# Take the layer of the first model where MP and MP-G order the heads most differently (by discordant pairs;
+# `repro.methods.head_terms.pick_layer`) and write every head's score out term by term: its own $Q$ and $O$
+# excess, its KV group's $K$ and $V$ excess, counted in full by MP and divided by $g$ by MP-G. A head whose
+# group carries a large $K$/$V$ excess but whose own $Q$/$O$ features are ordinary is the one MP-G moves: MP
+# credits it with the whole group's KV excess, MP-G with a $g$-th of it. (Here $\alpha_q = \alpha_{kv} = 1$:
+# the paper leaves both at 1.)
+
+# %%
+worked = grid.worked()  # {model: the numbers below, from the weights, recorded}
+W = P.worked
+first = worked[models[0]]["result"]
+terms = pd.DataFrame(first["terms"])
+nb.show(terms[["head", "kv_group", "q", "o", "k", "v", "qo", "kv_mp", "kv_mpg", "mp", "mpg", "rank_mp", "rank_mpg"]]
+        .round(3), "worked_layer", f"**MP and MP-G term by term**, {models[0]}, layer {int(terms.layer.iloc[0])} "
+        f"(g = {int(terms.g.iloc[0])}, z = 2; rank 1 = kept longest).", reading=W.layer_reading(terms))
+
+# %% [markdown]
+# **Why so many heads score exactly 0.** A head scores 0 when *none* of its $4 d_h$ features (its $d_h$ $Q$
+# rows and $O$ columns, its group's $K$ and $V$ rows) lies above $\mu + z\sigma$ of its projection. Were the
+# norms normal and independent, a fraction $1 - \Phi(z) \approx 2.3\%$ of features would pass at $z = 2$, and
+# a head would score 0 with probability about $(1 - 0.023)^{4 d_h}$. The sentences compare that arithmetic
+# with the real counts of each model.
+
+# %%
+display(Markdown("\n".join(f"- **{n}**: {W.zero_reading(r['result']['zero'])}" for n, r in worked.items())))
+
+# %% [markdown]
+# **One KV head per layer (Gemma-3-270m).** With $H_{kv} = 1$ every query head of a layer shares the same $K$
+# and $V$, so the KV term $\mathrm{exc}_{KV}/g$ is one number per layer, added to every head of that layer. It
+# cannot change the order of heads *within* a layer; it only lifts or lowers the whole layer in the *global*
+# ranking. MP-G's GQA correction therefore acts on Gemma only through which layers lose heads first.
+
+# %%
+for n, r in worked.items():
+    if r["result"]["single_kv"]:
+        kv = pd.DataFrame(r["result"]["single_kv"])
+        nb.show(kv[["layer", "g", "kv_mp", "kv_mpg", "qo_min", "qo_max", "kv_constant", "same_order"]].round(3),
+                f"worked_single_kv_{n}", f"**The KV term is a per-layer constant**, {n} (one K/V head per layer, z = 2).",
+                reading=W.single_kv_reading(kv))
 
 # %% [markdown]
 # ## 2. Scoring every head
@@ -317,6 +361,8 @@ nb.figure(fig, "ppl_vs_sparsity.png")
 # *surviving* head of that layer by $\mathrm{rms}(o)/\mathrm{rms}(o_U)$ (`repro.evaluate.rescale`). Algorithm 1
 # assumes the pre-norm picture.
 #
+# Emptied layers are the first suspect: the sentences below say, from the scores alone, which layers MP and
+# MP-G empty at the highest sparsity. The measurement then says whether that is where the damage comes from.
 # For each collapsed Table I cell (its first draw), and for MP-G and MP at the highest sparsity, the
 # diagnosis (`HeadExperiment.anatomy`, on a few windows spread over the split) gives: the damage in nats, the
 # layers the selection empties, the later layer whose attention output grows most, the one pruned head whose
@@ -324,6 +370,8 @@ nb.figure(fig, "ppl_vs_sparsity.png")
 # repairs most, and on Gemma the largest factor by which a cut scales up a layer's survivors.
 
 # %%
+display(Markdown("\n".join(f"- **{n}** (from the scores alone): {W.emptied_reading(scores, n, max(sparsities))}"
+                           for n in models)))
 grid.anatomy()  # the diagnosis records of the cells Table I shows collapsing
 if anatomy:
     anat, cap, anat_frame = R.anatomy()

@@ -171,3 +171,23 @@ def test_collapse_flags_an_emptied_layer():
     assert c["MP-G emptied"].tolist() == [False, True, False] and not c["MP emptied"].any()
     assert c["MP pruned"].sum() == c["MP-G pruned"].sum() == 4
     assert w.collapse_reading(c, 4 / 12) == "At 33% sparsity, MP empties no layer; MP-G empties layer 1."
+
+
+def test_worked_cell_records_what_the_functions_compute_as_plain_json():
+    import json
+
+    from repro.engines.base import Setup
+    from repro.engines.heads import HeadExperiment
+    from repro.store import Store
+
+    setup = Setup(data="wiki-sample", seqlen=32, max_windows=2, calib_data="wiki-sample", calib_nsamples=2,
+                  calib_seqlen=16)
+    for name in ("tiny-llama", "tiny-gemma3"):
+        e = HeadExperiment(name, setup, Store(None), grad_nsamples=1, progress=False)
+        r = e.worked()["result"]
+        json.dumps(r)  # plain JSON: no numpy scalar left as a string
+        assert r["layer"] == w.pick_layer(e.model)
+        shown = e.adapter.n_layers // 2 if r["layer"] is None else r["layer"]
+        np.testing.assert_allclose([t["mpg"] for t in r["terms"]], w.layer_terms(e.model, shown).mpg)
+        assert r["zero"]["heads_zero"] == int((mpg(e.model) == 0).sum())
+        assert (r["single_kv"] is not None) == (name == "tiny-gemma3")  # one K/V head per layer only

@@ -13,6 +13,7 @@ evaluation is top-1 and cross-entropy per *test* image.
 from __future__ import annotations
 
 import copy
+import json
 import time
 
 import numpy as np
@@ -29,9 +30,19 @@ from repro.evaluate.anatomy import anatomy, head_mask
 from repro.evaluate.ppl import tokenize, windows
 from repro.evaluate.rescale import out_inputs, remaining_rms
 from repro.evaluate.speed import attention_flops, attention_params, count_params, prefill_seconds
+from repro.methods import head_terms as T
 from repro.methods.heads import SCALES, get_method, norms, score_heads, select_heads
 from repro.store import PROTOCOL, Store
 from repro.structure import Masks, remove_heads, zero_heads
+
+
+def _number(v):
+    """numpy scalars and arrays as JSON numbers and lists."""
+    return v.tolist() if hasattr(v, "tolist") else str(v)
+
+
+def _records(frame) -> list[dict]:
+    return json.loads(frame.to_json(orient="records"))
 
 
 class HeadExperiment(Experiment):
@@ -121,6 +132,25 @@ class HeadExperiment(Experiment):
         cfg = {"protocol": PROTOCOL, "model": model_key(self.identity), "layer": int(layer)}
         return self.run("heads-norms", cfg, lambda: {role: norms(self.adapter.attention(layer), role).tolist()
                                                       for role in "qkvo"})
+
+    @plan.cell
+    def worked(self, z: float = 2.0) -> dict:
+        """Notebook 1's worked example from this model's weights (:mod:`repro.methods.head_terms`), recorded so
+        that the notebook renders without loading the model: the layer where MP and MP-G order heads most
+        differently (``layer``; None where they never differ) and its per-head terms, the zero-score
+        arithmetic, the per-layer rank disagreement, and with one K/V head per layer the per-layer KV constant."""
+        cfg = {"protocol": PROTOCOL, "model": model_key(self.identity), "z": z}
+
+        def compute():
+            ad = self.adapter
+            layer = T.pick_layer(ad, z)
+            shown = ad.n_layers // 2 if layer is None else layer
+            single = all(ad.attention(i).n_kv_heads == 1 for i in range(ad.n_layers))
+            return {"layer": layer, "terms": _records(T.layer_terms(ad, shown, z)),
+                    "zero": json.loads(json.dumps(T.zero_score_arithmetic(ad, z), default=_number)),
+                    "disagreement": _records(T.rank_disagreement(ad, z)),
+                    "single_kv": _records(T.single_kv_constant(ad, z)) if single else None}
+        return self.run("heads-worked", cfg, compute)
 
     def head_mask(self, pruned) -> torch.Tensor:
         return head_mask(self.shape, pruned)

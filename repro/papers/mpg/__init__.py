@@ -1,6 +1,7 @@
 """Paper 1 (MP-G): notebook 1's grid (:mod:`.grid`), its record frames (:mod:`.records`), tables (:class:`.report.Report`, :mod:`.tables`, :mod:`.mha`) and claims (:mod:`.claims`).
 """
 from repro.evaluate.stats import paired_difference  # noqa: F401  (the notebook's sanity cell)
+from repro.papers.mpg import worked  # noqa: F401  (section 1a's sentences)
 from repro.papers.mpg.claims import (  # noqa: F401
     PAPER_EFFECTS,
     PAPER_SOURCES,

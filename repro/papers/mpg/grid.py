@@ -119,6 +119,10 @@ class MpgGrid:
         first = next(iter(self.lm.values()))
         return first.norm_profile(first.shape[0] // 2)
 
+    def worked(self) -> dict:
+        """Section 1a: ``{model: worked-example record}`` (:meth:`HeadExperiment.worked`, z = 2)."""
+        return {n: e.worked() for n, e in self.lm.items()}
+
     def scores(self) -> pd.DataFrame:
         """Section 2: every method's head scores on every model."""
         for e in self.lm.values():
@@ -219,6 +223,7 @@ class MpgGrid:
     def plan(self) -> None:
         """Every section, in the notebook's order."""
         self.norm_profile()
+        self.worked()
         self.scores()
         self.table1()
         self.full_split()
