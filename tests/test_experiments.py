@@ -574,3 +574,9 @@ def test_efficiency_reading_gives_the_parameter_drop_and_speed_ups():
                         "nonzero params (M)": [100.0, 90.0], "speed-up b=1": [1.0, 1.2], "speed-up b=4": [1.0, 1.1]})
     assert R.Tables.efficiency_reading(eff) == ("- **m, removed 50%**: 10.0% fewer non-zero parameters; prefill x1.200 "
                                                 "at b=1, x1.100 at b=4.")
+
+
+def test_calibration_draw_zero_is_not_the_setup_seed_unless_it_is():
+    e = HeadExperiment("tiny-llama", SMALL.replace(calib_seed=5), Store(None), grad_nsamples=1, progress=False)
+    recs = e.grid(["wanda-head"], [0.25], calib_seeds=[0, 5])
+    assert sorted(r["config"]["calibration"]["seed"] for r in recs) == [0, 5]

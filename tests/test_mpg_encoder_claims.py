@@ -33,7 +33,7 @@ def test_plan_lists_the_section_without_computing(tmp_path):
         store.plan = None
     jobs = plan.ordered()
     calls = [(j.call, j.args) for j in jobs]
-    assert calls[:3] == [("scores", ("mp", z, 0, None)) for z in (1.5, 2.0, 2.5)]  # (method, z, seed, calib_seed)
+    assert calls[:3] == [("scores", ("mp", 1.5)), ("scores", ("mp", 2.0)), ("scores", ("mp", 2.5))]
     assert ("dense", ()) in calls
     assert {a[0] for c, a in calls if c == "scores"} == {"mpg", "mp", "wanda-head", "gradient-head", "random"}
     assert {a[1] for c, a in calls if c == "scores" and a[0] == "mpg"} == {1.5, 2.0, 2.5}  # the z sweep's scores

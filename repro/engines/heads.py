@@ -204,8 +204,10 @@ class HeadExperiment(Experiment):
             for z in z_values if "z" in spec.params else (2.0,):
                 for seed in seeds:
                     for cs in calibs:
-                        self.scores(m, z, seed, cs)
-                        out += [self.cell(m, sp, z, tie_break, seed if t is None else t, cs)
+                        draw = {**({"seed": seed} if seed != 0 else {}),
+                                **({"calib_seed": cs} if cs not in (None, self.setup.calib_seed) else {})}
+                        self.scores(m, z, **draw)  # a default draw asked as before draws existed
+                        out += [self.cell(m, sp, z, tie_break, **({**draw, "seed": t} if t is not None else draw))
                                 for sp in sparsities for t in ties]
         return out
 
