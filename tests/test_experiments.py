@@ -580,3 +580,16 @@ def test_calibration_draw_zero_is_not_the_setup_seed_unless_it_is():
     e = HeadExperiment("tiny-llama", SMALL.replace(calib_seed=5), Store(None), grad_nsamples=1, progress=False)
     recs = e.grid(["wanda-head"], [0.25], calib_seeds=[0, 5])
     assert sorted(r["config"]["calibration"]["seed"] for r in recs) == [0, 5]
+
+
+def test_the_same_best_z_everywhere_is_decided_only_on_the_held_out_half():
+    w = np.tile([3.0, 3.2, 3.1, 3.3], 2)  # 8 windows: the first 4 choose, the last 4 test
+    noise = np.array([0, 0, 0, 0, 0.4, -0.4, 0.3, -0.3])
+    rows = []
+    for model, later in (("a", w + 0.5), ("b", w + 0.5 + noise - 0.5 * (np.arange(8) >= 4))):
+        rows += [dict(model=model, method="mpg", sparsity=0.5, z=2.0, nll=w),
+                 dict(model=model, method="mpg", sparsity=0.5, z=1.5, nll=later)]
+    claims = R.mpg_claims(_frame(rows), ["a", "b"], [0.5], [1.5, 2.0], [0.5], {"a": 1, "b": 1})
+    z = {c.setting: c for c in claims if c.claim == "The optimal z is model-dependent"}
+    assert z["a, 50.0%"].verdict == FAILS and "best z = 2.0 on every model" in z["a, 50.0%"].measured
+    assert z["b, 50.0%"].verdict == "inconclusive" and "not decided" in z["b, 50.0%"].measured
