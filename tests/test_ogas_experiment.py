@@ -156,6 +156,22 @@ def test_run_main_asks_for_each_table_cell_once(grid):
     assert config_of(grid, "wiki-sample", "ogas-exact")["params"]["rounding"] == "exact"
 
 
+def test_further_calibration_draws_are_their_own_cells_and_stay_out_of_the_tables(run):
+    _, e = run
+    store = Store(None)
+    wt = {"tiny-llama": PruneExperiment("tiny-llama", SMALL, store, progress=False, loaded=e.loaded)}
+    c4 = {"tiny-llama": PruneExperiment("tiny-llama", SMALL.replace(data="c4-sample:eval", calib_data="c4-sample:calib"),
+                                        store, progress=False, loaded=e.loaded)}
+    g = OgasGrid(wt, c4, {"tiny-llama": "llama"}, methods=["magnitude", "wanda"], calib_seeds=[0, 1])  # no C4 rows
+    assert g.extra_draws("tiny-llama", "wiki-sample", "wanda") == [1]
+    assert g.extra_draws("tiny-llama", "wiki-sample", "magnitude") == []  # reads no data: one draw
+    g.run_main()
+    every = O.frame(g, draws=True)
+    wanda = every[every.method == "wanda"]
+    assert sorted(wanda.draw) == [0, 1] and wanda.ppl.nunique() == 2  # another sample, another pruned model
+    assert len(O.frame(g)[O.frame(g).method == "wanda"]) == 1  # the tables read the setup's own draw
+
+
 def test_run_zeroshot_and_its_tables(grid):
     results = grid.run_zeroshot()
     assert list(results["tiny-llama"]) == ["dense", "magnitude", "wanda", "ogas"]

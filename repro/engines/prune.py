@@ -27,18 +27,22 @@ class PruneExperiment(Experiment):
     """Unstructured / N:M pruning cells of one model under one setup (calibration + evaluation)."""
 
     def prune_config(self, method: str, sparsity: float | None, pattern: str = "unstructured",
-                     params: dict | None = None) -> dict:
+                     params: dict | None = None, calib_seed: int | None = None) -> dict:
+        """The key fields of a pruned cell: the method, its parameters and (if it reads data) its calibration
+        windows, the draw of ``calib_seed`` (default the setup's)."""
         pruner = get_pruner(method)(sparsity, pattern, **(params or {}))  # validates everything up front
         cfg = {"method": method, "sparsity": pruner.sparsity, "pattern": str(pruner.pattern),
                "params": {k: (list(v) if isinstance(v, tuple) else v) for k, v in pruner.params.items()}}
         if pruner.calibrated:
-            cfg["calibration"] = self.calibration_source()  # without drawing the windows
+            cfg["calibration"] = self.calibration_source(seed=calib_seed)  # without drawing the windows
         return cfg
 
-    def prune(self, method: str, sparsity: float | None, pattern: str = "unstructured", params: dict | None = None):
-        """A pruned float32 copy of the model and its :class:`PruneReport`."""
+    def prune(self, method: str, sparsity: float | None, pattern: str = "unstructured", params: dict | None = None,
+              calib_seed: int | None = None):
+        """A pruned float32 copy of the model and its :class:`PruneReport` (calibrated on the draw of
+        ``calib_seed``, default the setup's)."""
         model = copy.deepcopy(self.model)
-        calib = self.calibration().windows if get_pruner(method).calibrated else None
+        calib = self.calibration(seed=calib_seed).windows if get_pruner(method).calibrated else None
         report = prune_model(model, method, sparsity, calib, pattern=parse_pattern(pattern), progress=self.progress,
                              **(params or {}))
         return model, report
@@ -61,17 +65,18 @@ class PruneExperiment(Experiment):
     @plan.cell
     def cell(self, method: str, sparsity: float | None, pattern: str = "unstructured", params: dict | None = None,
              zeroshot_tasks: list[str] | None = None, zeroshot_limit: int | None = None,
-             keep_layers: tuple[str, ...] = ()) -> dict:
+             keep_layers: tuple[str, ...] = (), calib_seed: int | None = None) -> dict:
         """Prune, evaluate perplexity (and zero-shot tasks if given). ``keep_layers``: layer names
-        whose per-channel OGAS arrays (energy, peak ratio, sparsity) the record keeps for figures."""
-        cfg = {**self.base_config(), **self.prune_config(method, sparsity, pattern, params)}
+        whose per-channel OGAS arrays (energy, peak ratio, sparsity) the record keeps for figures;
+        ``calib_seed``: another calibration draw than the setup's."""
+        cfg = {**self.base_config(), **self.prune_config(method, sparsity, pattern, params, calib_seed)}
         if zeroshot_tasks:
             cfg["zeroshot"] = {"tasks": list(zeroshot_tasks), "limit": zeroshot_limit}
         if keep_layers:
             cfg["keep_layers"] = list(keep_layers)
 
         def compute():
-            model, report = self.prune(method, sparsity, pattern, params)
+            model, report = self.prune(method, sparsity, pattern, params, calib_seed)
             out = {"report": report.to_dict(), "zeros_sha256": zeros_sha256(model)}
             out["channels"] = {n: {k: np.asarray(e[k]).tolist() for k in ("energy", "peak_ratio", "channel_sparsity")
                                    if k in e} for n, e in report.extras.items() if n in keep_layers}

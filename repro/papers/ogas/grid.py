@@ -52,6 +52,7 @@ class OgasGrid:
     zeroshot_tasks: list[str] = field(default_factory=list)
     zeroshot_limit: int | None = None
     figure_layer: str | None = None  # Figure 2's layer; None: the middle down projection of the first model
+    calib_seeds: list = field(default_factory=lambda: [None])  # Tables 1-2's calibration draws (None: the setup's)
 
     @classmethod
     def from_params(cls, wt: dict, c4: dict, params: dict) -> "OgasGrid":
@@ -123,6 +124,13 @@ class OgasGrid:
         return self.experiment(model, data).cell(method, self.sparsity, params=self.params_for(model, method, **params),
                                                  **extra)
 
+    def extra_draws(self, model: str, data: str, method: str) -> list[int]:
+        """The calibration draws of ``method`` beyond the setup's own (none for a method that reads no data)."""
+        from repro.methods.unstructured import get_pruner
+
+        own = self.experiment(model, data).setup.calib_seed
+        return [s for s in self.calib_seeds if s is not None and s != own] if get_pruner(method).calibrated else []
+
     def run_main(self) -> pd.DataFrame:
         """Tables 1-2: dense and every method at the main sparsity on WikiText-2 (and C4 for
         ``c4_models``), plus OGAS at the exact target on ``exact_rounding_data``."""
@@ -133,6 +141,9 @@ class OgasGrid:
                 self.experiment(name, data).dense()
                 for m in self.methods:
                     self.main_cell(name, data, m)
+                    for seed in self.extra_draws(name, data, m):  # further calibration draws: perplexity only
+                        self.experiment(name, data).cell(m, self.sparsity, params=self.params_for(name, m),
+                                                         calib_seed=seed)
                 if {data, parse_spec(self.experiment(name, data).setup.data)[0]} & set(self.exact_rounding_data):
                     self.main_cell(name, data, "ogas", rounding="exact")
         return shown(self.store, lambda: frame(self))
@@ -195,6 +206,8 @@ def prune_frame(store, experiments: list[PruneExperiment], session: bool = True)
         c, res = r["config"], r["result"]
         rep = res.get("report", {})
         rows.append({"key": ("prune-ppl", r["key"]), "model": e.name, "data": e.data.name, "method": c["method"],
+                     "draw": int((c.get("calibration") or {}).get("seed", e.setup.calib_seed)),
+                     "own_draw": (c.get("calibration") or {}).get("seed", e.setup.calib_seed) == e.setup.calib_seed,
                      "sparsity": c.get("sparsity", 0.0) or 0.0, "pattern": c.get("pattern", "dense"),
                      "params": c.get("params", {}), "ppl": res["ppl"], "ci95": res["ci95"],
                      "window_nll": res["window_nll"], "achieved": rep.get("overall", 0.0),
@@ -204,9 +217,12 @@ def prune_frame(store, experiments: list[PruneExperiment], session: bool = True)
     return pd.DataFrame(rows)
 
 
-def frame(grid: OgasGrid) -> pd.DataFrame:
-    """The frame of every cell the notebook's grid asked for so far in this session."""
-    return prune_frame(grid.store, grid.all_experiments())
+def frame(grid: OgasGrid, draws: bool = False) -> pd.DataFrame:
+    """The frame of every cell the notebook's grid asked for so far in this session; the setup's own
+    calibration draw only unless ``draws`` (the further draws of ``calib_seeds`` are read only where a table
+    pools them)."""
+    f = prune_frame(grid.store, grid.all_experiments())
+    return f if draws or f.empty else f[f.own_draw].reset_index(drop=True)
 
 
 
