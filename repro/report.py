@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from repro.evaluate.stats import pooled_ppl
 from repro.store import atomic_write_text
 
 
@@ -188,3 +189,24 @@ def ranking_reading(table: pd.DataFrame, by: list[str], value: str, focus: list[
         lines.append(f"- **{name}**: least damage {best} {s[best]:+.3g}{unit}" + ("; " + ", ".join(said) if said else "")
                      + ".")
     return "\n".join(lines)
+
+
+def pool_draws(frame: pd.DataFrame, cell: list[str]) -> pd.DataFrame:
+    """One row per cell (the columns ``cell`` name it) of a frame with one row per draw (``draw``: Random's
+    seed, a calibration draw...): a cell drawn D times gets ``ppl`` the geometric mean over its draws and
+    ``ci95`` its interval (:func:`repro.evaluate.stats.pooled_ppl`), ``window_nll`` the per-window mean over
+    draws, ``draw_nll`` the [D, W] NLLs (what paired comparisons read:
+    :func:`repro.evaluate.stats.paired_ratio_draws`), ``draws_ppl`` each draw's perplexity, ``n_draws`` and
+    ``keys`` every draw's record; the other columns are the first draw's. A cell drawn once keeps its values."""
+    if frame.empty:
+        return frame.assign(draw_nll=[], draws_ppl=[], n_draws=[], keys=[])
+    rows = []
+    for _, g in frame.sort_values("draw", kind="stable").groupby(cell, dropna=False, sort=False):
+        row = g.iloc[0].copy()
+        nll = [list(v) for v in g.window_nll]
+        row["draw_nll"], row["draws_ppl"], row["n_draws"], row["keys"] = nll, list(g.ppl), len(g), list(g.key)
+        if len(g) > 1:
+            row["ppl"], row["ci95"] = pooled_ppl(nll)
+            row["window_nll"] = list(np.mean(nll, axis=0))
+        rows.append(row)
+    return pd.DataFrame(rows).reset_index(drop=True)

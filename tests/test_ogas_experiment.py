@@ -169,7 +169,12 @@ def test_further_calibration_draws_are_their_own_cells_and_stay_out_of_the_table
     every = O.frame(g, draws=True)
     wanda = every[every.method == "wanda"]
     assert sorted(wanda.draw) == [0, 1] and wanda.ppl.nunique() == 2  # another sample, another pruned model
-    assert len(O.frame(g)[O.frame(g).method == "wanda"]) == 1  # the tables read the setup's own draw
+    pooled = O.frame(g)
+    (row,) = pooled[pooled.method == "wanda"].itertuples()  # one row: the draws pooled
+    assert row.n_draws == 2 and row.ppl == pytest.approx(np.exp(np.mean(list(wanda.window_nll))))
+    p = O.paired_to(pooled, "tiny-llama", "wiki-sample", "wanda", "magnitude")
+    one = O.paired_to(every[every.draw.eq(0)], "tiny-llama", "wiki-sample", "wanda", "magnitude")
+    assert p.estimate != one.estimate  # both draws count, not the first alone
 
 
 def test_run_zeroshot_and_its_tables(grid):

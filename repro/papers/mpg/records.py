@@ -8,8 +8,9 @@ import pandas as pd
 
 from repro.claims import claims_markdown, headline
 from repro.engines.base import owned
-from repro.evaluate.stats import Paired, paired_difference, paired_ratio, paired_ratio_draws, pooled_ppl
+from repro.evaluate.stats import Paired, paired_difference, paired_ratio, paired_ratio_draws
 from repro.methods.heads import HEAD_METHODS, select_heads
+from repro.report import pool_draws as pool_by_cell
 from repro.report import rank_marks, to_markdown
 from repro.store import Store
 
@@ -84,25 +85,11 @@ CELL = ["model", "method", "scale", "z", "sparsity", "tie_break", "tie_seed"]  #
 
 
 def pool_draws(frame: pd.DataFrame) -> pd.DataFrame:
-    """One row per cell of a per-draw :func:`ppl_frame`: a cell drawn D times gets ``ppl`` the geometric
-    mean over its draws and ``ci95`` its interval (:func:`repro.evaluate.stats.pooled_ppl`), ``window_nll``
-    the per-window mean over draws, ``draw_nll`` the [D, W] NLLs (what paired comparisons read,
-    :func:`paired_vs`), ``draws_ppl`` each draw's perplexity, ``keys`` every draw's record; ``key``,
-    ``draw`` and ``pruned`` are the first draw's. A cell drawn once keeps its values."""
+    """One row per cell of a per-draw :func:`ppl_frame` (:func:`repro.report.pool_draws` over :data:`CELL`):
+    ``key``, ``draw`` and ``pruned`` are the first draw's."""
     if "scale" not in frame:  # frames of records made before the remedy ablation
         frame = frame.assign(scale="global")
-    if frame.empty:
-        return frame.assign(draw_nll=[], draws_ppl=[], n_draws=[], keys=[])
-    rows = []
-    for _, g in frame.sort_values("draw", kind="stable").groupby(CELL, dropna=False, sort=False):
-        row = g.iloc[0].copy()
-        nll = [list(v) for v in g.window_nll]
-        row["draw_nll"], row["draws_ppl"], row["n_draws"], row["keys"] = nll, list(g.ppl), len(g), list(g.key)
-        if len(g) > 1:
-            row["ppl"], row["ci95"] = pooled_ppl(nll)
-            row["window_nll"] = list(np.mean(nll, axis=0))
-        rows.append(row)
-    return pd.DataFrame(rows).reset_index(drop=True)
+    return pool_by_cell(frame, CELL)
 
 
 def vision_frame(store: Store, experiments, session: bool = True) -> pd.DataFrame:

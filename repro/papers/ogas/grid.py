@@ -3,6 +3,7 @@ section that runs (or plans) that section's cells; :func:`build` and :func:`plan
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, fields
 from functools import cached_property
 
@@ -14,6 +15,7 @@ from repro.engines.plan import shown
 from repro.engines.prune import PruneExperiment
 from repro.errors import check_list, check_number
 from repro.methods.unstructured import auto_s_max, ogas_setting
+from repro.report import pool_draws
 
 ABLATION = ("wanda", "ogas-energy", "ogas-papr", "ogas")  # Table 5's rows: uniform, energy only, PAPR only, both
 
@@ -207,7 +209,7 @@ def prune_frame(store, experiments: list[PruneExperiment], session: bool = True)
         rep = res.get("report", {})
         rows.append({"key": ("prune-ppl", r["key"]), "model": e.name, "data": e.data.name, "method": c["method"],
                      "draw": int((c.get("calibration") or {}).get("seed", e.setup.calib_seed)),
-                     "own_draw": (c.get("calibration") or {}).get("seed", e.setup.calib_seed) == e.setup.calib_seed,
+                     "params_key": json.dumps(c.get("params", {}), sort_keys=True),
                      "sparsity": c.get("sparsity", 0.0) or 0.0, "pattern": c.get("pattern", "dense"),
                      "params": c.get("params", {}), "ppl": res["ppl"], "ci95": res["ci95"],
                      "window_nll": res["window_nll"], "achieved": rep.get("overall", 0.0),
@@ -217,12 +219,16 @@ def prune_frame(store, experiments: list[PruneExperiment], session: bool = True)
     return pd.DataFrame(rows)
 
 
+CELL = ["model", "data", "method", "sparsity", "pattern", "params_key"]  # what names a cell apart from its draw
+
+
 def frame(grid: OgasGrid, draws: bool = False) -> pd.DataFrame:
-    """The frame of every cell the notebook's grid asked for so far in this session; the setup's own
-    calibration draw only unless ``draws`` (the further draws of ``calib_seeds`` are read only where a table
-    pools them)."""
+    """The frame of every cell the notebook's grid asked for so far in this session, one row per cell with
+    its calibration draws pooled (:func:`repro.report.pool_draws`: the geometric mean over draws; the other
+    columns, zero-shot scores and per-channel arrays included, are the first draw's); ``draws``: one row
+    per draw instead."""
     f = prune_frame(grid.store, grid.all_experiments())
-    return f if draws or f.empty else f[f.own_draw].reset_index(drop=True)
+    return f if draws else pool_draws(f, CELL)
 
 
 
