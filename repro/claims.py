@@ -50,14 +50,32 @@ KINDS = (DECIDED, INCONCLUSIVE, UNINFORMATIVE, CONSTRUCTION)  # the order a clai
 POWER, ALPHA = 0.8, 0.05
 
 
-def destroyed(ppls: dict[str, float], uniform: float | None) -> str:
-    """Why a comparison of perplexities ``ppls`` (``{side: perplexity}``) cannot inform a claim: every side at
-    or above ``uniform``, the perplexity of a uniform guess over the vocabulary (both models destroyed, so
-    which is "better" says nothing about the method); "" where it can (or no bound is known)."""
-    if not uniform or not ppls or any(v is None or v < uniform for v in ppls.values()):
+COLLAPSE = 10.0  # a pruned model "collapses" beyond this multiple of its dense perplexity (our definition, every paper)
+
+
+def collapsed(ppl: float | None, dense: float | None = None, uniform: float | None = None) -> bool:
+    """Whether a pruned model's perplexity ``ppl`` says it is destroyed: not finite, at or above ``uniform``
+    (a uniform guess over the vocabulary), or above ``COLLAPSE`` x its ``dense`` perplexity. Ten times
+    the dense perplexity is 2.3 nats per token of extra loss: a word-bigram table's level on WikiText-2
+    (perplexity in the hundreds), where a model has lost what its context gave it, so that which of two such
+    models is "better" no longer says which method preserved the model. The same rule for every method."""
+    if ppl is None or not math.isfinite(ppl):
+        return True
+    return bool((uniform and ppl >= uniform) or (dense and ppl > COLLAPSE * dense))
+
+
+def destroyed(ppls: dict[str, float], uniform: float | None, dense: float | None = None) -> str:
+    """Why a comparison of perplexities ``ppls`` (``{side: perplexity}``) cannot inform a claim: every side
+    collapsed (:func:`collapsed`: at or above ``uniform``, the perplexity of a uniform guess over the
+    vocabulary, or above ``COLLAPSE`` x ``dense``), so which is "better" says nothing about the method; ""
+    where it can (or no bound is known)."""
+    if not ppls or not (uniform or dense) or not all(collapsed(v, dense, uniform) for v in ppls.values()):
         return ""
-    return (f"both models destroyed: perplexity {' and '.join(f'{k} {v:,.0f}' for k, v in ppls.items())}, at or above "
-            f"a uniform guess over the {uniform:,.0f}-word vocabulary")
+    sides = " and ".join(f"{k} {v:,.0f}" for k, v in ppls.items())
+    if uniform and all(v >= uniform for v in ppls.values()):
+        return f"both models destroyed: perplexity {sides}, at or above a uniform guess over the {uniform:,.0f}-word vocabulary"
+    return (f"both models collapsed: perplexity {sides}, above {COLLAPSE:g}x the dense {dense:,.4g}"
+            + (f" (a uniform guess: {uniform:,.0f})" if uniform else ""))
 
 
 def at_chance(correct, chance: float | None, what: str = "the dense model") -> str:
@@ -185,11 +203,18 @@ class Claim:
         return ""
 
 
-def with_paper(claims: list[Claim], effects: dict[str, tuple[float, str]]) -> list[Claim]:
+def with_paper(claims: list[Claim], effects: dict) -> list[Claim]:
     """Attach the paper's own effect to every claim whose statement starts with a key of ``effects``
-    (``{statement prefix: (effect on the claim's scale, where the paper gives it)}``)."""
+    (``{statement prefix: (effect on the claim's scale, where the paper gives it)}``). A key may also be
+    ``(statement prefix, text in the setting)`` for an effect the paper gives for one setting only (e.g. its
+    C4 table); such a key wins over a plain prefix."""
+    def matches(key, c: Claim) -> bool:
+        prefix, where = key if isinstance(key, tuple) else (key, "")
+        return c.claim.startswith(prefix) and where in c.setting
+
+    order = sorted(effects, key=lambda k: not isinstance(k, tuple))  # setting-specific keys first
     for c in claims:
-        hit = next((v for k, v in effects.items() if c.claim.startswith(k)), None)
+        hit = next((effects[k] for k in order if matches(k, c)), None)
         if hit is not None:
             c.paper_effect, c.paper = hit
     return claims

@@ -372,7 +372,7 @@ def test_dense_vs_chance_places_each_interval_against_a_uniform_guess():
 def test_ablation_table_pairs_each_variant_to_wanda(fake_grid):
     f = constructed_frame()
     table, cap = O.ablation_table(f, fake_grid)
-    assert list(table.columns) == ["model", "variant", "lambda", "ppl", "vs Wanda (paired)"]
+    assert list(table.columns) == ["model", "variant", "lambda", "gamma", "ppl", "vs Wanda (paired)"]
     assert table["lambda"].tolist() == ["-", 0.0, 1.0, 0.4]
     assert table["vs Wanda (paired)"].iloc[0] == "x1.000 [1.000, 1.000]"
     assert table["vs Wanda (paired)"].iloc[1] == f"x{np.exp(-0.05):.3f} [{np.exp(-0.05):.3f}, {np.exp(-0.05):.3f}]"
@@ -416,10 +416,17 @@ def test_claims_summary_metrics_and_readme(fake_grid):
     assert low.setting.tolist() == [f"a, 90%, vs {m}" for m in ("Magnitude", "Wanda", "RIA", "SparseGPT")]
     assert low.verdict.tolist() == ["holds", "holds", "inconclusive", "inconclusive"]  # RIA, SparseGPT not run
     collapse = claims[claims.claim.str.startswith("Magnitude and SparseGPT collapse")]
-    assert collapse.verdict.tolist() == ["holds", "inconclusive"] and collapse.threshold.iloc[0] == 100.0
+    assert collapse.verdict.tolist() == ["holds", "inconclusive"] and collapse.threshold.iloc[0] == 10.0
     assert "models a, b" in cap
     text = O.summary(claims, 0.5)
-    assert "**OGAS vs Wanda** at 50%: holds: 3;" in text and "**Zero-shot mean above Wanda**: not run" in text
+    assert "**OGAS vs Wanda** at 50%: holds: 3 (on average" in text and "**Zero-shot mean above Wanda**: not run" in text
+    avg = claims[claims.claim.str.startswith("OGAS below Wanda on average")]
+    assert len(avg) == 1 and avg.n.iloc[0] == 60 and avg["paper effect"].iloc[0] == pytest.approx(0.9116)
+    assert "3 settings" in avg.measured.iloc[0]  # a wikitext2, a c4-sample, b wikitext2
+    c4 = claims[(claims.claim == "OGAS below Wanda at 50%") & claims.setting.str.contains("c4")]
+    wt = claims[(claims.claim == "OGAS below Wanda at 50%") & claims.setting.str.contains("wikitext2")]
+    assert c4["paper effect"].iloc[0] == pytest.approx(16.25 / 17.75) and wt["paper effect"].iloc[0] == pytest.approx(7.99 / 8.85)
+    assert claims.claim.str.startswith("OGAS does not collapse").sum() == 1
     m = O.metrics(f, claims, fake_grid)
     assert m["n_cells"] == len(f) and m["n_claims"] == len(claims) and sum(m["verdicts"].values()) == len(claims)
     blocks = O.readme_blocks((pd.DataFrame({"x": [1]}, index=["r"]), "cap"), (claims, cap))
@@ -526,7 +533,12 @@ def test_a_comparison_of_two_destroyed_models_is_uninformative():
     claims = O.ogas_claims(f, ["a"], 0.5, [], [], [], uniform={"a": 1000})
     row_ = next(c for c in claims if c.claim.startswith("OGAS below Wanda"))
     assert row_.kind == UNINFORMATIVE and row_.why_uninformative.endswith("over the 1,000-word vocabulary")
+    # without the uniform bound both sides are still above 10x the dense 15.6: collapsed, the same rule for all
     assert next(c for c in O.ogas_claims(f, ["a"], 0.5, [], [], [])
+                if c.claim.startswith("OGAS below Wanda")).why_uninformative.startswith("both models collapsed")
+    f.loc[f.method == "ogas", "window_nll"] = pd.Series([list(BASE + 1.0)] * 2, index=f.index[f.method == "ogas"])
+    f.loc[f.method == "ogas", "ppl"] = float(np.exp(np.mean(BASE + 1.0)))  # OGAS at 2.7x dense: informative
+    assert next(c for c in O.ogas_claims(f, ["a"], 0.5, [], [], [], uniform={"a": 1000})
                 if c.claim.startswith("OGAS below Wanda")).kind != UNINFORMATIVE
 
 
@@ -552,3 +564,21 @@ def test_ablation_and_bounds_readings():
                       "at the lower bound": [2], "at the upper bound": [3], "median gamma": [0.5]})
     assert Report.bounds_reading(b) == ("- **a, OGAS, (0.05, 1.1)**: 2 of 10 layers at the lower bound, 3 at the "
                                         "upper; median gamma 0.5.")
+
+
+def test_the_other_gamma_rule_is_its_own_row_and_both_directions_read_searched_over_fixed():
+    """Model a's setting searches gamma (its variant fixes it), model b's fixes it (its variant searches): both
+    rows read 'searched / fixed', so a searched gamma that helps gives a ratio below 1 on each model."""
+    f = constructed_frame()
+    f = pd.concat([f, pd.DataFrame([row("a", "wikitext2", "ogas", BASE + OGAS_NLL + 0.1, params={"lam": 0.4, "gamma": 0.2}),
+                                    row("b", "wikitext2", "ogas", BASE - 0.2, params={"lam": 0.2, "gamma": "search"})])],
+                  ignore_index=True)
+    assert O.find(f, "a", "wikitext2", "ogas-gamma-fixed") is None  # no model's own rule known: not told apart
+    f["own_gamma"] = ["search" if m == "a" else 0.2 for m in f.model]
+    assert O.find(f, "a", "wikitext2", "ogas-gamma-fixed").params["gamma"] == 0.2
+    assert O.find(f, "a", "wikitext2", "ogas").params == OGAS_A and O.find(f, "b", "wikitext2", "ogas").params["gamma"] == 0.2
+    claims = [c for c in O.ogas_claims(f, ["a", "b"], 0.5, [], [], ["a"]) if c.claim.startswith("Searching gamma")]
+    assert [c.setting for c in claims] == ["a, fixed gamma 0.2", "b, fixed gamma 0.2"]
+    assert all(c.effect < 1 and c.verdict == "holds" for c in claims)  # searched is 0.1 nats better on both
+    papr = next(c for c in O.ogas_claims(f, ["a"], 0.5, [], [], ["a"]) if c.claim.startswith("PAPR-only is comparable"))
+    assert papr.threshold == pytest.approx(1.021) and papr.verdict == "does not hold"  # x1.105 on every window

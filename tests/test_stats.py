@@ -256,3 +256,27 @@ def test_draws_reduce_to_the_paired_ratio_and_widen_it_by_their_spread():
     assert same.ci == pytest.approx(one.ci)  # identical draws add nothing
     ppl, ci = pooled_ppl(b3)
     assert ppl == pytest.approx(np.exp(b.mean())) and ci[0] < ppl < ci[1]
+
+
+def test_collapse_is_one_rule_for_every_method():
+    """A model collapses above 10x its dense perplexity or at a uniform guess, and a comparison is
+    uninformative only when every side collapsed."""
+    from repro.claims import collapsed, destroyed
+
+    assert collapsed(float("inf")) and collapsed(None) and not collapsed(50.0)
+    assert not collapsed(100.0, dense=10.0) and collapsed(100.1, dense=10.0)  # exactly 10x is not above
+    assert collapsed(500.0, dense=100.0, uniform=400.0) and not collapsed(399.0, dense=100.0, uniform=400.0)
+    assert destroyed({"A": 150.0, "B": 900.0}, None, dense=10.0).startswith("both models collapsed")
+    assert destroyed({"A": 90.0, "B": 900.0}, None, dense=10.0) == ""
+
+
+def test_the_mean_of_ratios_over_settings_is_their_geometric_mean_with_quadrature_halfwidths():
+    from repro.evaluate.stats import Paired, mean_ratio
+
+    a = Paired(0.9, (0.9 * np.exp(-0.03), 0.9 * np.exp(0.04)), 32, 20, 12)
+    b = Paired(1.0, (np.exp(-0.04), np.exp(0.03)), 32, 16, 16)
+    m = mean_ratio([a, b, None])
+    assert np.isclose(m.estimate, np.sqrt(0.9)) and (m.n, m.n_better, m.n_worse) == (64, 36, 28)
+    assert np.isclose(np.log(m.estimate / m.ci[0]), 0.05 / 2) and np.isclose(np.log(m.ci[1] / m.estimate), 0.05 / 2)
+    one = mean_ratio([a])
+    assert one.estimate == a.estimate and np.allclose(one.ci, a.ci)

@@ -83,3 +83,17 @@ def test_an_interrupted_folder_save_leaves_the_old_folder(tmp_path):
     assert (folder / "w.txt").read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["model"]
     save_folder_atomically(folder, lambda tmp: (tmp / "w.txt").write_text("new"))
     assert (folder / "w.txt").read_text() == "new"
+
+
+def test_a_folder_saved_by_two_processes_at_once_keeps_the_first(tmp_path):
+    """Two `repro run` workers converting the same GGUF at once: the loser must neither fail nor leave a temp."""
+    from repro.assets.files import save_folder_atomically
+
+    folder = tmp_path / "model"
+
+    def raced(tmp):
+        (tmp / "w.txt").write_text("second")
+        save_folder_atomically(folder, lambda other: (other / "w.txt").write_text("first"))
+
+    assert save_folder_atomically(folder, raced) == folder
+    assert (folder / "w.txt").read_text() == "first" and [p.name for p in tmp_path.iterdir()] == ["model"]

@@ -20,22 +20,30 @@ def cache_dir(*parts: str) -> Path:
     return path
 
 
-@lru_cache(maxsize=None)
 def save_folder_atomically(folder: Path, write) -> Path:
     """``write(tmp)`` into a fresh temporary folder beside ``folder``, then rename it into place
-    (an interrupted save leaves the old folder or none, never half of one)."""
+    (an interrupted save leaves the old folder or none, never half of one). Safe between processes:
+    when two workers convert the same model at once, the first rename wins and the other keeps it."""
+    stale = folder.exists()
     tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=folder.name + ".tmp"))
     try:
         write(tmp)
-        if folder.exists():
-            shutil.rmtree(folder)
-        os.replace(tmp, folder)
+        if stale and folder.exists():  # the caller asked for a fresh copy: set the old one aside first
+            old = Path(tempfile.mkdtemp(dir=folder.parent, prefix=folder.name + ".old"))
+            os.replace(folder, old / "folder")
+            shutil.rmtree(old, ignore_errors=True)
+        try:
+            os.replace(tmp, folder)
+        except OSError:
+            if not folder.is_dir():
+                raise  # not a lost race
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     return folder
 
 
+@lru_cache(maxsize=None)
 def _sha256_cached(path: str, size: int, mtime_ns: int) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:

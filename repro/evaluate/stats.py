@@ -157,6 +157,23 @@ def paired_ratio_draws(nll_a, nll_b, level: float = LEVEL, seed: int = 0) -> Pai
     return Paired(p.estimate, (float(np.exp(log_ci[0])), float(np.exp(log_ci[1]))), p.n, p.n_better, p.n_worse)
 
 
+def mean_ratio(ratios: list[Paired]) -> Paired:
+    """The geometric mean of paired ratios measured in separate settings (models, data sets: disjoint
+    windows), e.g. a paper's "average" column: its log is the mean of the settings' log ratios, and each
+    side of its interval combines the settings' own half-widths (log scale) in quadrature, divided by
+    their number k (the variance of a mean of k independent estimates is the sum of theirs over k^2)."""
+    ok = [r for r in ratios if r is not None and r.ci is not None]
+    if not ok:
+        raise ValueError("mean_ratio needs at least one paired ratio with an interval")
+    logs = np.log([r.estimate for r in ok])
+    lo = np.log([r.ci[0] for r in ok])
+    hi = np.log([r.ci[1] for r in ok])
+    k, centre = len(ok), float(logs.mean())
+    down, up = float(np.sqrt(np.sum((logs - lo) ** 2))) / k, float(np.sqrt(np.sum((hi - logs) ** 2))) / k
+    return Paired(float(np.exp(centre)), (float(np.exp(centre - down)), float(np.exp(centre + up))),
+                  sum(r.n for r in ok), sum(r.n_better for r in ok), sum(r.n_worse for r in ok))
+
+
 def pooled_ppl(draw_nll, level: float = LEVEL, seed: int = 0) -> tuple[float, tuple[float, float] | None]:
     """A method drawn several times ([D, W] window NLLs): its geometric-mean perplexity over the draws,
     ``exp(mean)``, and the interval of :func:`ppl_ci` over windows of the per-window mean over draws,

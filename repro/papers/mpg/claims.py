@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from repro.claims import (
+    COLLAPSE,
     FAILS,
     INCONCLUSIVE,
     Claim,
@@ -34,7 +35,6 @@ from repro.papers.mpg.records import (
 )
 from repro.report import rank_marks
 
-COLLAPSE = 10.0  # a pruned model "collapses" beyond this multiple of its dense perplexity (our definition)
 
 # The paper's own effect for a claim, on the claim's scale, where the paper gives a number
 # (repro.claims.with_paper; the other claims say "no paper number").
@@ -116,13 +116,14 @@ def mpg_claims(frame: pd.DataFrame, models: list[str], sparsities: list[float], 
 
     ``cost``: rows (model, method, seconds) of scoring cost; ``efficiency``: ``{model: result}`` of
     ``HeadExperiment.efficiency`` records (dense / zeroed / removed with round-robin timings); ``uniform``:
-    each model's uniform-guess perplexity (its vocabulary): a comparison of two cells both at or above it
-    is uninformative (:func:`repro.claims.destroyed`)."""
+    each model's uniform-guess perplexity (its vocabulary): a comparison of two cells both at or above it,
+    or both above ``COLLAPSE`` x dense, is uninformative (:func:`repro.claims.destroyed`)."""
     out: list[Claim] = []
 
     def unless_destroyed(claim: Claim, model: str, cells: dict) -> Claim:
+        dense = find(frame, model, "dense")
         claim.uninformative = destroyed({k: c.ppl for k, c in cells.items() if c is not None},
-                                        (uniform or {}).get(model))
+                                        (uniform or {}).get(model), None if dense is None else dense.ppl)
         return claim
 
     for model in models:  # 1. no collapse: no cell beyond COLLAPSE x dense (nor at a uniform guess)

@@ -14,7 +14,7 @@ from repro.engines.base import owned
 from repro.engines.plan import shown
 from repro.engines.prune import PruneExperiment
 from repro.errors import check_list, check_number
-from repro.methods.unstructured import auto_s_max, ogas_setting
+from repro.methods.unstructured import OGAS_SETTINGS, auto_s_max, ogas_setting
 from repro.report import pool_draws
 
 ABLATION = ("wanda", "ogas-energy", "ogas-papr", "ogas")  # Table 5's rows: uniform, energy only, PAPR only, both
@@ -50,6 +50,7 @@ class OgasGrid:
     curve_sparsities: list[float] = field(default_factory=list)
     s_max_headrooms: list[float] = field(default_factory=list)
     wide_gamma_bounds: list[float] | None = None  # a wider gamma interval than the paper's, paired against it
+    gamma_rule_models: list[str] = field(default_factory=list)  # OGAS also with the other setting's gamma rule
     zeroshot_models: list[str] = field(default_factory=list)
     zeroshot_tasks: list[str] = field(default_factory=list)
     zeroshot_limit: int | None = None
@@ -178,6 +179,10 @@ class OgasGrid:
                     self.wt[name].cell(r, self.sparsity, params={"gamma": ogas_setting(self.ogas_setting[name])["gamma"]})
             if self.wide_gamma_bounds and self.params_for(name, "ogas").get("gamma") == "search":
                 self.main_cell(name, self.wt_name, "ogas", gamma_bounds=tuple(self.wide_gamma_bounds))
+        for name in self.gamma_rule_models:  # fixed against searched gamma on every model: the other rule
+            own = self.params_for(name, "ogas")["gamma"]
+            other = OGAS_SETTINGS["mistral"]["gamma"] if own == "search" else "search"
+            self.wt[name].cell("ogas", self.sparsity, params=self.params_for(name, "ogas", gamma=other))
         return shown(self.store, lambda: frame(self))
 
     def run_curve(self) -> pd.DataFrame:
@@ -228,6 +233,8 @@ def frame(grid: OgasGrid, draws: bool = False) -> pd.DataFrame:
     columns, zero-shot scores and per-channel arrays included, are the first draw's); ``draws``: one row
     per draw instead."""
     f = prune_frame(grid.store, grid.all_experiments())
+    if len(f):  # each model's own gamma rule: OGAS with the other one is its own row (records.row_name)
+        f["own_gamma"] = [ogas_setting(grid.ogas_setting[m])["gamma"] for m in f.model]
     return f if draws else pool_draws(f, CELL)
 
 
@@ -237,7 +244,7 @@ def check_params(p: dict) -> None:
     from repro.methods.unstructured import PRUNERS
 
     for name in ("models", "c4_models", "nm_models", "ablation_models", "curve_models", "zeroshot_models",
-                 "zeroshot_tasks", "nm_patterns", "exact_rounding_data"):
+                 "zeroshot_tasks", "nm_patterns", "exact_rounding_data", "gamma_rule_models"):
         if name in p:
             check_list(name, p[name])
     for name in ("methods", "nm_methods"):

@@ -18,15 +18,19 @@ from repro.report import lm_setting
 PAPER_ZEROSHOT = ("arc_challenge", "boolq", "hellaswag", "winogrande")  # the paper's Table 3 task set
 LABELS = PRUNERS.labels(dense="Dense", **{"ogas-exact": "OGAS (exact target)", "ogas-h0.05": "OGAS, S_max headroom 0.05",
                                           "ogas-h0.2": "OGAS, S_max headroom 0.2",
-                                          "ogas-wide": "OGAS, wider gamma interval"})
+                                          "ogas-wide": "OGAS, wider gamma interval",
+                                          "ogas-gamma-fixed": "OGAS, gamma fixed (LLaMA setting, Mistral's gamma)",
+                                          "ogas-gamma-search": "OGAS, gamma searched (Mistral setting)"})
 
 
 PAPER_GAMMA = (0.05, 1.1)  # the paper's gamma interval
 
 
-def row_name(method: str, params: dict | None) -> str:
+def row_name(method: str, params: dict | None, own_gamma=None) -> str:
     """Table row of a cell: OGAS with largest-remainder rounding, or with another S_max headroom
-    than the default 0.1, is its own row ("ogas-exact", "ogas-h0.05")."""
+    than the default 0.1, is its own row ("ogas-exact", "ogas-h0.05"); so is OGAS with the other gamma
+    rule than its model's setting (``own_gamma``: "search" or a number), "ogas-gamma-fixed" or
+    "ogas-gamma-search"."""
     params = params or {}
     if method == "ogas" and params.get("rounding") == "exact":
         return "ogas-exact"
@@ -34,6 +38,8 @@ def row_name(method: str, params: dict | None) -> str:
         return f"ogas-h{params['s_max_headroom']:g}"
     if method == "ogas" and tuple(params.get("gamma_bounds", PAPER_GAMMA)) != PAPER_GAMMA:
         return "ogas-wide"
+    if method == "ogas" and own_gamma is not None and "gamma" in params and params["gamma"] != own_gamma:
+        return "ogas-gamma-search" if params["gamma"] == "search" else "ogas-gamma-fixed"
     return method
 
 
@@ -52,7 +58,8 @@ def find(frame: pd.DataFrame, model: str, data: str, row: str, sparsity: float =
     if row == "dense":
         f = f[f.method == "dense"]
     else:
-        named = np.array([row_name(m, p) == row for m, p in zip(f.method, f.params)], dtype=bool)
+        own = f["own_gamma"] if "own_gamma" in f else [None] * len(f)
+        named = np.array([row_name(m, p, g) == row for m, p, g in zip(f.method, f.params, own)], dtype=bool)
         f = f[named & np.isclose(f.sparsity.astype(float), sparsity) & (f.pattern == pattern).to_numpy()]
         for k, v in params.items():
             f = f[[p.get(k) == v for p in f.params]]

@@ -162,14 +162,18 @@ def chance_summary(chance: pd.DataFrame) -> str:
 
 
 def ablation_table(frame: pd.DataFrame, grid: OgasGrid) -> tuple[pd.DataFrame, str]:
-    """Table 5: Wanda, OGAS energy-only, PAPR-only and OGAS on WikiText-2 for ``ablation_models``,
-    each with its lambda, perplexity and ratio to Wanda paired over windows (empty if none ran)."""
+    """Table 5: Wanda, OGAS energy-only, PAPR-only and OGAS on WikiText-2 for ``ablation_models``, and OGAS
+    with the other setting's gamma rule (fixed or searched) for ``gamma_rule_models``; each with its lambda,
+    perplexity and ratio to Wanda paired over windows (empty if none ran)."""
     rows = []
-    for name in grid.ablation_models:
-        for r in ABLATION:
+    for name in dict.fromkeys([*grid.ablation_models, *grid.gamma_rule_models]):
+        for r in [*ABLATION, "ogas-gamma-fixed", "ogas-gamma-search"]:
             c = find(frame, name, grid.wt_name, r, grid.sparsity)
+            if c is None and (r not in ABLATION or name not in grid.ablation_models):
+                continue  # a model in gamma_rule_models only: Wanda, OGAS and its other gamma rule
             p = paired_to(frame, name, grid.wt_name, r, "wanda", grid.sparsity)
-            rows.append({"model": name, "variant": LABELS[r], "lambda": c.params.get("lam", "-"), "ppl": c.ppl,
+            rows.append({"model": name, "variant": LABELS[r], "lambda": c.params.get("lam", "-"),
+                         "gamma": c.params.get("gamma", "-"), "ppl": c.ppl,
                          "key": c.key, "vs Wanda (paired)": ratio_text(p)})
     cells = pd.DataFrame(rows)
     cap = caption(grid, f"Table 5. Ablation at {grid.sparsity:.0%} on WikiText-2 test (paper: LLaMA-3.1-8B 8.85 "
