@@ -36,6 +36,9 @@ c4_data = "c4-sample:eval"
 c4_calib = "c4-sample:calib"
 seqlen = 1024
 max_windows = 16
+spread = False  # True: the windows spread evenly over the whole split (and the dense number over every window beside)
+reference_seqlen = None  # an earlier sample's shorter window length: the dense number also read with it
+calib_seeds = [None]  # Tables 1-2: the calibration draws of every calibrated method (None: the setup's own seed)
 batch_size = 1
 eval_dtype = "auto"  # bfloat16 where this machine runs it fast (GPU, AVX512-BF16/AMX), else float32
 device = None
@@ -51,6 +54,7 @@ ablation_models = ["smollm2-135m"]
 curve_models = ["smollm2-135m"]
 curve_sparsities = [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]  # Figure 4: 30-90% in steps of 10
 s_max_headrooms = [0.05, 0.2]  # alternative S_max rules above 60% (default headroom 0.1)
+gamma_rule_models = []  # OGAS also with the other setting's gamma rule (searched <-> fixed 0.2), paired against it
 wide_gamma_bounds = [0.01, 4.0]  # beyond the paper: OGAS's gamma searched on a wider interval than (0.05, 1.1)
 exact_rounding_data = ["wikitext2", "c4-sample"]  # where the exact-target OGAS row is run
 zeroshot_models = ["smollm2-135m", "gemma3-270m"]
@@ -73,6 +77,7 @@ from IPython.display import Markdown, display
 
 from repro.notebooks import start
 from repro.papers import ogas as P
+from repro.papers.ogas import worked as W
 
 nb = start(globals(), "02_ogas_unstructured")  # opened in JupyterLab: applies profiles/<profile>.yaml
 grid = P.build(nb)  # the experiments and one method per section below (repro run plans every section)
@@ -122,16 +127,181 @@ nb.show(differences, "what_differs", cap)
 # $(0.05, 1.1)$ is the paper's; section 5 adds a wider one as a sensitivity check.
 
 # %% [markdown]
+# ### 1a. OGAS on one real layer, step by step
+#
+# Everything OGAS decides for one layer, shown on Figure 2's layer (the down projection of the first model's
+# middle block) with the calibration windows of the table's OGAS cell. The record (`grid.worked()`, read by
+# `repro.papers.ogas.worked`) keeps the layer's terms, so this section renders without loading the model; the
+# pruning it traces is the table's own (checked at the end of the section).
+#
+# **Two signals per output channel.** With $Y_{kti}$ the dense output of channel $i$ at token $t$ of
+# calibration window $k$ ($N$ windows of $T$ tokens):
+#
+# $$E_i = \sqrt{\frac{1}{NT}\sum_{k,t} Y_{kti}^2}, \qquad
+#   P_i = \frac{1}{N}\sum_{k} \frac{\max_t |Y_{kti}|}{E_{ki} + 10^{-9}}, \qquad
+#   E_{ki} = \sqrt{\frac{1}{T}\sum_t Y_{kti}^2}.$$
+#
+# $E_i$ is how much the channel carries, $P_i$ how peaky it is within a window.
+#
+# **One importance.** Each signal is log-compressed and min-max normalised over the layer's channels,
+#
+# $$x_i = \frac{\log(1+E_i) - \min_j \log(1+E_j)}{\max_j \log(1+E_j) - \min_j \log(1+E_j)}, \qquad
+#   y_i = \text{the same for } P, \qquad I_i = (1-\lambda)\,x_i + \lambda\,y_i \in [0, 1].$$
+#
+# The table lists the channels OGAS ranks most and least important: their signals, their terms, the sparsity
+# they get, and how many weights each row loses against Wanda's uniform $\lfloor s\,C_{in} \rfloor$.
+
+# %%
+worked = grid.worked()  # computed once (`repro run`), then read
+t = W.trace_of(worked)
+print(f"{grid.figure_model} {t['layer']}: {t['rows']} output channels x {t['cols']} inputs; lambda = {t['lam']:g}, "
+      f"target {t['target']:.0%}, S_min = {t['s_min']:g}, S_max = {t['s_max']:g}; "
+      f"{t['subset_windows']} calibration windows in the gamma search")
+nb.show(W.channel_terms(worked).round(4), "worked_channels",
+        f"**The most and least important channels of {t['layer']}** ({grid.figure_model}, OGAS "
+        f"{ogas_setting[grid.figure_model]} setting, {sparsity:.0%}). E: energy, P: peak ratio, x and y their "
+        f"normalised terms, I the importance, s the sparsity OGAS assigns; vs Wanda: weights removed from the row "
+        f"minus Wanda's (negative: the row keeps more).", index=False)
+
+# %% [markdown]
+# **What min-max normalisation does with outliers.** $x_i$ and $y_i$ take their scale from the single most
+# extreme channel of the layer: one channel far above the rest pushes every other channel towards 0. Left: the
+# layer's $x$ (normalised energy), right its $y$ (normalised peak ratio); the shaded band is where the channels
+# between the 1st and 99th percentiles land, the dashed line the median channel.
+
+# %%
+st = W.stretch_table(worked)
+fig, axes = plt.subplots(1, 2, figsize=(12, 3.4))
+for ax, (key, row) in zip(axes, zip(("x", "y"), st.itertuples())):
+    ax.hist(t[key], bins=60, color="steelblue")
+    ax.axvspan(*row.bulk, color="orange", alpha=0.25, label=f"percentiles {row.lo:g}-{row.hi:g}")
+    ax.axvline(row.median_x, color="k", ls="--", lw=1, label=f"median channel (x = {row.median_x:.2f})")
+    ax.set_yscale("log")
+    ax.set_xlabel(f"{key}: normalised {row.signal}")
+    ax.set_title(f"top channel {row.top}: {row.top_over_median:.3g}x the median; range {row.range_ratio:.3g}x "
+                 f"the central channels'", fontsize=8)
+    ax.legend(fontsize=7)
+axes[0].set_ylabel("channels")
+nb.figure(fig, "worked_minmax_stretch.png")
+display(Markdown(W.stretch_reading(worked)))
+
+# %% [markdown]
+# **From importance to sparsity.** Channel $i$ gets
+#
+# $$s_i(\alpha, \gamma) = \mathrm{clamp}\bigl(S_{min} + \alpha\,(1 - I_i)^{\gamma},\ S_{min},\ S_{max}\bigr),$$
+#
+# so the least important channels are pruned most. $\gamma$ shapes the curve: near 0, $(1-I_i)^\gamma \approx 1$
+# for every channel with $I_i < 1$, so all of them get nearly the target; at larger
+# $\gamma$ the sparsity falls steeply with importance. Below, $s_i$ against $I_i$ at the ends of the search
+# interval $(0.05, 1.1)$, at the Mistral setting's $\gamma = 0.2$, at the $\gamma$ used, and, for comparison,
+# at the same $\gamma$ with both terms normalised between their 1st and 99th percentiles (channels beyond
+# clipped to 0 or 1) instead of min-max, plotted against its own importance.
+
+# %%
+curves = W.sparsity_frame(worked)
+fig, ax = plt.subplots(figsize=(7, 4.2))
+sns.scatterplot(data=curves, x="I", y="s", hue="curve", s=7, linewidth=0, ax=ax)
+ax.axhline(t["target"], color="grey", lw=0.8, ls=":", label="Wanda (every channel at the target)")
+ax.set_xlabel("importance I_i")
+ax.set_ylabel("channel sparsity s_i")
+ax.legend(fontsize=7, markerscale=2)
+nb.figure(fig, "worked_sparsity_vs_importance.png")
+nb.show(W.reallocation_table(worked).round(4), "worked_reallocation",
+        f"**How much OGAS moves channels off the uniform {sparsity:.0%}**, per gamma: alpha, the layer's relative "
+        f"output error L, quantiles and spread of s, and the share of channels within 0.01 of the target.",
+        index=False, reading=W.reallocation_reading(worked))
+
+# %% [markdown]
+# **$\alpha$ makes the layer hit the target.** For a given $\gamma$, $\alpha$ solves
+#
+# $$f(\alpha) = \frac{1}{C_{out}}\sum_i s_i(\alpha) - s = 0$$
+#
+# (`scipy.optimize.brentq`). Every $s_i$ is non-decreasing in $\alpha$, so $f$ is too: a root, where it exists,
+# is unique. It exists only while the target is below what $S_{max}$ allows: once every channel with $I_i < 1$
+# sits at $S_{max}$ (at $\alpha_{hi} = (S_{max} - S_{min}) / \min_{I_i < 1} (1-I_i)^\gamma$) nothing grows any
+# more, and a target at or above that mean has no unique root: OGAS then takes $\alpha_{hi}$ and flags
+# `alpha_at_bound`. The second curve asks for a target of $S_{max}$ itself.
+
+# %%
+fig, ax = plt.subplots(figsize=(6.5, 3.6))
+for target in (t["target"], t["s_max"]):
+    c = W.root_curve(worked, target)
+    ax.plot(c["alpha"], c["f"], label=f"target {target:.0%}: root {c['root']}")
+    if c["root"] == "unique":
+        ax.plot(c["alpha_root"], 0.0, "ko", ms=4)
+ax.axhline(0.0, color="grey", lw=0.8)
+ax.set_xlabel("alpha")
+ax.set_ylabel("f(alpha) = mean s - target")
+ax.legend(fontsize=7)
+nb.figure(fig, "worked_alpha_root.png")
+display(Markdown(W.root_reading(worked) + " " + W.root_reading(worked, t["s_max"])))
+
+# %% [markdown]
+# **$\gamma$ by search.** In the LLaMA setting $\gamma$ minimises the layer's relative output error on
+# the first calibration windows (36 in the paper; all of them when there are fewer),
+#
+# $$L(\gamma) = \frac{\lVert X\,(W - W_p(\gamma))^\top \rVert_F}{\lVert Y \rVert_F}, \qquad
+#   \lVert X D^\top \rVert_F^2 = \sum_i d_i^\top\,(X^\top X)\,d_i,$$
+#
+# with $D = W - W_p(\gamma)$ the removed weights ($d_i$ its row $i$): one product with the Gram matrix
+# $X^\top X$ per candidate, no pass over the windows. `scipy.optimize.minimize_scalar(method="bounded")` searches
+# $(0.05, 1.1)$ to a tolerance of 0.05. The curve is $L$ on a grid of $\gamma$ (beyond the interval too); the
+# numbered points are the gammas the search evaluated, in order.
+
+# %%
+lc = W.loss_curve(worked)
+g, path = lc[lc.source == "grid"], lc[lc.source == "search"]
+fig, ax = plt.subplots(figsize=(7, 3.8))
+ax.axvspan(*t["gamma_bounds"], color="grey", alpha=0.12, label="search interval")
+ax.plot(g.gamma, g.L, marker=".", label="L on the grid")
+ax.scatter(path.gamma, path.L, color="red", zorder=3, s=14, label="evaluated by the search")
+for row in path.itertuples():
+    ax.annotate(f"{int(row.step)}", (row.gamma, row.L), fontsize=7, xytext=(3, 3), textcoords="offset points")
+ax.axvline(t["gamma"], color="red", ls="--", lw=1, label=f"gamma used = {t['gamma']:.3g}")
+ax.set_xscale("log")
+ax.set_xlabel("gamma (log)")
+ax.set_ylabel("L(gamma)")
+ax.legend(fontsize=7)
+nb.figure(fig, "worked_gamma_search.png")
+display(Markdown(W.gamma_reading(worked)))
+
+# %% [markdown]
+# **Inside each row.** Row $i$ loses its $\lfloor C_{in} s_i \rfloor$ lowest Wanda scores
+# $|W_{ij}|\,\lVert X_j \rVert_2$ (the "removed" column of the first table). Tracing the layer changes nothing
+# that is pruned: the worked example's zero pattern over the whole model is compared with the OGAS cell of
+# Tables 1-2.
+
+# %%
+main = P.find(grid.run_main(), grid.figure_model, grid.wt_name, "ogas", sparsity)  # Tables 1-2's OGAS cell
+display(Markdown(W.same_pruning_reading(worked, None if main is None else main.zeros_sha256)))
+
+# %% [markdown]
 # ## 2. Tables 1-2: perplexity at 50%
 #
 # Each cell prunes a fresh copy of the model and evaluates it on the same windows as the dense row;
 # brackets: 95% bootstrap intervals over windows. The last columns compare each method with Wanda
 # *paired* on the same windows (ratio below 1: better than Wanda).
+#
+# **Two sources of variance.** A calibrated method's mask depends on which calibration windows it saw, and
+# its perplexity on which evaluation windows are read. With `calib_seeds` listing $D$ calibration draws, a
+# cell is the geometric mean over its draws, $\overline{\mathrm{ppl}} = \exp\bigl(\frac{1}{DW}\sum_{d,w}
+# \mathrm{nll}_{dw}\bigr)$, and a comparison A / B is
+# $\exp\bigl(\frac{1}{W}\sum_w (\bar a_w - \bar b_w)\bigr)$ with $\bar a_w$ the mean over A's draws on window
+# $w$. Its interval is the paired bootstrap over windows of $\bar a_w - \bar b_w$ (the evaluation's variance),
+# each half-width widened in quadrature on the log scale by the draws' own term
+# $t_{0.975,\,D-1}\sqrt{\sum_{side} s_{side}^2 / D}$, $s_{side}$ the spread of a side's per-draw mean NLL
+# (the calibration's variance; `repro.evaluate.stats.paired_ratio_draws`). Draws are too few (3) to
+# bootstrap, hence the $t$ term; with one draw this is the plain paired bootstrap. The claim "OGAS beats
+# Wanda" then holds only if OGAS wins across calibration draws, not on one lucky draw.
 
 # %%
 frame = grid.run_main()
 table12, cap12, vals = R.table12(frame)
 nb.show(table12, "table12_ppl", cap12, raw=vals, reading=R.table12_reading(vals))
+refs = grid.run_references()  # the dense number on other windows: where the tables' sample sits
+if refs:
+    split, cap_split, split_reading = R.sample_vs_split(frame, refs)
+    nb.show(split, "table12_sample_vs_split", cap_split, index=False, reading=split_reading)
 
 # %% [markdown]
 # ### Achieved sparsity and what the rounding is worth
@@ -183,6 +353,18 @@ display(Markdown(R.zeroshot_reading(zeroshot, chance)))
 # %%
 nb.show(chance, "zeroshot_dense_vs_chance", cap_chance, index=False)
 display(Markdown(R.chance_summary(chance)))
+
+# %% [markdown]
+# **Which answer does each model lean to?** A two-answer task can be scored well without reading the
+# question: always answering "yes" on BoolQ scores the share of "yes" documents. The table gives, per task, the
+# answer the dense model gives most often, how often that answer is right (its gold share), and how often each
+# model gives it (lm-eval's chosen answer per document, `repro.evaluate.zeroshot`).
+
+# %%
+bias, cap_bias = R.answer_bias(zeroshot)
+if len(bias):
+    nb.show(bias, "zeroshot_answer_bias", cap_bias, index=False)
+display(Markdown(R.answer_bias_reading(bias)))
 
 # %% [markdown]
 # **What we found.** No dense accuracy lies far below chance, so nothing points to a feeding or scoring bug;

@@ -245,10 +245,23 @@ def test_spread_windows_and_full_split_are_their_own_cells():
     spread = Experiment("tiny-llama", SMALL.replace(spread=True), Store(None), progress=False)
     assert config_key(spread.base_config()) != config_key(e.base_config())
     assert "spread" not in e.base_config()  # records made before spread existed keep their keys
+    assert not e.owns(spread.base_config()) and not spread.owns(e.base_config())  # same windows count, other windows
     full = spread.full_split()
     assert full.setup.max_windows is None and full.model is spread.model and "spread" not in full.base_config()
     assert full.address in {x.address for x in spread.variants()} and not e.variants()  # no full split unless spread
     assert "spread over the split" in spread.windows() and e.windows().startswith("first ")
+
+
+def test_shorter_reference_windows_reconcile_an_earlier_sample():
+    """reference_seqlen: the dense number also on windows of the earlier length, the first ones and spread ones."""
+    e = Experiment("tiny-llama", SMALL.replace(spread=True, reference_seqlen=8), Store(None), progress=False)
+    first, spread = e.short_windows(False), e.short_windows(True)
+    assert (first.setup.seqlen, first.setup.spread, spread.setup.seqlen, spread.setup.spread) == (8, False, 8, True)
+    assert "spread" not in first.base_config() and spread.base_config()["spread"] is True
+    assert first.model is e.model and "reference_seqlen" not in e.base_config()  # not a key field
+    assert {first.address, spread.address} <= {x.address for x in e.variants()}
+    with pytest.raises(ReproError, match="reference_seqlen"):
+        Experiment("tiny-llama", SMALL, Store(None), progress=False).short_windows(True)
 
 
 def test_calibration_draws_are_seeded_and_keyed():

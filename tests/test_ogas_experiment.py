@@ -187,7 +187,8 @@ def test_run_zeroshot_and_its_tables(grid):
     [(stem, table, cap)] = O.zeroshot_tables(results, grid)
     assert stem == "table3_zeroshot_tiny-llama" and cap.startswith("**Table 3. Zero-shot accuracy, tiny-llama")
     assert list(table.index) == ["Dense", "Magnitude", "Wanda", "OGAS"]
-    assert list(table.columns) == [*TASKS, "mean", "mean of the paper's tasks", "vs Wanda (paired)"]
+    assert list(table.columns) == [*TASKS, "mean", "mean of the paper's tasks", "same, acc_norm where reported",
+                                   "vs Wanda (paired)"]
     paper = [t for t in TASKS if t in O.PAPER_ZEROSHOT]
     assert 0 < len(paper) < len(TASKS)  # the fixture mixes the paper's tasks with others
     assert table.at["OGAS", "mean of the paper's tasks"] == round(float(np.mean([table.at["OGAS", t] for t in paper])), 3)
@@ -542,15 +543,21 @@ def test_a_comparison_of_two_destroyed_models_is_uninformative():
                 if c.claim.startswith("OGAS below Wanda")).kind != UNINFORMATIVE
 
 
-def test_curve_reading_names_the_best_line_and_the_destroyed_ones(fake_grid):
+def test_curve_reading_names_the_best_line_the_collapsed_ones_and_falls_between_collapsed_points(fake_grid):
     from repro.papers.ogas.report import Report
 
-    curve = pd.DataFrame({"model": ["a"] * 4, "label": ["OGAS", "Wanda", "OGAS", "Wanda"],
-                          "sparsity": [0.7, 0.7, 0.9, 0.9], "ppl": [50.0, 80.0, 900.0, 1500.0],
-                          "headroom": [np.nan] * 4})
+    curve = pd.DataFrame({"model": ["a"] * 6, "label": ["OGAS", "Wanda"] * 3,
+                          "sparsity": [0.7, 0.7, 0.8, 0.8, 0.9, 0.9], "ppl": [50.0, 80.0, 950.0, 1500.0, 900.0, 1600.0],
+                          "headroom": [np.nan] * 6})
     text = Report(None, fake_grid).curve_reading(curve, {"a": 10.0})
-    assert text == ("- **a** (dense 10, uniform guess 1,000): lowest at 70% OGAS 50; at 90% OGAS 900, at or above a "
-                    "uniform guess: Wanda.")
+    assert text.splitlines() == [
+        "- **a** (dense 10, collapse above 10x it; a uniform guess 1,000): lowest at 70% OGAS 50; at 80% OGAS 950, "
+        "collapsed: OGAS, Wanda; at 90% OGAS 900, collapsed: OGAS, Wanda.",
+        "- **a, OGAS falls** from 950 at 80% to 900 at 90% (0.95 and 0.90 of a uniform guess's): both points have "
+        "collapsed, where perplexity tells how a destroyed model is wrong (spread near uniformly, or confident and "
+        "wrong), not what it kept: not a recovery, and no comparison between the two."]
+    curve.loc[4, "ppl"] = 95.0  # OGAS at 90% below 10x dense: a fall that ends in a living model is not this case
+    assert "falls" not in Report(None, fake_grid).curve_reading(curve, {"a": 10.0})
 
 
 def test_ablation_and_bounds_readings():
@@ -582,3 +589,52 @@ def test_the_other_gamma_rule_is_its_own_row_and_both_directions_read_searched_o
     assert all(c.effect < 1 and c.verdict == "holds" for c in claims)  # searched is 0.1 nats better on both
     papr = next(c for c in O.ogas_claims(f, ["a"], 0.5, [], [], ["a"]) if c.claim.startswith("PAPR-only is comparable"))
     assert papr.threshold == pytest.approx(1.021) and papr.verdict == "does not hold"  # x1.105 on every window
+
+
+def test_the_zero_shot_mean_is_also_tested_without_the_tasks_where_dense_is_at_chance():
+    """Dense right on every document of three tasks and at chance (half right) on WinoGrande: a second row
+    drops WinoGrande; each row counts the discordant documents and the sample the paper's +1.63 needs."""
+    f = with_zeroshot(constructed_frame())
+    docs = {t: [1.0] * 20 for t in O.PAPER_ZEROSHOT}
+    docs["winogrande"] = [float(i % 2) for i in range(20)]
+    dense = {"a": {"tasks": {t: {"per_doc": {"acc": d}} for t, d in docs.items()}}}
+    rows = [c for c in O.ogas_claims(f, ["a"], 0.5, list(O.PAPER_ZEROSHOT), [], [], dense_zeroshot=dense)
+            if c.claim.startswith("OGAS zero-shot mean")]
+    assert [c.claim.split("(")[1] for c in rows] == ["the paper's four tasks)", "those where the dense model is above chance)"]
+    assert rows[0].n == 80 and rows[1].n == 60 and "winogrande" not in rows[1].measured
+    assert "discordant (one side right); a paired test needs" in rows[0].measured
+    assert len([c for c in O.ogas_claims(f, ["a"], 0.5, list(O.PAPER_ZEROSHOT), [], []) if
+                c.claim.startswith("OGAS zero-shot mean")]) == 1  # no dense result: one row
+
+
+def test_answer_bias_names_the_dense_models_favourite_answer_and_every_models_rate():
+    from repro.papers.ogas.tables import answer_bias, answer_bias_reading
+
+    def res(pred):
+        gold = [1] * 12 + [0] * 8  # 60% "yes"
+        return {"tasks": {"boolq": {"per_doc": {"acc": [float(p == g) for p, g in zip(pred, gold)], "pred": pred,
+                                                "gold": gold}}}}
+    results = {"m": {"dense": res([1] * 19 + [0]), "wanda": res([1] * 10 + [0] * 10), "ogas": res([1] * 20)}}
+    bias, _ = answer_bias(results, ["boolq"])
+    assert bias.iloc[0][["answer", "gold share", "Dense", "Wanda", "OGAS"]].tolist() == ["yes", 0.6, 0.95, 0.5, 1.0]
+    assert answer_bias_reading(bias) == ("- **m** leans to one answer: boolq 'yes' on 95% of documents (gold 60%; "
+                                         "Wanda 50%, OGAS 100%).")
+    old = {"m": {k: {"tasks": {"boolq": {"per_doc": {"acc": [1.0]}}}} for k in ("dense", "wanda")}}
+    assert answer_bias(old, ["boolq"])[0].empty  # records from before pred/gold were kept
+
+
+def test_the_step_from_the_earlier_sample_to_the_whole_split_is_split_into_its_factors(fake_grid):
+    from repro.papers.ogas.tables import sample_reading, sample_vs_split
+
+    f = constructed_frame()  # dense a on wikitext2: exp(2.75) = 15.64
+    dense_a = float(np.exp(np.mean(BASE)))
+    rec = lambda ppl, n, seqlen: {"result": {"ppl": ppl, "n_windows": n, "seqlen": seqlen}}  # noqa: E731
+    refs = {"a": {"first short": rec(40.0, 32, 256), "spread short": rec(32.0, 32, 256),
+                  "whole split": rec(dense_a / 1.1, 280, 1024)}}
+    fake_grid.wt["a"].setup = fake_grid.wt["a"].setup.replace(seqlen=1024)
+    table = sample_vs_split(f, fake_grid, refs)
+    assert list(table.columns) == ["model", "first short (32 x 256)", "spread short (32 x 256)", "tables' sample",
+                                   "whole split"]
+    text = sample_reading(f, fake_grid, refs)
+    assert "(which articles: x0.800)" in text and f"(more context per token: x{dense_a / 32:.3f})" in text
+    assert "(the sample / the split: x1.100)" in text and "over all 280 windows" in text

@@ -280,3 +280,14 @@ def test_the_mean_of_ratios_over_settings_is_their_geometric_mean_with_quadratur
     assert np.isclose(np.log(m.estimate / m.ci[0]), 0.05 / 2) and np.isclose(np.log(m.ci[1] / m.estimate), 0.05 / 2)
     one = mean_ratio([a])
     assert one.estimate == a.estimate and np.allclose(one.ci, a.ci)
+
+
+def test_the_documents_a_paired_accuracy_difference_needs_come_from_the_discordant_ones():
+    from repro.evaluate.stats import discordant_sample_size
+
+    a = np.r_[np.ones(10), np.zeros(10), np.ones(380)]  # 20 of 400 documents discordant: p_d = 0.05
+    b = np.r_[np.zeros(10), np.ones(10), np.ones(380)]
+    k, n = discordant_sample_size(a, b, 0.0163)
+    assert k == 20 and 1470 <= n <= 1480  # ((1.96 sqrt(.05) + 0.842 sqrt(.05 - .0163^2)) / .0163)^2 = 1475
+    assert discordant_sample_size(a, b, 0.05)[1] < n  # a larger effect needs fewer documents
+    assert discordant_sample_size(a, a, 0.0163) == (0, None)  # identical answers: cannot be sized

@@ -147,6 +147,8 @@ def test_per_document_scores_match_the_metric(tiny_lm):
         acc = t["per_doc"]["acc"]
         assert len(acc) == t["n"] == 4 and set(acc) <= {0.0, 1.0}
         assert sum(acc) / 4 == pytest.approx(t["metrics"]["acc"]["value"])
+        pred, gold = t["per_doc"]["pred"], t["per_doc"]["gold"]  # the answer acc scored, and the right one
+        assert len(pred) == 4 and [float(p == g) for p, g in zip(pred, gold)] == acc and set(gold) <= {0, 1}
 
 
 @pytest.mark.parametrize("task", sorted(KNOWN_TASKS))

@@ -30,6 +30,7 @@ class Setup:
     seqlen: int = 1024
     max_windows: int | None = 32
     spread: bool = False  # the max_windows windows spread evenly over the whole split, not its first ones
+    reference_seqlen: int | None = None  # an earlier, shorter window length: the dense number also read with it
     batch_size: int = 1
     eval_dtype: str = "auto"  # bfloat16 where it is fast (GPU, AVX512-BF16/AMX CPUs), else float32
     calib_data: str = "wikitext2-train"
@@ -238,10 +239,22 @@ class Experiment:
         other.setup = self.setup.replace(max_windows=None, spread=False)
         return other
 
+    def short_windows(self, spread: bool) -> "Experiment":
+        """This experiment on ``max_windows`` windows of ``setup.reference_seqlen`` tokens, the split's first ones
+        or spread over it: with :meth:`full_split`, the dense numbers that reconcile a table's sample with an
+        earlier sample of shorter windows (context length and which articles, apart). Shares the model."""
+        if not self.setup.reference_seqlen:
+            raise ReproError("short_windows needs setup.reference_seqlen (the shorter window length)")
+        other = copy.copy(self)
+        other.setup = self.setup.replace(seqlen=self.setup.reference_seqlen, spread=spread, reference_seqlen=None)
+        return other
+
     def variants(self) -> list["Experiment"]:
-        """The derived experiments a notebook may ask cells of (:meth:`without_bos`, :meth:`full_split`):
-        a ``repro run`` worker finds each by its address."""
+        """The derived experiments a notebook may ask cells of (:meth:`without_bos`, :meth:`full_split`,
+        :meth:`short_windows`): a ``repro run`` worker finds each by its address."""
         out = [self.without_bos()] if self.bos is not None else []
+        if self.setup.reference_seqlen:
+            out += [self.short_windows(False), self.short_windows(True)]
         return out + ([self.full_split()] if self.setup.spread and self.setup.max_windows is not None else [])
 
     def calibration(self, nsamples: int | None = None, seed: int | None = None) -> Calibration:
@@ -307,7 +320,9 @@ class Experiment:
         return self.base_config()
 
     def owns(self, config: dict) -> bool:
-        return all(config.get(k) == v for k, v in self.owner_fields(config).items())
+        fields = self.owner_fields(config)  # "spread" is a key field only when set: its absence must match too
+        return all(config.get(k) == v for k, v in fields.items()) and bool(config.get("spread")) == bool(
+            fields.get("spread"))
 
 
 def owned(store: Store, experiment: str, experiments, session: bool = True):

@@ -18,11 +18,24 @@ from repro.arch import down_projection_names
 from repro.assets import parse_dtype
 from repro.engines import plan
 from repro.engines.base import Experiment
+from repro.errors import UnknownNameError
+from repro.methods.ogas_terms import GAMMA_GRID, OGASTrace
 from repro.methods.unstructured import get_pruner, parse_pattern, prune_model
 from repro.structure.sparsity import zeros_sha256
 
 QUANTILES = np.linspace(0, 1, 21)  # per-layer summary of OGAS's channel sparsities
 DOWN_PROJECTIONS = down_projection_names()  # the MLP's output linear, per family (from the adapters)
+
+
+def plain(v):
+    """numpy arrays and scalars (in dicts, lists, tuples) as JSON numbers, booleans and lists."""
+    if isinstance(v, dict):
+        return {k: plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [plain(x) for x in v]
+    return v.tolist() if isinstance(v, (np.ndarray, np.generic)) else v
+
+
 class PruneExperiment(Experiment):
     """Unstructured / N:M pruning cells of one model under one setup (calibration + evaluation)."""
 
@@ -61,6 +74,31 @@ class PruneExperiment(Experiment):
         """The MLP down projections of the model's blocks, block 0 first (Figure 2's layer choice),
         from the model card."""
         return [n for n in self.structure["linears"] if n.endswith(DOWN_PROJECTIONS)]
+
+    @plan.cell
+    def worked_layer(self, layer: str, method: str = "ogas", sparsity: float = 0.5, params: dict | None = None,
+                     gamma_grid=GAMMA_GRID) -> dict:
+        """Notebook 2's worked example: ``method`` (an OGAS method) prunes a copy of the model on the setup's
+        calibration windows as :meth:`cell` does, while :class:`repro.methods.ogas_terms.OGASTrace` records
+        the terms of ``layer`` (``result["trace"]``: E, P, x, y, I, s at several gammas, L(gamma) on
+        ``gamma_grid`` and along the search, f(alpha)), recorded so that the notebook renders without loading
+        the model; ``zeros_sha256`` is the pruned model's (equal to :meth:`cell`'s: the trace prunes
+        nothing differently). No evaluation."""
+        if layer not in self.structure["linears"]:
+            raise UnknownNameError("prunable linear", layer, self.structure["linears"])
+        pruner = OGASTrace.of(method, sparsity, layer, gamma_grid, params)  # refuses a method that is not OGAS
+        cfg = {**self.base_config(), **self.prune_config(method, sparsity, "unstructured", params),
+               "layer": layer, "gamma_grid": [float(g) for g in gamma_grid]}
+
+        def compute():
+            model = copy.deepcopy(self.model)
+            pruner.bind(model)
+            report = prune_model(model, pruner, sparsity, self.calibration().windows, progress=self.progress)
+            extras = report.extras[layer]
+            return {"trace": plain(extras["trace"]), "zeros_sha256": zeros_sha256(model),
+                    "extras": plain({k: v for k, v in extras.items() if not isinstance(v, np.ndarray) and k != "trace"}),
+                    "achieved": report.layers[layer], "overall": report.overall}
+        return self.run("prune-worked", cfg, compute)
 
     @plan.cell
     def cell(self, method: str, sparsity: float | None, pattern: str = "unstructured", params: dict | None = None,

@@ -29,6 +29,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import math
+
 import numpy as np
 from scipy import stats
 
@@ -172,6 +174,23 @@ def mean_ratio(ratios: list[Paired]) -> Paired:
     down, up = float(np.sqrt(np.sum((logs - lo) ** 2))) / k, float(np.sqrt(np.sum((hi - logs) ** 2))) / k
     return Paired(float(np.exp(centre)), (float(np.exp(centre - down)), float(np.exp(centre + up))),
                   sum(r.n for r in ok), sum(r.n_better for r in ok), sum(r.n_worse for r in ok))
+
+
+def discordant_sample_size(a, b, effect: float, level: float = LEVEL, power: float = 0.8) -> tuple[int, int | None]:
+    """Paired right/wrong outcomes ``a``, ``b`` (1 = correct, per document): ``(discordant, n_needed)``, the
+    documents where exactly one side is right, and the documents a paired test (McNemar's) needs to detect
+    an accuracy difference ``effect`` at ``power`` with the discordance rate seen here, ``p_d``:
+    ``n = ((z_{1-alpha/2} sqrt(p_d) + z_power sqrt(p_d - effect^2)) / effect)^2`` (Connor 1987). Only
+    discordant documents inform a paired accuracy difference: two models that agree on 95% of documents
+    need many documents however many were scored. ``n_needed`` is None where it cannot be sized (no
+    discordant document, or an effect the discordance cannot produce)."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    k = int(np.sum(a != b))
+    p_d = k / max(a.size, 1)
+    if not k or effect == 0 or p_d <= effect ** 2:
+        return k, None
+    z_a, z_b = stats.norm.ppf(0.5 + level / 2), stats.norm.ppf(power)
+    return k, math.ceil(((z_a * math.sqrt(p_d) + z_b * math.sqrt(p_d - effect ** 2)) / abs(effect)) ** 2)
 
 
 def pooled_ppl(draw_nll, level: float = LEVEL, seed: int = 0) -> tuple[float, tuple[float, float] | None]:

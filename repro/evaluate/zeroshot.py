@@ -391,13 +391,30 @@ def _check(model, tokenizer, tasks, limit, batch_size) -> list[str]:
 
 # ---------------------------------------------------------------- public API
 
+def _answers(d: dict) -> tuple[int, int] | None:
+    """A multiple-choice document's ``(chosen answer, gold answer)`` as indices: the answer ``acc`` reads (the
+    highest log-likelihood among the choices) and the gold one; None for another kind of task."""
+    lls = [r[0] for r in d.get("filtered_resps") or [] if isinstance(r, (list, tuple)) and len(r) == 2]
+    gold = d.get("target")
+    if len(lls) < 2 or len(lls) != len(d["filtered_resps"]) or isinstance(gold, bool) or not isinstance(gold, int):
+        return None
+    return int(np.argmax(lls)), gold
+
+
 def _per_doc(samples: list[dict]) -> dict[str, list[float]]:
     """Each document's own score for the per-document metrics (acc, acc_norm, ...), in doc_id
-    order, so two models evaluated on the same documents can be compared paired."""
+    order, so two models evaluated on the same documents can be compared paired; for multiple-choice
+    tasks also ``pred`` and ``gold``, the chosen and the correct answer's index (a model's answer bias:
+    e.g. how often it says "yes" on BoolQ)."""
     samples = sorted(samples, key=lambda d: d["doc_id"])
     keys = [k for k, v in samples[0].items() if k in ("acc", "acc_norm", "exact_match") and
             isinstance(v, (int, float, bool))] if samples else []
-    return {k: [float(d[k]) for d in samples] for k in keys}
+    out = {k: [float(d[k]) for d in samples] for k in keys}
+    answers = [_answers(d) for d in samples]
+    if samples and all(a is not None for a in answers) and "acc" in out and \
+            all(float(p == g) == acc for (p, g), acc in zip(answers, out["acc"])):  # the answer acc scored
+        out["pred"], out["gold"] = [a[0] for a in answers], [a[1] for a in answers]
+    return out
 
 
 def evaluate_zeroshot(model, tokenizer, tasks: list[str], limit: int | None = None, batch_size: int = 8,

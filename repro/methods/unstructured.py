@@ -432,36 +432,53 @@ class OGAS(Pruner):
         subset = int(self.params["subset"])
         return [InputSumSq(), OutputStats(limit=subset)] + ([Gram(limit=subset)] if self.search else [])
 
-    def compress(self, name, module, obs):
-        view, p = out_in(module), self.params
-        w = view.float()
-        rows, cols = w.shape
+    def layer_plan(self, w: torch.Tensor, obs: list):
+        """``(energy, peak_ratio, importance, plan)`` of one layer (``w`` its dense ``[C_out, C_in]``
+        weights): ``plan(gamma)`` -> ``(s, alpha, alpha_at_bound, mask)``, kept per gamma unless ``keep=False``."""
+        p = self.params
         energy, peak_ratio = obs[1].rms.cpu().numpy(), obs[1].peak_ratio.cpu().numpy()
         imp = channel_importance(energy, peak_ratio, float(p["lam"]))
         ranks = row_ranks(w.abs() * obs[0].norm.to(w)[None, :])
         cache: dict[float, tuple] = {}
 
-        def plan(gamma: float):
-            if gamma not in cache:
-                s, alpha, at_bound = channel_sparsity(imp, gamma, self.sparsity, self.s_min, self.s_max)
-                k = torch.as_tensor(row_counts(s, cols, p["rounding"], self.sparsity), device=w.device)
-                cache[gamma] = (s, alpha, at_bound, ranks < k[:, None])
-            return cache[gamma]
+        def plan(gamma: float, keep: bool = True):
+            if gamma in cache:
+                return cache[gamma]
+            s, alpha, at_bound = channel_sparsity(imp, gamma, self.sparsity, self.s_min, self.s_max)
+            k = torch.as_tensor(row_counts(s, w.shape[1], p["rounding"], self.sparsity), device=w.device)
+            out = (s, alpha, at_bound, ranks < k[:, None])
+            if keep:
+                cache[gamma] = out
+            return out
+        return energy, peak_ratio, imp, plan
 
+    def error_of(self, w: torch.Tensor, obs: list):
+        """``mask -> ||X (W - W_p)^T||_F / ||Y_dense||_F`` over the first ``subset`` windows, through
+        their Gram matrix (the last observer) and ``||Y||_F^2`` (see the class docstring)."""
+        gram, y2 = obs[2].gram.to(w), max(obs[1].subset_sumsq, 1e-300)
+
+        def rel_error(mask: torch.Tensor) -> float:
+            d = w * mask
+            return math.sqrt(max(((d @ gram) * d).sum().item(), 0.0) / y2)
+        return rel_error
+
+    def search_gamma(self, rel_error):
+        """``minimize_scalar``'s result of ``rel_error(gamma)`` on ``gamma_bounds`` (tolerance ``gamma_tol``)."""
+        from scipy.optimize import minimize_scalar
+
+        lo, hi = self.params["gamma_bounds"]
+        return minimize_scalar(rel_error, bounds=(lo, hi), method="bounded", options={"xatol": self.params["gamma_tol"]})
+
+    def compress(self, name, module, obs):
+        view, p = out_in(module), self.params
+        w = view.float()
+        energy, peak_ratio, imp, plan = self.layer_plan(w, obs)
         extras: dict = {"subset_windows": min(int(p["subset"]), obs[1].n_windows)}
         if self.search:
             t0 = time.perf_counter()
-            gram, y2 = obs[2].gram.to(w), max(obs[1].subset_sumsq, 1e-300)
-
-            def rel_error(gamma: float) -> float:
-                d = w * plan(gamma)[3]
-                return math.sqrt(max(((d @ gram) * d).sum().item(), 0.0) / y2)
-
-            from scipy.optimize import minimize_scalar
-
-            lo, hi = p["gamma_bounds"]
-            res = minimize_scalar(rel_error, bounds=(lo, hi), method="bounded", options={"xatol": p["gamma_tol"]})
-            gamma = float(res.x)
+            error = self.error_of(w, obs)
+            res = self.search_gamma(lambda gamma: error(plan(gamma)[3]))
+            gamma, (lo, hi) = float(res.x), p["gamma_bounds"]
             extras.update(rel_error=float(res.fun), gamma_evals=int(res.nfev),
                           gamma_at_bound=bool(gamma - lo < p["gamma_tol"] or hi - gamma < p["gamma_tol"]))
             self.timer.add("gamma_search", time.perf_counter() - t0)
@@ -531,7 +548,7 @@ class PruneReport:
         return d
 
 
-def prune_model(model: nn.Module, method: str, sparsity: float | None, calib_ids: torch.Tensor | None = None,
+def prune_model(model: nn.Module, method: str | Pruner, sparsity: float | None, calib_ids: torch.Tensor | None = None,
                 pattern: str = "unstructured", batch_size: int = 4, progress: bool = True,
                 compress_threads: int | None | str = "method", **params) -> PruneReport:
     """Prune every linear layer inside the transformer blocks of ``model`` in place.
@@ -541,9 +558,12 @@ def prune_model(model: nn.Module, method: str, sparsity: float | None, calib_ids
     windows per forward (one with ``stats="reference"``). ``compress_threads``: CPU threads of the
     per-layer compress step (:func:`repro.calib.blocks.threads`; None keeps torch's setting;
     ``"method"``: the method's own ``compress_threads``). ``params``: the method's parameters (see
-    ``PRUNERS[method].defaults``).
+    ``PRUNERS[method].defaults``). ``method`` may be a :class:`Pruner` instance instead of a name (it carries its
+    own sparsity, pattern and parameters: ``params`` must then be empty).
     """
-    pruner = get_pruner(method)(sparsity, pattern, **params)
+    if isinstance(method, Pruner) and params:
+        raise ReproError("prune_model: a Pruner instance carries its own parameters; pass none beside it")
+    pruner = method if isinstance(method, Pruner) else get_pruner(method)(sparsity, pattern, **params)
     if compress_threads == "method":
         compress_threads = pruner.compress_threads
     if pruner.calibrated and calib_ids is None:
@@ -570,7 +590,7 @@ def prune_model(model: nn.Module, method: str, sparsity: float | None, calib_ids
     seconds = time.perf_counter() - t0
     mods = prunable_linears(model)
     zeros = sum((m.weight.data == 0).sum().item() for m in mods.values())
-    return PruneReport(method, str(pruner.pattern), pruner.sparsity, pruner.params,
+    return PruneReport(pruner.name, str(pruner.pattern), pruner.sparsity, pruner.params,
                        {n: fraction_zero(m) for n, m in mods.items()},
                        zeros / sum(m.weight.numel() for m in mods.values()), seconds, dict(timer.seconds), extras,
                        int(ids.shape[0]) if ids is not None and ids.ndim == 2 else 0,

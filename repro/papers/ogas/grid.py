@@ -151,6 +151,22 @@ class OgasGrid:
                     self.main_cell(name, data, "ogas", rounding="exact")
         return shown(self.store, lambda: frame(self))
 
+    def run_references(self) -> dict[str, dict[str, dict]]:
+        """The dense WikiText-2 numbers that place the tables' sample: ``{model: {"first short", "spread short",
+        "whole split": dense record}}``, the first two where the setup names a shorter ``reference_seqlen`` (an
+        earlier sample's), the last where its windows are spread (:meth:`Experiment.full_split`)."""
+        out = {}
+        for name, e in self.wt.items():
+            refs = {}
+            if e.setup.reference_seqlen:
+                refs["first short"] = e.short_windows(False).dense()
+                refs["spread short"] = e.short_windows(True).dense()
+            if e.setup.spread and e.setup.max_windows:
+                refs["whole split"] = e.full_split().dense()
+            if refs:
+                out[name] = refs
+        return out
+
     def run_nm(self) -> pd.DataFrame:
         """N:M cells (WikiText-2) of ``nm_methods`` on ``nm_models``."""
         for name in self.nm_models:
@@ -200,6 +216,12 @@ class OgasGrid:
                     if own_headroom(sp, h):
                         e.cell("ogas", sp, params=self.params_for(name, "ogas", s_max_headroom=h))
         return shown(self.store, lambda: frame(self))
+
+    def worked(self) -> dict:
+        """The worked example: OGAS (the first model's setting, the main sparsity) on Figure 2's layer, its terms
+        recorded (:meth:`PruneExperiment.worked_layer`; read by :mod:`repro.papers.ogas.worked`)."""
+        return self.wt[self.figure_model].worked_layer(self.figure_layer_name, "ogas", self.sparsity,
+                                                       self.params_for(self.figure_model, "ogas"))
 
 
 
@@ -270,7 +292,9 @@ def build(session) -> OgasGrid:
 
 def plan(session, grid: OgasGrid) -> None:
     """Ask for every cell notebook 2 asks for, section by section (see :func:`repro.papers.mpg.plan`)."""
+    grid.worked()
     grid.run_main()
+    grid.run_references()
     grid.run_nm()
     for name in grid.zeroshot_models:  # the pruned models' zero-shot scores are in their main cells
         grid.wt[name].dense_zeroshot(grid.zeroshot_tasks, grid.zeroshot_limit)

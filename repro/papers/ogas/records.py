@@ -78,13 +78,17 @@ def paired_to(frame, model, data, a, b, sparsity=0.5, pattern="unstructured", **
     return paired_ratio(ca.window_nll, cb.window_nll)
 
 
+def zeroshot_docs(a: dict, b: dict, tasks: list[str], metric: str = "acc") -> tuple[np.ndarray, np.ndarray]:
+    """Per-document scores of results ``a`` and ``b`` over ``tasks``, concatenated in the same order."""
+    return (np.concatenate([a["tasks"][t]["per_doc"][metric] for t in tasks]),
+            np.concatenate([b["tasks"][t]["per_doc"][metric] for t in tasks]))
+
+
 def zeroshot_paired(a: dict, b: dict, tasks: list[str], metric: str = "acc") -> Paired:
     """Mean zero-shot accuracy of result ``a`` minus result ``b`` (lm-eval results of two models)
     over ``tasks``, paired over the same documents (every task has ``limit`` documents, so the
     pooled mean is the mean over tasks)."""
-    da = np.concatenate([a["tasks"][t]["per_doc"][metric] for t in tasks])
-    db = np.concatenate([b["tasks"][t]["per_doc"][metric] for t in tasks])
-    return paired_difference(da, db)
+    return paired_difference(*zeroshot_docs(a, b, tasks, metric))
 
 
 def dense_ppl(frame: pd.DataFrame, grid: OgasGrid) -> dict[str, float]:

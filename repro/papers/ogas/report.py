@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from repro.claims import COLLAPSE, collapsed
 from repro.papers.ogas import claims as C
 from repro.papers.ogas import tables as T
 from repro.papers.ogas.grid import OgasGrid
@@ -72,6 +73,20 @@ class Report:
     def zeroshot(self, results: dict):
         return T.zeroshot_tables(results, self.grid)
 
+    def sample_vs_split(self, frame: pd.DataFrame, refs: dict):
+        """The tables' sample against shorter windows and the whole split (table, caption, reading)."""
+        return (T.sample_vs_split(frame, self.grid, refs),
+                f"**Which windows.** Dense perplexity, {self.grid.wt_name} (test): the tables' sample beside the "
+                "earlier sample's shorter windows (first ones, and as many spread over the split) and the whole "
+                f"split; profile `{self.grid.profile}`.", T.sample_reading(frame, self.grid, refs))
+
+    def answer_bias(self, results: dict):
+        return T.answer_bias(results, self.grid.zeroshot_tasks)
+
+    @staticmethod
+    def answer_bias_reading(bias: pd.DataFrame) -> str:
+        return T.answer_bias_reading(bias)
+
     def dense_vs_chance(self, results: dict):
         return T.dense_vs_chance(results, self.grid.zeroshot_tasks)
 
@@ -138,27 +153,38 @@ class Report:
 
     def curve_reading(self, curve: pd.DataFrame, dense: dict) -> str:
         """What Figure 4 shows from 70% on: per model and sparsity the lowest perplexity among the methods'
-        own lines, and which methods are at or above a uniform guess over the vocabulary there (destroyed:
-        a comparison among them cannot inform a claim, :func:`repro.claims.destroyed`)."""
+        own lines and which methods have collapsed there (above ``COLLAPSE`` x dense or at a uniform guess,
+        :func:`repro.claims.collapsed`: a comparison among them cannot inform a claim); then every place a line
+        falls as sparsity rises between two collapsed points (:func:`tables.falls_after_collapse`)."""
         lines = []
+        uniform = {m: self.grid.wt[m].uniform_ppl for m in set(curve.model)}
         for model, g in curve[curve.headroom.isna()].groupby("model", sort=False):
-            uniform = self.grid.wt[model].uniform_ppl
+            u = uniform[model]
             parts = []
             for sp, s in g[g.sparsity >= 0.7].groupby("sparsity"):
                 s = s.set_index("label").ppl.astype(float)
-                gone = [m for m, v in s.items() if uniform and v >= uniform]
+                gone = [m for m, v in s.items() if collapsed(v, dense[model], u)]
                 parts.append(f"at {sp:.0%} {s.idxmin()} {s.min():,.0f}" +
-                             (f", at or above a uniform guess: {', '.join(gone)}" if gone else ""))
+                             (f", collapsed: {', '.join(gone)}" if gone else ""))
             if parts:
-                head = f"**{model}** (dense {dense[model]:.3g}" + (f", uniform guess {uniform:,.0f})" if uniform else ")")
+                head = f"**{model}** (dense {dense[model]:.3g}, collapse above {COLLAPSE:g}x it" + \
+                       (f"; a uniform guess {u:,.0f})" if u else ")")
                 lines.append(f"- {head}: lowest " + "; ".join(parts) + ".")
+        for f in T.falls_after_collapse(curve, dense, uniform):
+            share = "" if f["of_uniform"] is None else (f" ({f['of_uniform'][0]:.2f} and {f['of_uniform'][1]:.2f} of a "
+                                                        "uniform guess's)")
+            lines.append(f"- **{f['model']}, {f['label']} falls** from {f['ppl_from']:,.0f} at {f['from']:.0%} to "
+                         f"{f['ppl_to']:,.0f} at {f['to']:.0%}{share}: both points have collapsed, where perplexity "
+                         "tells how a destroyed model is wrong (spread near uniformly, or confident and wrong), not "
+                         "what it kept: not a recovery, and no comparison between the two.")
         return "\n".join(lines)
 
     def curve_table(self, curve: pd.DataFrame, frame: pd.DataFrame):
         return T.curve_table(curve, frame, self.grid)
 
     def claims(self, frame: pd.DataFrame):
-        return C.claims_table(frame, self.grid)
+        dense = {n: r["dense"] for n, r in self.grid.run_zeroshot().items()} if self.grid.zeroshot_models else None
+        return C.claims_table(frame, self.grid, dense)
 
     def summary(self, claims: pd.DataFrame) -> str:
         return C.summary(claims, self.grid.sparsity)

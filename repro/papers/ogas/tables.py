@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from repro.claims import collapsed
 from repro.engines.prune import QUANTILES
 from repro.evaluate.stats import bootstrap_ci
 from repro.methods.registry import minmax
@@ -61,6 +62,42 @@ def table12(frame: pd.DataFrame, grid: OgasGrid) -> tuple[pd.DataFrame, str, pd.
     return table, cap, vals
 
 
+def sample_vs_split(frame: pd.DataFrame, grid: OgasGrid, refs: dict[str, dict[str, dict]]) -> pd.DataFrame:
+    """Per model, the dense WikiText-2 test perplexity on the tables' sample and on its references
+    (``refs``: ``{model: {"first short", "spread short", "whole split": dense record}}``,
+    :meth:`OgasGrid.run_references`): the earlier sample's first windows of the shorter length, as many
+    shorter windows spread over the split, and every window of the split at the tables' length."""
+    rows = []
+    for name, r in refs.items():
+        d = find(frame, name, grid.wt_name, "dense")
+        res = {k: v["result"] for k, v in r.items()}
+        rows.append({"model": name,
+                     **{f"{k} ({v['n_windows']} x {v['seqlen']})": round(v["ppl"], 3) for k, v in res.items()
+                        if k != "whole split"},
+                     "tables' sample": None if d is None else round(float(d.ppl), 3),
+                     "whole split": f"{res['whole split']['ppl']:.3f} ({res['whole split']['n_windows']} x "
+                                    f"{res['whole split']['seqlen']})" if "whole split" in res else None})
+    return pd.DataFrame(rows)
+
+
+def sample_reading(frame: pd.DataFrame, grid: OgasGrid, refs: dict[str, dict[str, dict]]) -> str:
+    """One sentence per model splitting the step from the earlier sample (the first windows of the shorter
+    length) to the whole split into its factors: which articles (first -> spread, same length), how much
+    context (shorter -> the tables' length, spread), and how the tables' sample sits in the split."""
+    lines = []
+    for name, r in refs.items():
+        d = find(frame, name, grid.wt_name, "dense")
+        if d is None or not {"first short", "spread short", "whole split"} <= set(r):
+            continue
+        a, b, c = (r[k]["result"] for k in ("first short", "spread short", "whole split"))
+        lines.append(f"- **{name}**: {a['ppl']:.2f} on the first {a['n_windows']} x {a['seqlen']} tokens -> "
+                     f"{b['ppl']:.2f} on as many spread over the split (which articles: x{b['ppl'] / a['ppl']:.3f}) -> "
+                     f"{d.ppl:.2f} with {grid.wt[name].setup.seqlen} tokens each (more context per token: "
+                     f"x{d.ppl / b['ppl']:.3f}); over all {c['n_windows']} windows {c['ppl']:.2f} (the sample / "
+                     f"the split: x{d.ppl / c['ppl']:.3f}).")
+    return "\n".join(lines)
+
+
 def achieved_table(frame: pd.DataFrame, grid: OgasGrid) -> tuple[pd.DataFrame, str]:
     """Achieved sparsity over all pruned linears and pruning seconds of every main cell."""
     rows = []
@@ -113,14 +150,65 @@ def zeroshot_tables(results: dict[str, dict[str, dict]], grid: OgasGrid) -> list
             row["mean"] = round(float(np.mean(list(row.values()))), 3)
             if paper and len(paper) < len(tasks):
                 row["mean of the paper's tasks"] = round(float(np.mean(paper)), 3)
+            norm = [result["tasks"][t]["metrics"].get("acc_norm", result["tasks"][t]["metrics"]["acc"])["value"]
+                    for t in tasks if t in PAPER_ZEROSHOT or len(paper) == 0]
+            row["same, acc_norm where reported"] = round(float(np.mean(norm)), 3)
             p = zeroshot_paired(result, res["wanda"], tasks) if r not in ("dense", "wanda") else None
             row["vs Wanda (paired)"] = "—" if p is None else f"{p.estimate:+.3f} [{p.ci[0]:+.3f}, {p.ci[1]:+.3f}]"
             t[LABELS[r]] = row
         cap = (f"**Table {3 + i}. Zero-shot accuracy, {name}, {grid.sparsity:.0%} unstructured.** lm-eval task "
                f"YAMLs, first {grid.zeroshot_limit} documents per task, {grid.wt[name].setup.eval_dtype}, profile "
-               f"`{grid.profile}`; BoolQ passages lack the standard title prefix (local copy).")
+               f"`{grid.profile}`; BoolQ passages lack the standard title prefix (local copy). Task columns: lm-eval's "
+               "`acc` (the highest log-likelihood answer); the last column: the paper's tasks' mean with `acc_norm` "
+               "(log-likelihood per character) where lm-eval reports it (ARC, HellaSwag, PIQA), `acc` for BoolQ and "
+               "WinoGrande. The paper does not say which it reports; the claims read `acc`.")
         out.append((f"table{3 + i}_zeroshot_{name}", pd.DataFrame(t).T, cap))
     return out
+
+
+BINARY_ANSWERS = {"boolq": ("no", "yes")}  # a two-answer task's answers, in lm-eval's doc_to_choice order
+
+
+def answer_bias(results: dict[str, dict[str, dict]], tasks: list[str]) -> tuple[pd.DataFrame, str]:
+    """(table, caption): per zero-shot model and task, the answer its *dense* model gives most often, how
+    often the gold answer is that one, and how often the dense and every pruned model give it (from the
+    per-document ``pred``/``gold`` lm-eval scored; tasks whose records predate them are left out). A model
+    that always gives one answer scores that answer's gold share without reading the question: on BoolQ,
+    the "yes" rate."""
+    rows = []
+    for name, res in results.items():
+        for task in tasks:
+            d = res["dense"]["tasks"][task]["per_doc"]
+            if "pred" not in d or any("pred" not in r["tasks"][task]["per_doc"] for r in res.values()):
+                continue
+            k = int(np.bincount(d["pred"]).argmax())
+            row = {"model": name, "task": task, "answer": BINARY_ANSWERS.get(task, ())[k:k + 1] or f"choice {k}",
+                   "gold share": round(float(np.mean(np.asarray(d["gold"]) == k)), 3)}
+            if isinstance(row["answer"], tuple):
+                row["answer"] = row["answer"][0]
+            row.update({LABELS[r]: round(float(np.mean(np.asarray(out["tasks"][task]["per_doc"]["pred"]) == k)), 3)
+                        for r, out in res.items()})
+            rows.append(row)
+    cap = ("**Answer bias.** Per task, the answer each dense model gives most often: the share of documents whose "
+           "gold answer it is, and the share of documents on which each model gives it. A model that always gives "
+           "it scores the gold share without reading the question.")
+    return pd.DataFrame(rows), cap
+
+
+def answer_bias_reading(bias: pd.DataFrame) -> str:
+    """One bullet per model: the tasks where its dense model gives one answer far more often than it is right
+    (a share at least 0.15 above the gold share), with the pruned models' rates beside."""
+    if bias.empty:
+        return "- No per-document answers in these records (computed before they were kept)."
+    lines = []
+    for name, g in bias.groupby("model", sort=False):
+        others = [c for c in g.columns if c not in ("model", "task", "answer", "gold share", "Dense")]
+        parts = [f"{r.task} '{r.answer}' on {r.Dense:.0%} of documents (gold {r['gold share']:.0%}; "
+                 + ", ".join(f"{m} {r[m]:.0%}" for m in others) + ")"
+                 for _, r in g.iterrows() if r.Dense - r["gold share"] >= 0.15]
+        lines.append(f"- **{name}** " + ("leans to one answer: " + "; ".join(parts) if parts else
+                                         "gives no answer 0.15 more often than it is right") + ".")
+    return "\n".join(lines)
 
 
 def dense_vs_chance(results: dict[str, dict[str, dict]], tasks: list[str]) -> tuple[pd.DataFrame, str]:
@@ -277,6 +365,23 @@ def curve_frame(frame: pd.DataFrame, grid: OgasGrid) -> pd.DataFrame:
             line(name, f"OGAS headroom {h}", f"OGAS, S_max headroom {h}", h,
                  [(sp, headroom_row(sp, h)) for sp in grid.curve_sparsities if sp > 0.6])
     return pd.DataFrame(rows, columns=["model", "method", "sparsity", "ppl", "label", "row", "headroom"])
+
+
+def falls_after_collapse(curve: pd.DataFrame, dense: dict[str, float], uniform: dict[str, float | None]) -> list[dict]:
+    """Where a method's own line *falls* as sparsity rises (pruning more lowers its perplexity) between two
+    points that have both collapsed (:func:`repro.claims.collapsed`): ``{model, label, from, to, ppl_from,
+    ppl_to, of_uniform}`` (``of_uniform``: each point's perplexity as a fraction of a uniform guess's). Above
+    collapse a perplexity measures how a destroyed model is wrong (near uniform, or confidently wrong), not what
+    it kept, so such a fall is not a recovery."""
+    out = []
+    for (model, label), g in curve[curve.headroom.isna()].groupby(["model", "label"], sort=False):
+        g = g.dropna(subset=["ppl"]).sort_values("sparsity")
+        for (sa, pa), (sb, pb) in zip(zip(g.sparsity, g.ppl), list(zip(g.sparsity, g.ppl))[1:]):
+            u = uniform.get(model)
+            if pb < pa and collapsed(pa, dense.get(model), u) and collapsed(pb, dense.get(model), u):
+                out.append({"model": model, "label": label, "from": sa, "to": sb, "ppl_from": pa, "ppl_to": pb,
+                            "of_uniform": (pa / u, pb / u) if u else None})
+    return out
 
 
 def curve_table(curve: pd.DataFrame, frame: pd.DataFrame, grid: OgasGrid) -> tuple[pd.DataFrame, str]:
