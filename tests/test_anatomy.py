@@ -103,3 +103,9 @@ def test_collapse_tables_read_constructed_records():
     assert r.ratio == pytest.approx(np.exp(-0.5)) and r.hi < 1
     assert r["layers emptied (global -> normalised)"] == "1 -> 0"
     assert "better in 1" in C.remedy_reading(C.remedy_table(frame, ["m"], ["wanda-head"], [0.5], {"m": 2}))
+    dense = {"model": "m", "method": "dense", "scale": "global", "draw": 0, "sparsity": 0.0, "z": None,
+             "tie_break": "index", "tie_seed": None, "ppl": 2.0, "window_nll": np.log(2.0) + 0 * w, "pruned": None}
+    both = C.remedy_table(pd.concat([frame, pd.DataFrame([dense])], ignore_index=True), ["m"], ["wanda-head"], [0.5],
+                          {"m": 2})  # dense 2.0: both rankings (ppl about 55 and 33) are beyond 10x it
+    assert bool(both["both collapsed"].iloc[0]) and not bool(r["both collapsed"])  # no dense row: not judged
+    assert C.remedy_reading(both).startswith("Every setting compares two collapsed models.")

@@ -213,6 +213,30 @@ def _shown(name: str) -> str:
     return repr(name) if len(name) <= 80 else f"{name[:40]!r}... ({len(name)} characters)"
 
 
+def hub_snapshot(name: str) -> Path | None:
+    """The local Hugging Face cache's snapshot folder of hub id ``name`` (its ``refs/main`` commit), or None
+    where the cache does not hold it: offline (``HF_HUB_OFFLINE``), a hub id loads from there."""
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        hit = try_to_load_from_cache(name, "config.json")
+    except Exception:  # noqa: BLE001  (an id huggingface_hub refuses is simply not cached)
+        return None
+    return Path(hit).parent if isinstance(hit, str) else None
+
+
+def _hub_identity(name: str, folder: Path | None) -> dict:
+    """A hub model's identity: its id; offline, the cached snapshot's commit and weights' sha256, and, where the
+    snapshot says so (``simulated.json``, tools/simulated_hub.py), that its weights are random stand-ins."""
+    identity = {"name": name, "source": "hub", "quantisation": "none", "weights_sha256": None}
+    if folder is not None:
+        identity.update(source="hub-cache", revision=folder.name, weights_sha256=folder_weights_sha256(folder))
+        marker = folder / "simulated.json"
+        if marker.is_file():
+            identity["simulated"] = json.loads(marker.read_text()).get("note", "simulated hub: random weights")
+    return identity
+
+
 def check_model_name(name: str) -> None:
     """Refuse, before anything is loaded or downloaded, a model name that cannot be one: empty,
     too long for a path, a local path that is not a model folder (a folder with ``config.json``),
@@ -239,11 +263,12 @@ def check_model_name(name: str) -> None:
             raise ReproError(f"model folder {_shown(name)} has no config.json: not a Hugging Face model folder")
         return
     hub_like = _HUB_ID.fullmatch(name) is not None and len(name) <= 2 * 96 + 1
-    if hub_like and not os.environ.get("HF_HUB_OFFLINE"):
-        return  # the hub says whether it exists
+    if hub_like and (not os.environ.get("HF_HUB_OFFLINE") or hub_snapshot(name) is not None):
+        return  # the hub (or, offline, the local hub cache) says whether it exists
     if "/" in name or name.startswith((".", "~")) or os.sep in name:
         raise ReproError(f"no model folder {_shown(name)}" + ("" if not hub_like else
-                                                               " (and HF_HUB_OFFLINE is set: no hub lookup)"))
+                                                               " (HF_HUB_OFFLINE is set and the local hub cache does "
+                                                               "not hold it)"))
     raise UnknownNameError("model", name, known_models())
 
 
@@ -285,10 +310,11 @@ def load_model(name: str, dtype: str | torch.dtype = "float32", seed: int = 0,
         return _from_folder(name, {"name": Path(name).name, "source": f"local:{Path(name).resolve()}",
                                    "quantisation": "unknown", "weights_sha256": folder_weights_sha256(name)},
                             dtype, dev)
+    if "/" in name and os.environ.get("HF_HUB_OFFLINE") and (folder := hub_snapshot(name)) is not None:
+        return _from_folder(folder, _hub_identity(name, folder), dtype, dev)
     if "/" in name and not os.environ.get("HF_HUB_OFFLINE"):
         try:
-            return _from_folder(name, {"name": name, "source": "hub", "quantisation": "none",
-                                       "weights_sha256": None}, dtype, dev)
+            return _from_folder(name, _hub_identity(name, None), dtype, dev)
         except OSError as e:
             raise ReproError(f"could not load {name!r} from the hub: {str(e).splitlines()[0]}") from None
     raise UnknownNameError("model", name, known_models())

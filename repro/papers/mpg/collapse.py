@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from repro.claims import COLLAPSE, collapsed
 from repro.evaluate.stats import paired_ratio
 from repro.methods.heads import select_heads
 from repro.papers.mpg.records import LABEL, _and, find, find_scores, pct
@@ -150,10 +151,13 @@ def remedy_table(frame: pd.DataFrame, models: list[str], methods: list[str], spa
                  heads_per_layer: dict[str, int]) -> pd.DataFrame:
     """Each ``method`` ranked globally (Table I, first draw) and by layer-normalised scores, paired on the
     same windows (``frame``: one row per draw): perplexities, the ratio normalised / global with its
-    interval (``lo``, ``hi``), and how many layers each selection empties."""
+    interval (``lo``, ``hi``), how many layers each selection empties, and whether both sides collapsed
+    (:func:`repro.claims.collapsed`: then which ranking is "better" says nothing)."""
     rows = []
     f = frame[frame.draw.eq(0)]
     for model in models:
+        dense = find(f, model, "dense")
+
         def emptied(cell) -> int:
             per_layer = np.bincount([layer for layer, _ in cell.pruned or []]) if cell.pruned else np.zeros(1)
             return int((per_layer == heads_per_layer[model]).sum())
@@ -165,7 +169,8 @@ def remedy_table(frame: pd.DataFrame, models: list[str], methods: list[str], spa
                 p = paired_ratio(lay.window_nll, g.window_nll)
                 rows.append({"model": model, "sparsity": pct(sp), "method": LABEL[m], "ranked globally": g.ppl,
                              "layer-normalised": lay.ppl, "ratio": p.estimate, "lo": p.ci[0], "hi": p.ci[1],
-                             "layers emptied (global -> normalised)": f"{emptied(g)} -> {emptied(lay)}"})
+                             "layers emptied (global -> normalised)": f"{emptied(g)} -> {emptied(lay)}",
+                             "both collapsed": dense is not None and all(collapsed(c.ppl, dense.ppl) for c in (g, lay))})
     return pd.DataFrame(rows)
 
 
@@ -173,10 +178,16 @@ def remedy_reading(table: pd.DataFrame) -> str:
     """How often the layer-normalised ranking helps, hurts or ties (by its interval), and by how much."""
     if table.empty:
         return "The remedy ablation has not run."
-    better, worse = int((table.hi < 1).sum()), int((table.lo > 1).sum())
-    best = table.loc[table.ratio.idxmin()]
-    worst = table.loc[table.ratio.idxmax()]
+    gone = table[table["both collapsed"]] if "both collapsed" in table else table.iloc[:0]
+    t = table.drop(gone.index)
+    apart = (f" In {len(gone)} more setting{'s' * (len(gone) > 1)} both rankings collapse (above {COLLAPSE:g}x dense): "
+             + "; ".join(f"{r.method} on {r.model} at {r.sparsity}" for r in gone.itertuples())
+             + ", compared nowhere.") if len(gone) else ""
+    if t.empty:
+        return "Every setting compares two collapsed models." + apart
+    better, worse = int((t.hi < 1).sum()), int((t.lo > 1).sum())
+    best, worst = t.loc[t.ratio.idxmin()], t.loc[t.ratio.idxmax()]
     return (f"Ranking by layer-normalised scores is better in {better}, worse in {worse} and undecided in "
-            f"{len(table) - better - worse} of {len(table)} settings (paired over the same windows). Largest gain: "
-            f"{best.method} on {best.model} at {best.sparsity}, x{best.ratio:.3g}; largest loss: {worst.method} on "
-            f"{worst.model} at {worst.sparsity}, x{worst.ratio:.3g}.")
+            f"{len(t) - better - worse} of {len(t)} settings where at least one ranking keeps the model (paired over "
+            f"the same windows). Largest gain: {best.method} on {best.model} at {best.sparsity}, x{best.ratio:.3g}; "
+            f"largest loss: {worst.method} on {worst.model} at {worst.sparsity}, x{worst.ratio:.3g}." + apart)
