@@ -278,10 +278,11 @@ def test_repro_loads_a_causal_hub_id_offline(offline):
     assert loaded.identity["simulated"] == "simulated hub: random weights" and len(loaded.identity["weights_sha256"]) == 64
 
 
-@pytest.mark.xfail(strict=True, raises=ReproError, reason="load_model's folder and hub-cache path "
-                   "(_from_folder) builds causal LMs only ('... not a causal language model'), and "
-                   "repro.assets.encoders.load_classifier takes only its known encoder names")
-@pytest.mark.parametrize("how", ["load_model", "load_classifier"])
+@pytest.mark.parametrize("how", [
+    pytest.param("load_model", marks=pytest.mark.xfail(strict=True, raises=ReproError, reason=(
+        "load_model builds causal LMs only ('... not a causal language model'): a masked-LM hub id has no loader "
+        "yet (the paper profile's RoBERTa pseudo-perplexity rows)"))),
+    "load_classifier"])
 def test_repro_loads_an_encoder_hub_id_offline(offline, how):
     from repro.assets.encoders import load_classifier
     from repro.assets.models import load_model
@@ -290,4 +291,6 @@ def test_repro_loads_an_encoder_hub_id_offline(offline, how):
         loaded = load_model("FacebookAI/roberta-base")
     else:
         loaded = load_classifier("FacebookAI/roberta-base", 2)
+        assert loaded.identity["simulated"] and loaded.identity["name"] == "FacebookAI/roberta-base"
+        assert loaded.model.config.num_labels == 2 and loaded.tokenizer("hi")["input_ids"][0] == 0  # <s> first
     assert loaded.identity["model_type"] == "roberta"

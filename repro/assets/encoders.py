@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 
 from repro.assets.files import package_dir, sha256_file
-from repro.assets.models import Loaded, parse_dtype
+from repro.assets.models import Loaded, hub_source, parse_dtype
 from repro.assets.tiny import TINY, byte_tokenizer
 from repro.errors import HashMismatchError, ReproError, UnknownNameError
 
@@ -72,7 +72,8 @@ def load_classifier(name: str, num_labels: int, seed: int = 0, dtype: str | torc
     outputs, initialised from ``seed``; in training mode off (``eval()``): the caller fine-tunes it."""
     if not isinstance(num_labels, int) or num_labels < 2:
         raise ReproError(f"num_labels must be an integer >= 2, got {num_labels!r}")
-    if name not in known_encoders():
+    hub = None if name in known_encoders() else hub_source(name)
+    if name not in known_encoders() and hub is None:
         raise UnknownNameError("encoder", name, known_encoders())
     from transformers import AutoModelForSequenceClassification, AutoTokenizer, BertForSequenceClassification
 
@@ -86,6 +87,10 @@ def load_classifier(name: str, num_labels: int, seed: int = 0, dtype: str | torc
             model = BertForSequenceClassification(config)
             tokenizer = byte_tokenizer()
             identity = {"name": name, "source": "random-init from config", "weights_sha256": None}
+        elif hub is not None:  # a hub id (online), or its snapshot in the local hub cache (offline)
+            model = AutoModelForSequenceClassification.from_pretrained(hub[0], num_labels=num_labels,
+                                                                       attn_implementation="sdpa")
+            tokenizer, identity = AutoTokenizer.from_pretrained(hub[0]), hub[1]
         else:
             asset, folder = ENCODERS[name], encoder_folder(name)
             model = AutoModelForSequenceClassification.from_pretrained(folder, num_labels=num_labels,

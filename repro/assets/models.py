@@ -213,6 +213,17 @@ def _shown(name: str) -> str:
     return repr(name) if len(name) <= 80 else f"{name[:40]!r}... ({len(name)} characters)"
 
 
+def hub_source(name: str) -> tuple[str | Path, dict] | None:
+    """Where a hub id ``name`` loads from and its identity: online the hub itself; with ``HF_HUB_OFFLINE`` the
+    local hub cache's snapshot (None where it does not hold ``name``, or ``name`` is no hub id)."""
+    if _HUB_ID.fullmatch(str(name)) is None:
+        return None
+    if not os.environ.get("HF_HUB_OFFLINE"):
+        return name, hub_identity(name, None)
+    folder = hub_snapshot(name)
+    return None if folder is None else (folder, hub_identity(name, folder))
+
+
 def hub_snapshot(name: str) -> Path | None:
     """The local Hugging Face cache's snapshot folder of hub id ``name`` (its ``refs/main`` commit), or None
     where the cache does not hold it: offline (``HF_HUB_OFFLINE``), a hub id loads from there."""
@@ -225,7 +236,7 @@ def hub_snapshot(name: str) -> Path | None:
     return Path(hit).parent if isinstance(hit, str) else None
 
 
-def _hub_identity(name: str, folder: Path | None) -> dict:
+def hub_identity(name: str, folder: Path | None) -> dict:
     """A hub model's identity: its id; offline, the cached snapshot's commit and weights' sha256, and, where the
     snapshot says so (``simulated.json``, tools/simulated_hub.py), that its weights are random stand-ins."""
     identity = {"name": name, "source": "hub", "quantisation": "none", "weights_sha256": None}
@@ -310,11 +321,9 @@ def load_model(name: str, dtype: str | torch.dtype = "float32", seed: int = 0,
         return _from_folder(name, {"name": Path(name).name, "source": f"local:{Path(name).resolve()}",
                                    "quantisation": "unknown", "weights_sha256": folder_weights_sha256(name)},
                             dtype, dev)
-    if "/" in name and os.environ.get("HF_HUB_OFFLINE") and (folder := hub_snapshot(name)) is not None:
-        return _from_folder(folder, _hub_identity(name, folder), dtype, dev)
-    if "/" in name and not os.environ.get("HF_HUB_OFFLINE"):
+    if (hub := hub_source(name)) is not None:
         try:
-            return _from_folder(name, _hub_identity(name, None), dtype, dev)
+            return _from_folder(hub[0], hub[1], dtype, dev)
         except OSError as e:
             raise ReproError(f"could not load {name!r} from the hub: {str(e).splitlines()[0]}") from None
     raise UnknownNameError("model", name, known_models())
