@@ -92,8 +92,14 @@ def test_non_causal_folder_is_a_clear_error(tmp_path):
 
     T.BertForMaskedLM(T.BertConfig(vocab_size=32, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
                                    intermediate_size=16)).save_pretrained(tmp_path / "bert")
-    with pytest.raises(ReproError, match="'bert' model .* not a causal language model"):
-        load_model(str(tmp_path / "bert"))
+    assert load_model(str(tmp_path / "bert")).task == "masked-lm"  # loads, for pseudo-perplexity (repro.evaluate.mlm)
+    with pytest.raises(ReproError, match="masked language model .* not a causal language model"):
+        Experiment(str(tmp_path / "bert"), SMALL, Store(None), progress=False).loaded  # noqa: B018
+    T.BertForSequenceClassification(T.BertConfig(vocab_size=32, hidden_size=16, num_hidden_layers=1,
+                                                 num_attention_heads=2, intermediate_size=16)).save_pretrained(
+        tmp_path / "cls")
+    with pytest.raises(ReproError, match="neither a causal nor a masked language model"):
+        load_model(str(tmp_path / "cls"))
 
 
 def test_recompute_and_cache_summary(tmp_path):

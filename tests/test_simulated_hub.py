@@ -278,17 +278,14 @@ def test_repro_loads_a_causal_hub_id_offline(offline):
     assert loaded.identity["simulated"] == "simulated hub: random weights" and len(loaded.identity["weights_sha256"]) == 64
 
 
-@pytest.mark.parametrize("how", [
-    pytest.param("load_model", marks=pytest.mark.xfail(strict=True, raises=ReproError, reason=(
-        "load_model builds causal LMs only ('... not a causal language model'): a masked-LM hub id has no loader "
-        "yet (the paper profile's RoBERTa pseudo-perplexity rows)"))),
-    "load_classifier"])
+@pytest.mark.parametrize("how", ["load_model", "load_classifier"])
 def test_repro_loads_an_encoder_hub_id_offline(offline, how):
     from repro.assets.encoders import load_classifier
     from repro.assets.models import load_model
 
-    if how == "load_model":
+    if how == "load_model":  # the masked LM of the pseudo-perplexity rows
         loaded = load_model("FacebookAI/roberta-base")
+        assert loaded.task == "masked-lm" and type(loaded.model).__name__ == "RobertaForMaskedLM"
     else:
         loaded = load_classifier("FacebookAI/roberta-base", 2)
         assert loaded.identity["simulated"] and loaded.identity["name"] == "FacebookAI/roberta-base"

@@ -184,7 +184,9 @@ def _convert_gguf(asset: GGUFAsset) -> Path:
 
 
 def _from_folder(path: str | Path, identity: dict, dtype: torch.dtype, device: torch.device | str) -> Loaded:
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+    """A causal LM, or a masked LM (RoBERTa's pseudo-perplexity rows: task "masked-lm"), from a folder or hub id;
+    any other head is refused (a causal head would be built untrained)."""
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
 
     config = AutoConfig.from_pretrained(path)
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES as CAUSAL
@@ -193,16 +195,18 @@ def _from_folder(path: str | Path, identity: dict, dtype: torch.dtype, device: t
     causal = config.model_type in CAUSAL and (not archs or any(a == CAUSAL[config.model_type] or
                                                                 a.endswith(("ForCausalLM", "LMHeadModel"))
                                                                 for a in archs))
-    if not causal:  # e.g. a BERT masked-LM folder: a causal head would be built untrained
+    masked = not causal and any(a.endswith("ForMaskedLM") for a in archs)
+    if not (causal or masked):
         raise ReproError(f"{path} holds a {config.model_type!r} model ({', '.join(config.architectures or [])}), "
-                         "not a causal language model")
+                         "neither a causal nor a masked language model")
     placement = {} if device == torch.device("cpu") else {"device_map": device if device == AUTO else {"": device}}
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, attn_implementation="sdpa", **placement)
+    auto = AutoModelForCausalLM if causal else AutoModelForMaskedLM
+    model = auto.from_pretrained(path, dtype=dtype, attn_implementation="sdpa", **placement)
     tokenizer = AutoTokenizer.from_pretrained(path)
     identity = {**identity, "model_type": config.model_type}
     if identity.get("source") == "hub":  # the exact hub commit the weights came from
         identity["revision"] = getattr(model.config, "_commit_hash", None) or getattr(config, "_commit_hash", None)
-    return Loaded(model.eval(), tokenizer, identity, device=describe(model))
+    return Loaded(model.eval(), tokenizer, identity, "causal-lm" if causal else "masked-lm", describe(model))
 
 
 NAME_MAX, PATH_MAX = 255, 4096  # bytes in a file name / a path on common filesystems (hub ids: 96 characters)

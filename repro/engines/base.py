@@ -126,6 +126,9 @@ class Experiment:
         return self._loaded
 
     def _take(self, loaded) -> None:
+        if loaded.task == "masked-lm":  # every experiment here reads next-token losses
+            raise ReproError(f"{self.model_name} is a masked language model ({type(loaded.model).__name__}), not a causal "
+                             "language model: its perplexity is a pseudo-perplexity (repro.evaluate.mlm)")
         if self.card is not None and model_key(self.card["identity"]) != model_key(loaded.identity):
             warnings.warn(f"{self.model_name}: the weights loaded here ({model_key(loaded.identity)}) differ from "
                           f"those its records were made with ({model_key(self.card['identity'])}); their cells are "
