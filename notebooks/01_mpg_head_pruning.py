@@ -277,6 +277,16 @@ if full:
     nb.show(split, "table1_sample_vs_split", cap)
 
 # %% [markdown]
+# **What the draws show.** On Gemma, Wanda-Head, SparseGPT-Head and Hybrid pick the *same* heads whatever
+# calibration sample they see: their draws are identical to every digit, so their collapse is no calibration
+# accident (section 3c says where it comes from). Gradient-Head's draws disagree by orders of magnitude on both
+# models: one calibration sample of a gradient score can decide a verdict, and its pooled interval is
+# correspondingly wide (its lower end is cut at perplexity 1 where the draws' spread would push it below).
+# Random's seeds spread as widely at the higher sparsities: "MP-G beats Random" is read against all of them.
+# The sample of windows stands in for the split: the dense perplexity on it lies within a few percent of the
+# whole split's (the last table).
+
+# %% [markdown]
 # Many heads score exactly 0 under MP and MP-G (no feature above $\mu + z\sigma$). Where fewer heads are cut
 # than score 0, the cut falls inside that tie: which heads go is the tie-break's choice (section 7). MP-G and
 # MP share their zero set (a head has no feature above the threshold under one exactly when it has none under
@@ -406,6 +416,16 @@ remedy_frame = grid.remedy()  # remedy_methods x sparsities, ranked by layer-nor
 if remedy_methods:
     remedy, cap = R.remedy(remedy_frame, remedy_methods, sparsities)
     nb.show(remedy, "remedy_layer_normalised", cap, reading=C.remedy_reading(remedy))
+
+# %% [markdown]
+# **What we found.** Where a calibrated score collapses at the lower sparsities, ranking within each layer
+# brings it back, in most such cells to the range of the calibration-free scores, on the pre-norm SmolLM2 and
+# the post-norm Gemma alike, and no layer is emptied any more (SparseGPT-Head on SmolLM2 at 25% improves but
+# stays collapsed): the collapse of Table I's Wanda-Head and SparseGPT-Head is mostly a matter of one score
+# scale per layer, not of which heads they rate low within a layer. MP-G gains nothing
+# (its scores never empty a layer at the lower sparsities) and loses a little: the global ranking's freedom
+# to prune unequally across layers is worth something. At the highest sparsity most pairs compare two collapsed
+# models, which the table marks and the reading leaves out.
 
 # %% [markdown]
 # ## 4. Table II: the threshold z

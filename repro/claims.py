@@ -439,9 +439,12 @@ def headline(claims, claim: str) -> str:
     rows = claims[claims["claim"].astype(str).str.startswith(claim)] if len(claims) else claims
     if not len(rows):
         return f"*{claim}*: not checked in this run."
-    counts = rows["verdict"].value_counts()
-    said = ", ".join(f"{v} in {counts[v]}" for v in (HOLDS, FAILS, INCONCLUSIVE) if v in counts)
-    decided = rows[rows["verdict"].isin([HOLDS, FAILS])]
+    apart = rows["kind"].isin([UNINFORMATIVE, CONSTRUCTION]) if "kind" in rows else rows["verdict"].isna()
+    counts = rows[~apart]["verdict"].value_counts()
+    others = rows[apart]["kind"].value_counts().items() if apart.any() else []  # not verdicts: counted apart
+    said = ", ".join([f"{v} in {counts[v]}" for v in (HOLDS, FAILS, INCONCLUSIVE) if v in counts]
+                     + [f"{k} in {n}" for k, n in others])
+    decided = rows[~apart & rows["verdict"].isin([HOLDS, FAILS])]
     first = (decided if len(decided) else rows).iloc[0]
     return (f"*{rows['claim'].iloc[0]}*: {said} of {len(rows)} settings; e.g. {first['setting']}: "
             f"{first['measured']} ({first['verdict']}).")

@@ -341,7 +341,7 @@ def _fake_experiment(tie_seeds=(), group_size=3):
     return SimpleNamespace(identity={"quantisation": "q4", "source": "hub"},
                            setup=SimpleNamespace(max_windows=2, eval_dtype="float32", seqlen=32),
                            data=SimpleNamespace(label="wiki:val"), feeding_note="", shape=(3, 2), tie_seeds=list(tie_seeds),
-                           structure=structure, uniform_ppl=None)
+                           structure=structure, uniform_ppl=None, windows=lambda: "first 2 x 32 tokens")
 
 
 def _tables(experiments, store=None):
@@ -450,7 +450,7 @@ def test_tables_with_captions_from_constructed_cells():
     assert "effect" in claims and cap.startswith("**Claims checked.** Profile `t`; models m on wiki:val")
     assert "m (g = 3), 25.0%" in shown.setting.tolist()  # the fake's group size reached the claims
     summary = T.summary(main, claims, table4)
-    assert summary.startswith(f"- **Dense references.** m: {math.exp(3.25):.2f} on the first windows of wiki:val.")
+    assert summary.startswith(f"- **Dense references.** m: {math.exp(3.25):.2f} (first 2 x 32 tokens) of wiki:val.")
     assert "Table IV counts: MP-G best 0 / second 2, Wanda-Head best 0 / second 0" in summary
     assert "On m at 25% the paired ratio is x1.000, MP-G better on 0 of 20 windows" in summary
     m = R.metrics(main, frame, claims, ["m"])

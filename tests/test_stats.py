@@ -291,3 +291,23 @@ def test_the_documents_a_paired_accuracy_difference_needs_come_from_the_discorda
     assert k == 20 and 1470 <= n <= 1480  # ((1.96 sqrt(.05) + 0.842 sqrt(.05 - .0163^2)) / .0163)^2 = 1475
     assert discordant_sample_size(a, b, 0.05)[1] < n  # a larger effect needs fewer documents
     assert discordant_sample_size(a, a, 0.0163) == (0, None)  # identical answers: cannot be sized
+
+
+def test_a_pooled_perplexity_interval_never_goes_below_one():
+    """Three draws that disagree by orders of magnitude: the widened interval's lower end is cut at
+    perplexity 1 (mean NLL 0), not an impossible 0.01."""
+    from repro.evaluate.stats import pooled_ppl
+
+    w = np.tile([6.0, 6.5, 7.0, 7.5], 5)
+    ppl, (lo, hi) = pooled_ppl([w, w + 10.0, w - 0.4])
+    assert lo == 1.0 and hi > ppl > 1.0
+
+
+def test_the_readme_headline_counts_uninformative_rows_apart_from_verdicts():
+    from repro.claims import Claim, claims_frame, headline
+
+    good = Claim.check("A beats B", "m, 12.5%", "x0.8", 0.8, (0.7, 0.9), 1.0, "below", 32)
+    gone = Claim.check("A beats B", "m, 50%", "x0.5", 0.5, (0.4, 0.6), 1.0, "below", 32)
+    gone.uninformative = "both models collapsed"
+    text = headline(claims_frame([gone, good]), "A beats B")
+    assert text.startswith("*A beats B*: holds in 1, uninformative in 1 of 2 settings; e.g. m, 12.5%")

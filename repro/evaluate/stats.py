@@ -204,7 +204,9 @@ def pooled_ppl(draw_nll, level: float = LEVEL, seed: int = 0) -> tuple[float, tu
     if ci is None:
         return float(np.exp(centre)), None
     lo, hi = _widen((float(np.log(ci[0])), float(np.log(ci[1]))), centre, *_draw_se(x), level)
-    return float(np.exp(centre)), (float(np.exp(lo)), float(np.exp(hi)))
+    # a perplexity is at least 1 (a mean NLL at least 0): draws that disagree wildly can push the t term's
+    # lower end below it, and the interval is cut there (what is left still says the draws disagree)
+    return float(np.exp(centre)), (max(1.0, float(np.exp(lo))), float(np.exp(hi)))
 
 
 def speed_ratio(times_base, times_variant, level: float = LEVEL) -> Paired:

@@ -7,6 +7,7 @@ import pandas as pd
 import torch
 
 from repro.claims import (
+    COLLAPSE,
     claims_frame,
     count_verdicts,
     fmt_ratio,
@@ -388,9 +389,10 @@ class Tables(Readings):
             return count_verdicts(claims, prefix)
         mpg_vs_mp = paired_vs(main, models[0], "mpg", "mp", 0.25)
         lines = [
-            "- **Dense references.** " + "; ".join(f"{m}: {find(main, m, 'dense').ppl:.2f}" for m in models)
-            + f" on the first windows of {self.params['data']}.",
-            f"- **MP-G finite everywhere:** {n('MP-G never collapses')}.",
+            "- **Dense references.** " + "; ".join(f"{m}: {find(main, m, 'dense').ppl:.2f} ("
+                                                  f"{self.experiments[m].windows()})" for m in models)
+            + f" of {self.params['data']}.",
+            f"- **MP-G never collapses** (above {COLLAPSE:g}x dense): {n('MP-G never collapses')}.",
             f"- **MP-G in the top two of the paper's methods:** {n('MP-G ranks in the top two')}. Table IV counts: "
             + ", ".join(f"{i} best {r.best} / second {r.second}" for i, r in table4.iterrows()) + ".",
             f"- **MP-G vs the best calibration-based score** (paired): {n('Calibration-free MP-G')}. Wanda-, "
