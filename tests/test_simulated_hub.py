@@ -17,8 +17,6 @@ import numpy as np
 import pytest
 import torch
 
-from repro.errors import ReproError
-
 from conftest import ROOT
 
 

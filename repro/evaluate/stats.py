@@ -27,9 +27,8 @@ and never the sample's range.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats

@@ -35,7 +35,6 @@ from repro.papers.mpg.records import (
 )
 from repro.report import rank_marks
 
-
 # The paper's own effect for a claim, on the claim's scale, where the paper gives a number
 # (repro.claims.with_paper; the other claims say "no paper number").
 PAPER_EFFECTS = {

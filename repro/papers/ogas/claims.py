@@ -7,8 +7,8 @@ import pandas as pd
 
 from repro.claims import (
     COLLAPSE,
-    at_chance,
     Claim,
+    at_chance,
     claims_frame,
     claims_markdown,
     count_verdicts,
