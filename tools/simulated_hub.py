@@ -56,6 +56,9 @@ _RELU_OPT = dict(ffn_dim=256, activation_function="relu", enable_bias=True, laye
 _LLAMA3_ROPE = {"rope_type": "default", "rope_theta": 500000.0}
 _LLAMA31_ROPE = {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
                  "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}
+_PYTHIA = dict(**_MHA, intermediate_size=256, max_position_embeddings=2048, use_parallel_residual=True,
+               rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25},
+               tie_word_embeddings=False)
 _IMAGENET_MEAN, _IMAGENET_STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 _VIT = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64, image_size=224,
             patch_size=16, num_channels=3, qkv_bias=True, num_labels=1000)
@@ -102,19 +105,11 @@ MODELS: dict[str, Spec] = {
         "24 layers x 16 heads, hidden 1024, FFN 4096, word_embed_proj_dim 512 (project_in/out), post-LN, "
         "vocabulary 50272", "opt", 16),
     "EleutherAI/pythia-160m": Spec(
-        "GPTNeoXForCausalLM", "gpt_neox", dict(**_MHA, intermediate_size=256, num_hidden_layers=2,
-                                               max_position_embeddings=2048, use_parallel_residual=True,
-                                               rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
-                                                                "partial_rotary_factor": 0.25},
-                                               tie_word_embeddings=False),
+        "GPTNeoXForCausalLM", "gpt_neox", dict(**_PYTHIA, num_hidden_layers=2),
         "12 layers x 12 heads, hidden 768, FFN 3072, rotary on 25% of each head, parallel residual, "
         "vocabulary 50304", "neox", 128),
     "EleutherAI/pythia-410m": Spec(
-        "GPTNeoXForCausalLM", "gpt_neox", dict(**_MHA, intermediate_size=256, num_hidden_layers=3,
-                                               max_position_embeddings=2048, use_parallel_residual=True,
-                                               rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
-                                                                "partial_rotary_factor": 0.25},
-                                               tie_word_embeddings=False),
+        "GPTNeoXForCausalLM", "gpt_neox", dict(**_PYTHIA, num_hidden_layers=3),
         "24 layers x 16 heads, hidden 1024, FFN 4096, rotary on 25% of each head, parallel residual, "
         "vocabulary 50304", "neox", 128),
     "Qwen/Qwen2.5-0.5B": Spec(
