@@ -182,10 +182,9 @@ def answer_bias(results: dict[str, dict[str, dict]], tasks: list[str]) -> tuple[
             if "pred" not in d or any("pred" not in r["tasks"][task]["per_doc"] for r in res.values()):
                 continue
             k = int(np.bincount(d["pred"]).argmax())
-            row = {"model": name, "task": task, "answer": BINARY_ANSWERS.get(task, ())[k:k + 1] or f"choice {k}",
+            names = BINARY_ANSWERS.get(task)
+            row = {"model": name, "task": task, "answer": names[k] if names else f"choice {k}",
                    "gold share": round(float(np.mean(np.asarray(d["gold"]) == k)), 3)}
-            if isinstance(row["answer"], tuple):
-                row["answer"] = row["answer"][0]
             row.update({LABELS[r]: round(float(np.mean(np.asarray(out["tasks"][task]["per_doc"]["pred"]) == k)), 3)
                         for r, out in res.items()})
             rows.append(row)
@@ -376,7 +375,8 @@ def falls_after_collapse(curve: pd.DataFrame, dense: dict[str, float], uniform: 
     out = []
     for (model, label), g in curve[curve.headroom.isna()].groupby(["model", "label"], sort=False):
         g = g.dropna(subset=["ppl"]).sort_values("sparsity")
-        for (sa, pa), (sb, pb) in zip(zip(g.sparsity, g.ppl), list(zip(g.sparsity, g.ppl))[1:]):
+        points = list(zip(g.sparsity, g.ppl))
+        for (sa, pa), (sb, pb) in zip(points, points[1:]):
             u = uniform.get(model)
             if pb < pa and collapsed(pa, dense.get(model), u) and collapsed(pb, dense.get(model), u):
                 out.append({"model": model, "label": label, "from": sa, "to": sb, "ppl_from": pa, "ppl_to": pb,
