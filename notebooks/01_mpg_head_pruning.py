@@ -69,6 +69,7 @@ vision_models = []  # MHA image classifiers (section 9): fashion-vit, fashion-di
 vision_n_calib = 256  # Fashion-MNIST *training* images for the calibration-based scorers
 vision_grad_nsamples = 256  # of them, the first n for Gradient-Head
 vision_n_eval = 2000  # the first n Fashion-MNIST test images (those notebook 3 evaluates on)
+vision_data = "fashion-mnist"  # or "imagenette[:/path]": ImageNet classifiers on Imagenette (repro.engines.images)
 glue_encoder = "minilm-l6"  # section 6: the MHA text encoder fine-tuned, then pruned (repro.assets.encoders)
 glue_tasks = []  # sst2, mrpc, rte
 glue_k = 5  # folds over each validation set (no GLUE training split offline)

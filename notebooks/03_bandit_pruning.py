@@ -52,6 +52,7 @@ vision_methods = ["random", "magnitude", "greedy", "ucb", "thompson"]
 vision_n_calib = 512
 vision_calib_batch_size = 64
 vision_n_eval = 10000
+vision_data = "fashion-mnist"  # or "imagenette[:/path]": ImageNet classifiers on Imagenette (repro.engines.images)
 memory = "persist"  # MAB arm statistics (repro.methods.bandit): kept while in the pool; "step": this step's only
 memory_ablation = True  # section 5b: the MAB searches again under the other memory rules ("step", "carry")
 join = "posterior"  # MAB-TS: the best posterior mean joins; "mean": the best mean reward, as MAB-UCB

@@ -146,15 +146,38 @@ def c4_sample(split: str = "sample") -> TextData:
 C4_SHARDS = {"train": "en/c4-train.00000-of-01024.json.gz", "validation": "en/c4-validation.00000-of-00008.json.gz"}
 
 
+C4_ENV = "REPRO_C4_DIR"  # a local copy of allenai/c4's shards (C4_SHARDS paths inside it), read instead of the hub
+
+
+def _c4_local(split: str) -> list[str] | None:
+    """The shard of ``split`` from ``$REPRO_C4_DIR`` (None where the variable is unset)."""
+    folder = os.environ.get(C4_ENV)
+    if not folder:
+        return None
+    path = Path(folder) / C4_SHARDS[split]
+    if not path.is_file():
+        raise ReproError(f"{C4_ENV}={folder} has no {C4_SHARDS[split]} (the allenai/c4 shard layout)")
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        return [json.loads(line)["text"] for line in f if line.strip()]
+
+
 def c4_hub(split: str = "validation") -> TextData:
-    """Real C4 from the hub (online only), as SparseGPT/Wanda/OGAS use it: the first shard of
-    ``allenai/c4`` en; validation is its first 1100 documents (their perplexity protocol)."""
+    """Real C4, as SparseGPT/Wanda/OGAS use it: the first shard of ``allenai/c4`` en, from a local copy of
+    the shards (``$REPRO_C4_DIR``) or else the hub (online only); validation is its first 1100 documents
+    (their perplexity protocol)."""
     import hashlib
 
     import datasets
 
     if split not in C4_SHARDS:
         raise ReproError(f"c4 has splits {', '.join(C4_SHARDS)}; not {split!r}")
+    local = _c4_local(split)
+    if local is not None:
+        rows = local[:1100] if split == "validation" else local
+        digest = hashlib.sha256("\n\n".join(rows).encode()).hexdigest()
+        return TextData("c4", split, rows, digest, f"local:{os.environ[C4_ENV]}/{C4_SHARDS[split]}",
+                        f"{len(rows)} documents" + (" (the SparseGPT protocol's first 1100)"
+                                                    if split == "validation" else ""))
     if os.environ.get("HF_HUB_OFFLINE") or os.environ.get("HF_DATASETS_OFFLINE") or os.environ.get("REPRO_OFFLINE"):
         raise ReproError("c4 reads allenai/c4 from the hub, and this process is offline: use c4-sample "
                          "(c4-sample:calib / c4-sample:eval, the packaged sample's two halves)")

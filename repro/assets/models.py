@@ -196,10 +196,12 @@ def _from_folder(path: str | Path, identity: dict, dtype: torch.dtype, device: t
                                                                 a.endswith(("ForCausalLM", "LMHeadModel"))
                                                                 for a in archs))
     masked = not causal and any(a.endswith("ForMaskedLM") for a in archs)
+    placement = {} if device == torch.device("cpu") else {"device_map": device if device == AUTO else {"": device}}
+    if not (causal or masked) and any(a.endswith("ForImageClassification") for a in archs):
+        return _classifier_from_folder(path, config, identity, dtype, placement)
     if not (causal or masked):
         raise ReproError(f"{path} holds a {config.model_type!r} model ({', '.join(config.architectures or [])}), "
-                         "neither a causal nor a masked language model")
-    placement = {} if device == torch.device("cpu") else {"device_map": device if device == AUTO else {"": device}}
+                         "neither a causal nor a masked language model nor an image classifier")
     auto = AutoModelForCausalLM if causal else AutoModelForMaskedLM
     model = auto.from_pretrained(path, dtype=dtype, attn_implementation="sdpa", **placement)
     tokenizer = AutoTokenizer.from_pretrained(path)
@@ -207,6 +209,21 @@ def _from_folder(path: str | Path, identity: dict, dtype: torch.dtype, device: t
     if identity.get("source") == "hub":  # the exact hub commit the weights came from
         identity["revision"] = getattr(model.config, "_commit_hash", None) or getattr(config, "_commit_hash", None)
     return Loaded(model.eval(), tokenizer, identity, "causal-lm" if causal else "masked-lm", describe(model))
+
+
+def _classifier_from_folder(path, config, identity: dict, dtype: torch.dtype, placement: dict) -> Loaded:
+    """An image classifier (the hub's ImageNet ViT / DeiT / Swin) with its own image processor, whose recipe
+    the identity keeps (``identity["pixels"]``, :func:`repro.assets.imagenette.processor_recipe`)."""
+    from transformers import AutoImageProcessor, AutoModelForImageClassification
+
+    from repro.assets.imagenette import processor_recipe
+
+    model = AutoModelForImageClassification.from_pretrained(path, dtype=dtype, **placement)  # sdpa where the family has it
+    identity = {**identity, "model_type": config.model_type, "num_labels": config.num_labels,
+                "pixels": processor_recipe(AutoImageProcessor.from_pretrained(path))}
+    if identity.get("source") == "hub":
+        identity["revision"] = getattr(model.config, "_commit_hash", None)
+    return Loaded(model.eval(), None, identity, "image-classification", describe(model))
 
 
 NAME_MAX, PATH_MAX = 255, 4096  # bytes in a file name / a path on common filesystems (hub ids: 96 characters)

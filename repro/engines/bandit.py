@@ -284,19 +284,19 @@ def removal_cell(e: BanditExperiment, method: str, parts, seed: int, params: dic
 # ---- vision: the same search on an image classifier ------------------------------------------
 
 class VisionBanditExperiment(BanditExperiment):
-    """Unit selection cells of an image classifier (Fashion-MNIST). The seed draws ``n_calib``
-    training images (mini-batches of ``calib_batch_size``); every cell is evaluated on the first
-    ``n_eval`` test images: top-1 accuracy and cross-entropy, kept per image so that methods
-    compare paired on the same images."""
+    """Unit selection cells of an image classifier on ``images`` (:mod:`repro.engines.images`: Fashion-MNIST,
+    or Imagenette for an ImageNet classifier). The seed draws ``n_calib`` training images (mini-batches of
+    ``calib_batch_size``); every cell is evaluated on ``n_eval`` evaluation images: top-1 accuracy and
+    cross-entropy, kept per image so that methods compare paired on the same images."""
 
     def __init__(self, model: str, setup: Setup, store: Store, n_calib: int = 256, calib_batch_size: int = 32,
                  n_eval: int = 2000, group_size: int = 32, progress: bool = True, loaded=None,
-                 search_dtype: str = "float32"):
+                 search_dtype: str = "float32", images: str = "fashion-mnist"):
         if n_calib < calib_batch_size or calib_batch_size < 1 or n_eval < 1:
             raise ReproError(f"need 1 <= calib_batch_size <= n_calib and n_eval >= 1, got {calib_batch_size}, "
                              f"{n_calib}, {n_eval}")
         Experiment.__init__(self, model, setup, store, progress, loaded)
-        self.images = Images(self, n_eval)
+        self.images = Images(self, n_eval, images)
         self.n_calib, self.calib_batch_size, self.n_eval, self.group_size = n_calib, calib_batch_size, n_eval, group_size
         self.search_dtype = _search_dtype(search_dtype, setup)
         self._batches = {}

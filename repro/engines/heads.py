@@ -313,11 +313,11 @@ class VisionHeadExperiment(HeadExperiment):
     records = "heads-vision"
 
     def __init__(self, model: str, setup: Setup, store: Store, n_calib: int = 256, grad_nsamples: int = 256,
-                 n_eval: int = 2000, progress: bool = True, loaded=None):
+                 n_eval: int = 2000, progress: bool = True, loaded=None, images: str = "fashion-mnist"):
         if n_calib < 1 or n_eval < 1:
             raise ReproError(f"n_calib and n_eval must be positive, got {n_calib}, {n_eval}")
         super().__init__(model, setup, store, grad_nsamples, progress, loaded)
-        self.images = Images(self, n_eval)
+        self.images = Images(self, n_eval, images)
         self.n_calib, self.n_eval = n_calib, n_eval
 
     @property

@@ -88,7 +88,7 @@ class BanditGrid:
                                       search_dtype=p["search_dtype"])
         self.vision = session.experiments(VisionBanditExperiment, p["vision_models"], n_calib=p["vision_n_calib"],
                                           n_eval=p["vision_n_eval"], calib_batch_size=p["vision_calib_batch_size"],
-                                          search_dtype=p["search_dtype"])
+                                          search_dtype=p["search_dtype"], images=p["vision_data"])
 
     def all_experiments(self) -> list:
         return [*self.lm.values(), *self.vision.values()]

@@ -100,7 +100,8 @@ class MpgGrid:
             HeadExperiment, self.p.models, grad_nsamples=p["grad_nsamples"], tie_seeds=p["tie_seeds"])
         self.vision = vision if vision is not None else session.experiments(
             VisionHeadExperiment, self.p.vision_models, n_calib=p["vision_n_calib"],
-            grad_nsamples=p["vision_grad_nsamples"], n_eval=p["vision_n_eval"])
+            grad_nsamples=p["vision_grad_nsamples"], n_eval=p["vision_n_eval"],
+            images=p["vision_data"])
         q = self.p
         self.glue = glue if glue is not None else {
             t: GlueHeadExperiment(q.glue_encoder, t, self.store, q.glue_k, recipe=q.recipe(t), n_calib=q.glue_n_calib,
