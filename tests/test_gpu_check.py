@@ -22,9 +22,8 @@ CAUSAL = ["facebook/opt-6.7b", "meta-llama/Meta-Llama-3-8B", "mistralai/Mistral-
           "meta-llama/Llama-3.1-8B-Instruct", "openai-community/gpt2", "facebook/opt-125m", "facebook/opt-350m",
           "EleutherAI/pythia-160m", "EleutherAI/pythia-410m", "Qwen/Qwen2.5-0.5B", "HuggingFaceTB/SmolLM2-360M"]
 MASKED = ["FacebookAI/roberta-base", "FacebookAI/roberta-large"]
-VISION = ["google/vit-base-patch16-224", "facebook/deit-tiny-patch16-224"]
-NO_ADAPTER = ["microsoft/swin-tiny-patch4-window7-224"]
-ALL = [*CAUSAL, *MASKED, *VISION, *NO_ADAPTER]
+VISION = ["google/vit-base-patch16-224", "facebook/deit-tiny-patch16-224", "microsoft/swin-tiny-patch4-window7-224"]
+ALL = [*CAUSAL, *MASKED, *VISION]
 METHODS = ("magnitude", "wanda", "sparsegpt", "ogas")
 CAUSAL_CHECKS = {"load", "logits-dense", "ppl-dense", "heads-mpg-select", "heads-mpg-mask-ppl", "heads-mpg-mask-effect",
                  "heads-mpg-remove-ppl", "heads-mpg-remove-vs-mask", "heads-mpg-remove-effect", "device-map-auto",
@@ -91,10 +90,10 @@ def test_plumbing_run_passes_every_check(plumbing):
     for hub_id in VISION:
         got = {e["check"]: e for e in entries if e["model"] == hub_id}
         assert set(got) == VISION_CHECKS and all(e["status"] == "pass" for e in got.values()), got
-    for hub_id in NO_ADAPTER:
-        got = [e for e in entries if e["model"] == hub_id]
-        assert [(e["check"], e["status"]) for e in got] == [("forward", "skipped")]
-        assert "no adapter" in got[0]["note"]
+        # heads were selected and masked (25% of them: Swin's simulated blocks hold 2, 2, 4 and 4)
+        assert got["heads-mpg-mask-logits"]["ref"]["selected"], hub_id
+    swin = {e["check"]: e for e in entries if e["model"] == "microsoft/swin-tiny-patch4-window7-224"}
+    assert len(swin["heads-mpg-mask-logits"]["ref"]["selected"]) == 3  # floor(0.25 * 12 heads)
     lines = [line for line in r.stdout.splitlines() if line.split(" ")[0] in report["ids"]]
     assert [line.split()[0] for line in lines] == report["ids"]  # one summary line per model, in order
     assert all(" PASS " in line for line in lines)

@@ -125,7 +125,7 @@ def test_the_family_is_gone_after_its_tests():
 
 ADAPTERS = {"LlamaLike": ("llama", "mistral", "qwen2", "qwen3"), "Gemma": ("gemma3_text", "gemma2", "gemma"),
             "OPT": ("opt",), "ViTLike": ("vit", "deit", "dinov2"), "BertLike": ("bert", "roberta"),
-            "GPT2": ("gpt2",), "GPTNeoX": ("gpt_neox",)}
+            "GPT2": ("gpt2",), "GPTNeoX": ("gpt_neox",), "Swin": ("swin",)}
 OLD_DOWN_PROJECTIONS = ("down_proj", "fc2", "mlp.c_proj", "dense_4h_to_h")  # repro.engines.prune's
 
 

@@ -117,7 +117,6 @@ def test_every_id_loads_offline_and_runs(offline, hub_id):
     )
 
     from repro.arch import adapter
-    from repro.errors import UnsupportedArchitectureError
 
     spec, where = sim.MODELS[hub_id], {"cache_dir": offline.cache}
     model_type, cls = REAL[hub_id]
@@ -158,14 +157,13 @@ def test_every_id_loads_offline_and_runs(offline, hub_id):
             logits = model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"]).logits
         assert tuple(logits.shape) == (1, len(ids), config.vocab_size)
     assert torch.isfinite(logits).all()
-    if model_type == "swin":  # no adapter (notebooks/profiles/paper.yaml says so)
-        with pytest.raises(UnsupportedArchitectureError):
-            adapter(model)
-    else:
-        a = adapter(model)
-        assert a.n_layers == config.num_hidden_layers
-        for i in range(a.n_layers):
-            a.attention(i), a.mlp(i)
+    a = adapter(model)
+    # Swin: the adapter's layers are the blocks of every stage (config.num_hidden_layers counts stages)
+    assert a.n_layers == (sum(config.depths) if model_type == "swin" else config.num_hidden_layers)
+    for i in range(a.n_layers):
+        a.attention(i), a.mlp(i)
+    if model_type == "swin":
+        assert a.heads_per_layer() == [h for d, h in zip(config.depths, config.num_heads) for _ in range(d)]
 
 
 def test_roberta_loads_with_a_sequence_classification_head(offline):

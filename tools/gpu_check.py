@@ -17,8 +17,9 @@ runs the same comparisons where no GPU is available):
   physical removal where repro supports it for the family (perplexity and change of the logits), and a
   ``device_map="auto"`` load (CUDA only; skipped with a note on CPU);
 * masked LMs (RoBERTa): pseudo-perplexity on both sides;
-* image classifiers with a repro adapter (ViT, DeiT): logits of a forward pass, and with an MP-G head mask;
-  others (Swin) are recorded as skipped ("no adapter").
+* image classifiers (ViT, DeiT, Swin): logits of a forward pass, and with an MP-G head mask (Swin's blocks differ
+  in heads: its MP-G scores are ranked over all blocks' heads, see ``mpg_selection``); a model_type without a repro
+  adapter would be recorded as skipped ("no adapter").
 
 Tolerances (``--tolerance-scale`` multiplies every one; 0 demands identical results, which half precision never
 gives, so that the comparisons fail: the test's way to see that this script can fail):
@@ -592,6 +593,25 @@ def check_masked(hub_id, ref: Side, dev: Side, args, report: Report, data, summa
     guarded(report, hub_id, "pppl-dense")(run)
 
 
+def mpg_selection(model, sparsity: float) -> list[tuple[int, int]]:
+    """MP-G's heads to prune: ``select_heads(score_heads("mpg", model), sparsity)``, which needs as many heads in
+    every block; where blocks differ (Swin's stages) the same per-head scores (z = 2, block by block) ranked the
+    same way over all heads: floor(sparsity x heads) lowest by (score, block, head)."""
+    from repro.arch import adapter as get_adapter
+    from repro.methods.heads import ROLES, combine, excess, n_to_prune, norms, score_heads, select_heads
+
+    ad = get_adapter(model)
+    if len(set(ad.heads_per_layer())) == 1:
+        return select_heads(score_heads("mpg", model), sparsity)
+    ranked = []
+    for i in range(ad.n_layers):
+        a = ad.attention(i)
+        units = {r: excess(norms(a, r), 2.0).reshape(-1, a.head_dim).sum(1) for r in ROLES}
+        ranked += [(float(v), i, h) for h, v in enumerate(combine(a, units, kv_share=True))]
+    ranked.sort()
+    return [(i, h) for _, i, h in ranked[:n_to_prune(sparsity, len(ranked))]]
+
+
 def check_vision(hub_id, ref: Side, dev: Side, args, report: Report, summary: dict, spec):
     import torch
     from transformers import AutoModelForImageClassification
@@ -599,8 +619,6 @@ def check_vision(hub_id, ref: Side, dev: Side, args, report: Report, summary: di
     from repro.arch import REGISTRY
     from repro.arch import adapter as get_adapter
     from repro.assets.models import hub_snapshot
-    from repro.evaluate.anatomy import head_mask
-    from repro.methods.heads import score_heads, select_heads
     from repro.structure import Masks
 
     if spec.model_type not in REGISTRY:
@@ -646,10 +664,13 @@ def check_vision(hub_id, ref: Side, dev: Side, args, report: Report, summary: di
         for side in (ref, dev):
             model = models[side.name]
             with Clock(side.device) as clk:
-                scores = on_side(side.name, score_heads, "mpg", model)
-                sel[side.name] = select_heads(scores, HEAD_SPARSITY)
-                with Masks(get_adapter(model)) as m:
-                    m.heads = head_mask(scores.shape, sel["reference"])  # the same heads on both sides
+                sel[side.name] = on_side(side.name, mpg_selection, model, HEAD_SPARSITY)
+                ad = get_adapter(model)
+                with Masks(ad) as m:
+                    mask = [torch.ones(n) for n in ad.heads_per_layer()]
+                    for layer, head in sel["reference"]:  # the same heads on both sides
+                        mask[layer][head] = 0
+                    m.heads = mask
                     out[side.name] = on_side(side.name, fwd, side, model)
             secs[side.name] = clk.seconds
         r, d = out["reference"], out["device"]

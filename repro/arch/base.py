@@ -200,6 +200,13 @@ class Adapter:
             if hasattr(attn, name):
                 setattr(attn, name, value)
 
+    def extra_head_params(self, i: int) -> list[tuple[nn.Module, str, int]]:
+        """Per-query-head parameters of block ``i`` outside its sites, as ``(module, attribute name,
+        dimension)``: one entry along that dimension per query head. Physical removal
+        (:func:`repro.structure.heads.apply_layer`) selects them with the surviving heads (a zero
+        head gets zeros); masking never needs them. None by default; Swin: its relative position bias table."""
+        return []
+
     def linears(self, i: int) -> dict[str, nn.Module]:
         """Block ``i``'s prunable linear layers (``nn.Linear`` or ``Conv1D``): every module of its
         attention and MLP sites, named by path inside the block (``"self_attn.q_proj"``,

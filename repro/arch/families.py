@@ -32,7 +32,7 @@ class Separate(Adapter):
                 cls.down)
 
     def attention(self, i: int) -> Attention:
-        block, hd = self.layers[i], self.head_dim
+        block, hd = self.layers[i], self.block_head_dim(i)
         attn = _get(block, self.attn)
         qm, km, vm = (_get(block, f"{self.attn}.{n}") for n in (self.q, self.k, self.v))
         om = self.o_module(block)
@@ -41,6 +41,10 @@ class Separate(Adapter):
         sites = [Site(qm, "out", hd, Q, n), Site(km, "out", hd, K, n), Site(vm, "out", hd, V, n),
                  Site(om, "in", hd, O, n)]
         return Attention(attn, sites, h, hkv, hd)
+
+    def block_head_dim(self, i: int) -> int:
+        """Head dimension of block ``i`` (the model's :attr:`head_dim` unless a family's blocks differ)."""
+        return self.head_dim
 
     def o_module(self, block: nn.Module) -> nn.Module:
         return _get(block, self.o_path or f"{self.attn}.{self.o}")
@@ -137,6 +141,83 @@ class BertLike(Separate):
     q, k, v = "query", "key", "value"
     o_path = "attention.output.dense"  # outside BertSelfAttention, in BertSelfOutput
     up, down = ("intermediate.dense",), "output.dense"
+
+
+class Swin(Separate):
+    """Swin (``SwinForImageClassification``, ``SwinModel``): blocks nested in stages
+    (``encoder.layers[s].blocks[j]``), every stage but the last ending with a patch merging
+    (``downsample``) that halves the resolution and doubles the width. The adapter's layers are the
+    blocks of all stages in order (``n_layers = sum(config.depths)``; ``config.num_hidden_layers``
+    counts stages); heads per block follow ``config.num_heads[stage]``, and each block's head dim is
+    its attention module's. :meth:`run_layers` applies a stage's patch merging after its last block,
+    with the block's captured ``input_dimensions``; physical head removal also slices the per-head
+    columns of the block's relative position bias table (:meth:`extra_head_params`)."""
+    model_types = ("swin",)
+    attn = "attention"
+    up, down = ("mlp.fc1",), "mlp.fc2"
+    bias = "attention.relative_position_bias"  # holds relative_position_bias_table [(2w-1)^2, heads]
+
+    def _find_layers(self, model: nn.Module) -> nn.ModuleList:
+        """The blocks of every stage, flat (the model's own modules, not copies); also notes which
+        block ends a stage with a patch merging (``self.merges``: block index -> merging module)."""
+        stages = model.base_model.encoder.layers
+        depths = [len(stage.blocks) for stage in stages]
+        if depths != list(self.config.depths):
+            raise ValueError(f"Swin stages hold {depths} blocks, config.depths says {list(self.config.depths)}")
+        blocks, self.merges = [], {}
+        for stage in stages:
+            blocks += list(stage.blocks)
+            if stage.downsample is not None:
+                self.merges[len(blocks) - 1] = stage.downsample
+        return nn.ModuleList(blocks)
+
+    def block_head_dim(self, i: int) -> int:
+        return _get(self.layers[i], self.attn).head_dim
+
+    @property
+    def head_dim(self) -> int:
+        dims = {self.block_head_dim(i) for i in range(self.n_layers)}
+        if len(dims) != 1:
+            raise ValueError(f"Swin blocks differ in head dim {sorted(dims)}: use attention(i).head_dim")
+        return dims.pop()
+
+    def set_heads(self, attn: nn.Module, n_heads: int, n_kv_heads: int) -> None:
+        for name in ("num_heads", "num_attention_heads"):
+            if hasattr(attn, name):
+                setattr(attn, name, n_heads)
+        if hasattr(attn, "all_head_size"):
+            attn.all_head_size = n_heads * attn.head_dim
+
+    def extra_head_params(self, i: int) -> list[tuple[nn.Module, str, int]]:
+        return [(_get(self.layers[i], self.bias), "relative_position_bias_table", 1)]
+
+    def run_layers(self, start: int, stop: int, hidden: torch.Tensor, calls) -> torch.Tensor:
+        for i in range(start, stop):
+            hidden = super().run_layers(i, i + 1, hidden, calls)
+            if i in self.merges:  # SwinStage.forward: downsample(hidden, the stage's input_dimensions)
+                call = calls[i]
+                dims = call.kwargs["input_dimensions"] if "input_dimensions" in call.kwargs else call.args[0]
+                hidden = self.merges[i](hidden, dims)
+        return hidden
+
+    def head_modules(self) -> list[nn.Module]:
+        """Final layernorm, the pooler (average over tokens) and the classifier, applied by
+        :meth:`logits_from` as ``SwinModel`` / ``SwinForImageClassification`` do."""
+        base = self.model.base_model
+        return _present(base.layernorm, base.pooler, getattr(self.model, "classifier", None))
+
+    def logits_from(self, hidden: torch.Tensor) -> torch.Tensor:
+        """Classifier logits; for a bare ``SwinModel`` its pooled output (without a pooler: the
+        normalised tokens)."""
+        if type(self.model).__name__ not in ("SwinModel", "SwinForImageClassification"):
+            raise NotImplementedError(f"{type(self.model).__name__} has no head adapter yet")
+        base = self.model.base_model
+        hidden = base.layernorm(hidden)
+        if base.pooler is None:
+            return hidden
+        pooled = torch.flatten(base.pooler(hidden.transpose(1, 2)), 1)
+        classifier = getattr(self.model, "classifier", None)
+        return pooled if classifier is None else classifier(pooled)
 
 
 class Fused(Adapter):

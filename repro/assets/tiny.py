@@ -50,6 +50,12 @@ TINY = {
                   T.DeiTForImageClassification, "image-classification"),
     "tiny-dinov2": (lambda: T.Dinov2Config(**_VIS, mlp_ratio=2),
                     T.Dinov2Model, "image-features"),
+    # 7 x 7 patches, windows of 4 (padded to 8 x 8, shifted in odd blocks), then 4 x 4 after the merging
+    # (one window: no shift, as in swin-tiny's last stage); blocks of 2, 2, 4, 4 heads of dim 8
+    "tiny-swin": (lambda: T.SwinConfig(image_size=_VIS["image_size"], num_channels=_VIS["num_channels"], patch_size=4,
+                                       embed_dim=16, depths=[2, 2], num_heads=[2, 4], window_size=4, mlp_ratio=2.0,
+                                       num_labels=10),
+                  T.SwinForImageClassification, "image-classification"),
 }
 # tiny models whose byte tokenizer starts every encoding with <s>, as their family's real one does
 # (Gemma's): exactly those whose adapter is ``bos_first`` (tests/test_new_family.py checks it). The

@@ -4,6 +4,9 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Iterable
 
+import torch
+from torch import nn
+
 from repro.arch import Adapter
 from repro.structure.sites import reselect_, zero_
 
@@ -74,7 +77,22 @@ def apply_layer(adapter: Adapter, layer: int, q_units: list, kv_units: list) -> 
     new = {"q": q_units, "o": q_units, "k": kv_units, "v": kv_units}
     for site in attn.sites:
         reselect_(site, new)
+    for module, name, dim in adapter.extra_head_params(layer):
+        _reselect_param(module, name, dim, q_units)
     adapter.set_heads(attn.module, len(q_units), len(kv_units))
+
+
+@torch.no_grad()
+def _reselect_param(module: nn.Module, name: str, dim: int, units: list) -> None:
+    """Replace parameter ``name`` of ``module`` by its entries ``units`` along ``dim`` (old query
+    heads; ``None``: a zero entry, as for the zero head kept when every head goes)."""
+    old = getattr(module, name)
+    idx = torch.tensor([0 if u is None else u for u in units], dtype=torch.long, device=old.device)
+    new = old.index_select(dim, idx).clone()
+    zero = [k for k, u in enumerate(units) if u is None]
+    if zero:
+        new.index_fill_(dim, torch.tensor(zero, dtype=torch.long, device=old.device), 0.0)
+    setattr(module, name, nn.Parameter(new, requires_grad=old.requires_grad))
 
 
 def removal_counts(shape, heads: Iterable[Head]) -> dict[str, int]:
