@@ -42,6 +42,7 @@ from repro.cliargs import fraction as _fraction
 from repro.cliargs import nonneg as _nonneg
 from repro.cliargs import open_fraction as _open_fraction
 from repro.cliargs import positive as _positive
+from repro.cliargs import positive_number as _positive_number
 from repro.errors import Interrupted, ReproError, UnknownNameError, check_path
 
 
@@ -168,6 +169,13 @@ def parser() -> argparse.ArgumentParser:
                                                    "Ray instance)")
     r.add_argument("--threads", type=_positive, default=None, help="torch threads per worker (default: the cores "
                                                                    "shared out)")
+    r.add_argument("--dry-run", action="store_true",
+                   help="plan only: load, download and compute nothing; print the cells done, to compute and "
+                        "waiting, by model and cell, with estimated device-hours (on stderr)")
+    r.add_argument("--tflops", type=_positive_number, default=None,
+                   help="--dry-run: assumed sustained fp16/bf16 TFLOPS (default 124.8: 40%% of an A100's peak)")
+    r.add_argument("--fp32-tflops", type=_positive_number, default=None,
+                   help="--dry-run: assumed sustained float32 TFLOPS (default 7.8: 40%% of an A100's fp32 peak)")
     return ap
 
 
@@ -494,10 +502,14 @@ def _profile(args) -> Path:
 
 def cmd_run(args) -> dict:
     """Every input is checked (source, profile, executor, address) before any cell is computed."""
-    from repro.jobs import run_notebook
+    from repro.jobs import dry_run, run_notebook
 
     if not check_path("notebook source", args.source).is_file():
         raise ReproError(f"notebook source {args.source}: no such file")
+    if not args.dry_run and (args.tflops or args.fp32_tflops):
+        raise ReproError("--tflops and --fp32-tflops go with --dry-run (an estimate's assumed throughput)")
+    if args.dry_run:
+        return dry_run(args.source, _profile(args), args.tflops, args.fp32_tflops)
     return run_notebook(args.source, _profile(args), args.jobs, args.executor, args.address, args.threads)
 
 

@@ -85,6 +85,7 @@ def number(kind: type, lo: float, hi: float, what: str, lo_open: bool = False, h
 
 
 positive = number(int, 1, math.inf, "a positive integer")
+positive_number = number(float, 0.0, math.inf, "a positive number", lo_open=True)  # e.g. a throughput
 nonneg = number(int, 0, MAX_SEED, "a non-negative integer below 2**63")  # a seed
 finite = number(float, -math.inf, math.inf, "a finite number")
 fraction = number(float, 0.0, 1.0, "a number in [0, 1)", hi_open=True)  # a sparsity

@@ -21,6 +21,9 @@ mid-cell leaves no record: the workers are started again, the notebook planned a
 cell retried.
 
 ``executor="ray"``: the same jobs as Ray tasks (``pip install '.[cluster]'``), see :class:`RayTasks`.
+
+``repro run NOTEBOOK --dry-run`` (:func:`dry_run`) plans once with nothing loaded or computed and prints the
+cells done, to compute and waiting, with estimated device-hours (:mod:`repro.engines.estimate`).
 """
 from __future__ import annotations
 
@@ -90,12 +93,14 @@ class Context:
     """What a process builds from a notebook and its parameters: the session (store, setups), the
     paper module's experiments, and each experiment by its address."""
 
-    def __init__(self, source: str | Path, params: dict):
+    def __init__(self, source: str | Path, params: dict, dry=None):
+        """``dry``: a :class:`repro.engines.dry.DryRun`, for planning with nothing loaded (:func:`dry_run`)."""
         from repro.notebooks import Session
 
         self.source, self.params = str(source), params
         self.module = paper_module(source)
         self.session = Session({**params, "recompute": False})
+        self.session.store.dry = dry
         self.built = self.module.build(self.session)
         self.index: dict[str, Experiment] = {}
         for e in experiments_of(self.built):
@@ -104,11 +109,15 @@ class Context:
 
     def plan(self) -> list[Job]:
         """The jobs of every record the notebook would compute now."""
+        return self.survey().ordered()
+
+    def survey(self) -> Plan:
+        """The notebook planned now: its jobs, and the cells that wait for them or are done."""
         store = self.session.store
         store.plan = Plan()
         try:
             self.module.plan(self.session, self.built)
-            return store.plan.ordered()
+            return store.plan
         finally:
             store.plan = None
 
@@ -367,6 +376,56 @@ def run_notebook(source: str | Path, profile: str | Path | None = None, jobs: in
     summary = compute(ctx, start, jobs, Progress(out), out, max_retries)
     return {"notebook": str(source), "profile": str(profile) if profile else None, "jobs": jobs,
             "executor": executor, "threads": threads, **summary, "seconds": round(time.perf_counter() - t0, 1)}
+
+
+# ---- before a GPU-day: the dry run ------------------------------------------------------------------
+
+def dry_run(source: str | Path, profile: str | Path | None = None, tflops: float | None = None,
+            fp32_tflops: float | None = None, overrides: dict | None = None, out=None) -> dict:
+    """Plan the notebook ``source`` under ``profile`` with nothing loaded, downloaded or computed
+    (:mod:`repro.engines.dry`: models without a card get stand-in cards, corpora that cannot be read here
+    stand-ins), print its table (:func:`repro.engines.estimate.table`: cells done, to compute and waiting,
+    by model and cell function, with estimated device-hours) on ``out``, and return the totals. Nothing is
+    written: the figures folder is a temporary one, and no record, card or lock is made. ``overrides``:
+    parameters set over the profile's, as for :func:`run_notebook`."""
+    import tempfile
+
+    from repro.engines import estimate
+    from repro.engines.dry import DryRun, offline
+
+    tflops, fp32_tflops = tflops or estimate.DEFAULT_TFLOPS, fp32_tflops or estimate.DEFAULT_FP32_TFLOPS
+    for name, v in (("tflops", tflops), ("fp32_tflops", fp32_tflops)):
+        if not isinstance(v, (int, float)) or not 0 < v < float("inf"):
+            raise ReproError(f"{name} must be a positive number, got {v!r}")
+    out = out or sys.stderr
+    params = notebook_params(source, profile, overrides)
+    dry = DryRun()
+    with offline(), tempfile.TemporaryDirectory() as figures:
+        ctx = Context(source, {**params, "figures_dir": figures}, dry=dry)
+        plan = ctx.survey()
+        rows = estimate.tally(plan, ctx.index)
+    cost = sum((r["cost"] for r in rows), estimate.Cost())
+    print(f"{source} under {profile or 'the default profile'}, results in {params['results_dir']}: a dry run, "
+          "nothing loaded or computed", file=out)
+    print(estimate.table(rows, tflops, fp32_tflops), file=out)
+    for line in [*_dry_notes(plan), estimate.assumptions(tflops, fp32_tflops), *dry.notes]:
+        print(f"- {line}", file=out)
+    cells = {k.replace(" ", "_"): sum(r[k] for r in rows) for k in estimate.STATUSES}
+    return {"notebook": str(source), "profile": str(profile) if profile else None, "dry_run": True,
+            "results_dir": params["results_dir"], "cells": cells,
+            "device_hours": round(cost.hours(tflops, fp32_tflops), 3), "pflop_half": round(cost.half / 1e15, 3),
+            "pflop_fp32": round(cost.fp32 / 1e15, 3), "unpriced_cells": cost.unknown, "tflops": tflops,
+            "fp32_tflops": fp32_tflops}
+
+
+def _dry_notes(plan: Plan) -> list[str]:
+    """What the counts mean."""
+    notes = ["done: cells whose records exist; to compute: jobs of records missing now (what `run` starts with); "
+             "waiting: cells that need one of those first (a later plan runs them)"]
+    if not plan.empty:
+        notes.append("cells the notebook chooses from other cells' values (e.g. notebook 1's zero-shot and "
+                     "collapse-diagnosis cells) join only once those exist: they are not in this table")
+    return notes
 
 
 # ---- Ray ------------------------------------------------------------------------------------------

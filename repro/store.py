@@ -90,13 +90,17 @@ class Store:
     ``plan``: while set (a :class:`repro.engines.plan.Plan`), a missing record is not computed:
     :meth:`run` raises :class:`Pending` instead. Several processes may share one ``root``: a cell
     is computed under an exclusive lock on ``.locks/<experiment>/<key>.lock`` (released by the
-    kernel if its process dies), and a process that gets the lock after another wrote the record reads it."""
+    kernel if its process dies), and a process that gets the lock after another wrote the record reads it.
+
+    ``dry``: while set (a :class:`repro.engines.dry.DryRun`), experiments load no model and no data they cannot
+    read here: a model without a card gets a stand-in card, never saved (``repro run --dry-run``)."""
 
     def __init__(self, root: str | os.PathLike | None, recompute: bool = False):
         self.root = Path(root) if root is not None else None
         self.recompute = recompute
         self.status: dict[tuple[str, str], str] = {}
         self.plan = None
+        self.dry = None
         self._memory: dict[tuple[str, str], dict] = {}
 
     # -- model cards: what the last load of a model said about it (repro.engines.base.Experiment) --
@@ -157,7 +161,10 @@ class Store:
 
     def quarantine(self, p: Path, why: str) -> Path:
         """Move an unreadable record aside to ``<root>/.quarantine/<experiment>/`` with one warning line
-        naming it; its cell is then computed again (nothing is deleted)."""
+        naming it; its cell is then computed again (nothing is deleted). A dry run moves nothing."""
+        if self.dry is not None:
+            warnings.warn(f"record {p} is not read: {why}; its cell counts as to compute", stacklevel=3)
+            return p
         target = self.root / QUARANTINE / p.parent.name / p.name
         target.parent.mkdir(parents=True, exist_ok=True)
         n = 1

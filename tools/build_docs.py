@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / ".cache/site-src"
 SITE = ROOT / ".cache/site"
 NAV = ["index.md", "results.md", "usage.md", "jobs.md", "timings.md", "statistics.md", "zeroshot.md",
-       "protocol.md", "assets.md", "layout.md", "extending.md", "troubleshooting.md"]
+       "protocol.md", "assets.md", "requirements.md", "layout.md", "extending.md", "troubleshooting.md"]
 # MathJax's es5 tree less the combined builds the site does not load (it loads tex-chtml.js only)
 MATHJAX_UNUSED = re.compile(r"^(tex-svg.*|tex-mml.*|mml-.*|tex-chtml-full.*|node-main\.js|adaptors)$")
 

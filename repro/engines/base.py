@@ -111,6 +111,8 @@ class Experiment:
         self.card = store.model_card(self.model_name) if self._share is None else self._share.card
         if loaded is not None and self._share is None:
             self._take(loaded)
+        elif self.card is None and store.dry is not None:
+            self.card = store.dry.card(self.model_name)  # a dry run loads nothing: a stand-in, never saved
         elif self.card is None:
             self.loaded  # noqa: B018 - nothing recorded about this model yet: load it now (and record it)
         self._data = self._calib_text = None
@@ -190,15 +192,19 @@ class Experiment:
     def data(self):
         """The evaluation corpus (loaded and hash-checked on first use)."""
         if self._data is None:
-            self._data = load_text(self.setup.data)
+            self._data = self._text(self.setup.data)
         return self._data
 
     @property
     def calib_text(self):
         """The calibration corpus (loaded and hash-checked once: keys name it often)."""
         if self._calib_text is None:
-            self._calib_text = load_text(self.setup.calib_data)
+            self._calib_text = self._text(self.setup.calib_data)
         return self._calib_text
+
+    def _text(self, spec: str):
+        """``load_text(spec)``; in a dry run, a stand-in where the corpus cannot be read here."""
+        return load_text(spec) if self.store.dry is None else self.store.dry.text(spec)
 
     def base_config(self) -> dict:
         """Everything an evaluated cell's number depends on, besides the method."""

@@ -26,6 +26,7 @@ from repro.store import PROTOCOL
 
 TRAIN, TEST = "fashion-mnist:train", "fashion-mnist:test"
 IMAGE_SETS = ("fashion-mnist", "imagenette")
+NO_FOLDER = "(no folder)"  # a dry run's stand-in for a missing imagenette2 folder
 
 
 def parse_images(spec: str) -> tuple[str, str | None]:
@@ -46,17 +47,33 @@ class Images:
         self.name, path = parse_images(data)
         if owner.task != "image-classification":
             raise ReproError(f"{owner.model_name} is not an image classifier ({owner.task})")
-        self.root = imagenette.imagenette_root(path) if self.name == "imagenette" else None
-        if self.root is not None and "processor" not in owner.identity.get("pixels", {}):
+        self.root = self._root(owner, path) if self.name == "imagenette" else None
+        if (self.root not in (None, NO_FOLDER) and getattr(owner.store, "dry", None) is None
+                and "processor" not in owner.identity.get("pixels", {})):
             raise ReproError(f"{owner.model_name}: Imagenette needs an ImageNet classifier with its image processor "
                              "(a hub image-classification model)")
         self.owner, self.n_eval = owner, n_eval
         self._test = None
 
+    @staticmethod
+    def _root(owner, path):
+        """The imagenette2 folder; in a dry run (``owner.store.dry``) without one, a note and the stand-in
+        ``"(no folder)"`` (keys then name no real copy: every cell counts as to compute)."""
+        dry = getattr(owner.store, "dry", None)
+        try:
+            return imagenette.imagenette_root(path)
+        except ReproError as e:
+            if dry is None:
+                raise
+            dry.note(f"Imagenette: {e} (the dry run counts its cells as to compute)")
+            return NO_FOLDER
+
     # -- what names the images in keys -------------------------------------------------------------
     def _split(self, split: str) -> str:
         if self.root is None:
             return {"train": TRAIN, "val": TEST}[split]
+        if self.root is NO_FOLDER:
+            return f"imagenette:{split}:(no folder)"
         return f"imagenette:{split}:{imagenette.files_digest(self.root, split)}"
 
     def source(self, n: int, seed: int, **extra) -> dict:
@@ -68,6 +85,13 @@ class Images:
         o = self.owner
         return {"protocol": PROTOCOL, "model": model_key(o.identity), "data": self._split("val"),
                 "n_eval": self.n_eval, "dtype": o.setup.eval_dtype}
+
+    def describe(self) -> str:
+        """The evaluation images in words, for captions and provenance."""
+        if self.root is None:
+            return f"the first {self.n_eval} Fashion-MNIST test images"
+        return (f"{self.n_eval} Imagenette validation images spread over its ten classes, scored by the logits at "
+                "their ImageNet indices")
 
     # -- the images ----------------------------------------------------------------------------------
     @property

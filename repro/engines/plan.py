@@ -26,6 +26,7 @@ same calls the notebook makes); :mod:`repro.jobs` plans again as records are wri
 from __future__ import annotations
 
 import functools
+import inspect
 from dataclasses import dataclass, field
 
 from repro.store import Pending
@@ -38,12 +39,13 @@ class Blocked(Exception):
 @dataclass(frozen=True)
 class Job:
     """One missing record's computation: ``getattr(experiment at address, call)(*args, **kwargs)``.
-    ``record``: the ``(experiment folder, key)`` it writes first (the job's identity)."""
+    ``record``: the ``(experiment folder, key)`` it writes first (the job's identity); for a cell that
+    is listed, not run (:attr:`Plan.waiting`, :attr:`Plan.done`), the record it returned, or None."""
     address: str
     call: str
     args: tuple
     kwargs: tuple  # sorted (name, value) pairs
-    record: tuple[str, str]
+    record: tuple[str, str] | None
     model: str
     exclusive: bool = False  # it times something: run alone, with torch's own threads
 
@@ -51,6 +53,18 @@ class Job:
     def label(self) -> str:
         args = ", ".join([*map(_short, self.args), *(f"{k}={_short(v)}" for k, v in self.kwargs)])
         return f"{self.model} {self.call}({args})"
+
+    @property
+    def cell_id(self) -> str:
+        """The call itself (experiment, method, arguments): one cell however often the notebook asks for it."""
+        return repr((self.address, self.call, self.args, self.kwargs))
+
+    def parameters(self, experiment) -> dict:
+        """Every parameter of the call by name, defaults filled in (``experiment``: the object at
+        :attr:`address`), e.g. for a cost estimate (:mod:`repro.engines.estimate`)."""
+        bound = inspect.signature(getattr(experiment, self.call)).bind(*self.args, **dict(self.kwargs))
+        bound.apply_defaults()
+        return dict(bound.arguments)
 
 
 def _short(v) -> str:
@@ -60,10 +74,14 @@ def _short(v) -> str:
 
 @dataclass
 class Plan:
-    """The jobs met so far, one per missing record, in the order the notebook asks for them."""
+    """The jobs met so far, one per missing record, in the order the notebook asks for them; and, listed
+    for a dry run (:func:`repro.jobs.dry_run`), the cells that wait for one of them and those whose records
+    all exist, each once (:attr:`Job.cell_id`)."""
     jobs: dict[tuple[str, str], Job] = field(default_factory=dict)
     blocked: int = 0  # cells that wait for a job of this plan
     depth: int = 0  # nesting of @cell calls (the outermost one swallows Pending / Blocked)
+    waiting: dict[str, Job] = field(default_factory=dict)  # outermost cells blocked by a job of this plan
+    done: dict[str, Job] = field(default_factory=dict)  # outermost cells that read every record they need
 
     @property
     def empty(self) -> bool:
@@ -95,21 +113,28 @@ def cell(method=None, *, exclusive: bool = False):
             return method(self, *args, **kwargs)
         outermost = plan.depth == 0
         plan.depth += 1
+
+        def job(record=None) -> Job:
+            return Job(self.address, method.__name__, args, tuple(sorted(kwargs.items())), record, self.name, exclusive)
         try:
-            return method(self, *args, **kwargs)
+            out = method(self, *args, **kwargs)
         except Pending as p:
-            plan.add(Job(self.address, method.__name__, args, tuple(sorted(kwargs.items())), p.record, self.name,
-                         exclusive))
+            plan.add(job(p.record))
             if outermost:
                 return None
             raise Blocked from None
         except Blocked:
             if outermost:
                 plan.blocked += 1
+                plan.waiting.setdefault(job().cell_id, job())
                 return None
             raise
         finally:
             plan.depth -= 1
+        if outermost:
+            read = (out["experiment"], out["key"]) if isinstance(out, dict) and "experiment" in out else None
+            plan.done.setdefault(job().cell_id, job(read))
+        return out
     return wrapper
 
 

@@ -1,0 +1,125 @@
+"""``repro run --dry-run`` (repro.jobs.dry_run, repro.engines.dry, repro.engines.estimate): the plan of a notebook
+with nothing loaded, downloaded, computed or written, its counts those of the real plan, and a cost model whose
+arithmetic is the stated one."""
+import re
+from collections import Counter
+from types import SimpleNamespace
+
+import pytest
+
+import repro.assets.models as models
+import repro.engines.base as base
+from repro.cli import main
+from repro.engines import estimate as E
+from repro.engines.dry import HUB_CONFIGS, DryRun, count_parameters, skeleton
+from repro.jobs import Context, dry_run, notebook_params
+
+from conftest import ROOT
+
+SRC = ROOT / "notebooks/02_ogas_unstructured.py"
+SMOKE = ROOT / "notebooks/profiles/smoke.yaml"
+
+
+def files(folder):
+    return {p: p.stat().st_mtime_ns for p in folder.rglob("*") if p.is_file()}
+
+
+def refuse(*args, **kwargs):
+    raise AssertionError("a model was loaded")
+
+
+def table_counts(text: str) -> dict[tuple[str, str], tuple[int, int, int]]:
+    """(model, cell) -> (done, to compute, waiting) from the printed table."""
+    rows = re.findall(r"^(\S+)\s+\S+\s+(\w+)\s+\S+\s+(\d+)\s+(\d+)\s+(\d+)\s", text, re.M)
+    return {(m, c): tuple(map(int, n)) for m, c, *n in rows}
+
+
+def test_the_smoke_dry_run_loads_and_writes_nothing_and_counts_what_the_plan_holds(tmp_path, monkeypatch, capsys):
+    overrides = {"results_dir": str(tmp_path / "results"), "figures_dir": str(tmp_path / "figures")}
+    ctx = Context(SRC, notebook_params(SRC, SMOKE, overrides))  # loads the tiny models (their cards)
+    first = ctx.plan()
+    for job in first[:2]:
+        ctx.run(job)
+    survey = ctx.survey()
+    before = files(tmp_path)
+    monkeypatch.setattr(models, "load_model", refuse)
+    monkeypatch.setattr(base, "load_model", refuse)
+
+    summary = dry_run(SRC, SMOKE, overrides=overrides)
+    printed = capsys.readouterr().err
+    assert files(tmp_path) == before  # no record, card, lock or figure
+    assert summary["cells"] == {"done": len(survey.done), "to_compute": len(survey.jobs), "waiting": len(survey.waiting)}
+    assert summary["cells"]["done"] >= 2 and summary["cells"]["to_compute"] == len(first) - 2
+    wanted = Counter((j.model, j.call) for j in survey.jobs.values())
+    assert {k: v[1] for k, v in table_counts(printed).items() if v[1]} == dict(wanted)
+    assert "an estimate from a stated cost model, not a measurement" in printed
+
+    # a results folder without cards: stand-ins from the configs, the same jobs as the real first plan
+    fresh = {**overrides, "results_dir": str(tmp_path / "fresh")}
+    summary = dry_run(SRC, SMOKE, overrides=fresh)
+    printed = capsys.readouterr().err
+    assert not (tmp_path / "fresh").exists()
+    assert summary["cells"]["to_compute"] == len(first) and summary["cells"]["done"] == 0
+    assert {k: v[1] for k, v in table_counts(printed).items()} == dict(Counter((j.model, j.call) for j in first))
+    assert "tiny-llama: no model card in the results folder: a stand-in" in printed
+
+
+def test_bad_dry_run_input_is_one_line(tmp_path, capsys):
+    def cli(args):
+        try:
+            return main(args)
+        except SystemExit as e:  # argparse's usage errors
+            return e.code
+
+    for args, message in ((["--profile", str(tmp_path / "nowhere.yaml"), "--dry-run"], "--profile: no such file"),
+                          (["--profile", str(SMOKE), "--tflops", "100"], "--tflops and --fp32-tflops go with --dry-run"),
+                          (["--profile", str(SMOKE), "--dry-run", "--tflops", "0"], "--tflops: expected a positive number")):
+        code = cli(["run", str(SRC), *args])
+        out, err = capsys.readouterr()
+        assert code == 2 and out == "" and err.count("\n") == 1 and message in err, (args, err)
+
+
+def test_the_cost_model_is_the_stated_arithmetic():
+    n, tokens = 1e9, 1e6
+    assert E.flops(n, tokens, "float16") == E.Cost(half=2 * n * tokens)
+    assert E.flops(n, tokens, "float32", E.TRAINING) == E.Cost(fp32=6 * n * tokens)
+    # 2e15 FLOPs at 100 TFLOPS: 20 s; 6e15 at 10 TFLOPS: 600 s
+    assert E.Cost(half=2e15).hours(tflops=100, fp32_tflops=10) == pytest.approx(20 / 3600)
+    assert E.Cost(half=2e15, fp32=6e15).hours(tflops=100, fp32_tflops=10) == pytest.approx(620 / 3600)
+
+    # an evaluation: max_windows x seqlen, one more token a window where the family needs <bos>
+    setup = SimpleNamespace(max_windows=4, seqlen=128, eval_dtype="float16")
+    e = SimpleNamespace(setup=setup, bos=None)
+    assert E.eval_tokens(e) == 4 * 128
+    assert E.eval_tokens(SimpleNamespace(setup=setup, bos=2)) == 4 * 129
+    # the whole split: its characters over the vocabulary's characters per token, whole windows only
+    whole = SimpleNamespace(max_windows=None, seqlen=100)
+    data = SimpleNamespace(rows=["x" * 4400 * 3], text=lambda: "x" * 4400 * 3, name="d", split="s")
+    e = SimpleNamespace(setup=whole, bos=None, data=data, structure={"vocab_size": 50257})
+    assert E.eval_tokens(e) == 3000 // 100 * 100
+
+
+def test_a_search_is_priced_by_its_own_parameters():
+    """k steps of budget paired evaluations (batches_per_eval mini-batches each) plus a baseline pass over
+    the mini-batches after each join, to the largest k of the ratios one run serves."""
+    ks = {0.1: 5, 0.2: 10}
+    e = SimpleNamespace(_dtype_for=lambda m: "float32",
+                        select_config=lambda m, kinds, r, seed, params: {"k": ks[r], "params": {
+                            "budget": 32, "batches_per_eval": 2, "pool_size": 48}})
+    p = {"method": "thompson", "kinds": ["head"], "ratio": 0.1, "ratios": (0.1, 0.2), "seed": 1, "params": None}
+    forwards = 10 * 32 * 2 + 10 * 8
+    assert E._search(e, p, n=1e6, batch_tokens=1024, n_batches=8) == E.Cost(fp32=2 * 1e6 * forwards * 1024)
+    assert E._search(e, {**p, "method": "magnitude"}, 1e6, 1024, 8) == E.Cost()  # weights only
+    taylor = E._search(e, {**p, "method": "taylor"}, 1e6, 1024, 8)  # one pass with gradients
+    assert taylor == E.Cost(fp32=6 * 1e6 * 8 * 1024)
+
+
+@pytest.mark.parametrize("hub_id", list(HUB_CONFIGS))
+def test_a_stand_in_has_the_published_parameter_count(hub_id):
+    model, source = skeleton(hub_id)
+    assert "published config.json" in source
+    assert count_parameters(model) == pytest.approx(E.PUBLISHED_PARAMS[hub_id], rel=0.01)
+    card = DryRun().card(hub_id)
+    task = "image-classification" if "224" in hub_id else "masked-lm" if "roberta" in hub_id else "causal-lm"
+    assert card["identity"]["standin"] and card["task"] == task
+    assert card["structure"]["n_layers"] == len(card["structure"]["heads_per_layer"]) > 0
