@@ -54,7 +54,23 @@ OUTDIR = $(if $(filter cpu,$(PROFILE)),notebooks,.cache/executed/$(PROFILE))
 JOBS ?= 1
 EXECUTOR ?= local
 RUN_ARGS = --jobs $(JOBS) --executor $(EXECUTOR) $(if $(RAY_ADDRESS),--address $(RAY_ADDRESS),)
-reproduce: setup
+# PROFILE=paper-tiny: the paper profile's ids on a simulated hub (tiny random models) with stand-in C4 and
+# Imagenette, all offline; written once under .cache/simulated/ (tools/simulated_hub.py, tools/simulated_data.py)
+SIM := $(abspath .cache/simulated)
+ifeq ($(PROFILE),paper-tiny)
+export HF_HUB_OFFLINE := 1
+export HF_DATASETS_OFFLINE := 1
+export HF_HUB_CACHE := $(SIM)/hub
+export REPRO_C4_DIR := $(SIM)/data/c4
+export REPRO_IMAGENETTE := $(SIM)/data/imagenette2
+SIMULATED := $(SIM)/.written
+endif
+$(SIM)/.written: tools/simulated_hub.py tools/simulated_data.py | setup
+	$(BIN)/python tools/simulated_hub.py --cache $(SIM)/hub
+	$(BIN)/python tools/simulated_data.py --out $(SIM)/data
+	touch $@
+
+reproduce: setup $(SIMULATED)
 	@mkdir -p $(OUTDIR); for nb in $(NOTEBOOKS); do \
 	  echo "== $$nb ($(PROFILE) profile)"; \
 	  if [ -z "$(RECOMPUTE)" ]; then \

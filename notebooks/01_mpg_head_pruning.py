@@ -70,6 +70,8 @@ vision_n_calib = 256  # Fashion-MNIST *training* images for the calibration-base
 vision_grad_nsamples = 256  # of them, the first n for Gradient-Head
 vision_n_eval = 2000  # the first n Fashion-MNIST test images (those notebook 3 evaluates on)
 vision_data = "fashion-mnist"  # or "imagenette[:/path]": ImageNet classifiers on Imagenette (repro.engines.images)
+mlm_models = []  # section 9b: masked LMs by pseudo-perplexity, every head scorer (the paper's RoBERTa rows; hub ids)
+mlm_seqlen = 128  # tokens per pseudo-perplexity window (between <s> and </s>; RoBERTa takes at most 512 positions)
 glue_encoder = "minilm-l6"  # section 6: the MHA text encoder fine-tuned, then pruned (repro.assets.encoders)
 glue_tasks = []  # sst2, mrpc, rte
 glue_k = 5  # folds over each validation set (no GLUE training split offline)
@@ -389,6 +391,20 @@ if anatomy:
     nb.show(anat, "collapse_anatomy", cap, reading=C.anatomy_reading(anat_frame))
 
 # %% [markdown]
+# **What we found.** The worst collapses are few heads deep. On Gemma, Wanda-Head and SparseGPT-Head at 12.5%
+# pick the same heads, and almost all of their damage hangs on one head of layer 5: give that head back alone and
+# the model is nearly whole again, although its layer stays emptied otherwise. On SmolLM2, SparseGPT-Head at
+# 12.5% and Gradient-Head at 25% empty layer 0 and hang to about half on one of its heads; Wanda-Head's collapse
+# leans on a head of layer 1 and on no single head as much. Below that, a later layer
+# usually over-reacts: its attention output runs far above its dense scale, and cutting one of its heads as well
+# *lowers* the loss, which is the signature of heads that depend on heads before them (section 3's premise that
+# every head can be scored on its own fails there). Gemma's post-attention norm does rescale the survivors of
+# every layer that loses heads, by large factors, but the cells whose survivors are scaled most are not the ones
+# that collapse worst (the reading's rank correlation): the norm is a real difference from the pre-norm models
+# Algorithm 1 assumes, not the cause of Table I's catastrophes. At 50% no single head carries the damage of MP,
+# MP-G or Random: the best single return removes a minority of it.
+
+# %% [markdown]
 # **Why a calibrated score empties whole layers.** Scores are ranked *globally*. Wanda-Head scores a head by
 # $\sum_j |W_{ij}|\,\lVert X_j \rVert_2$ over its features: weight size times the size of the activation
 # entering it. Activation norms change with depth, so a layer whose inputs are small scores low *as a whole*
@@ -617,6 +633,27 @@ if vexps:
     nb.show_claims(mha_claims, "claims_mha", cap_mha)
 else:
     mha_claims = None
+
+# %% [markdown]
+# ### 9c. The paper's encoder rows: masked LMs by pseudo-perplexity
+#
+# The paper's Table I also prunes RoBERTa-base and RoBERTa-large (MHA encoders trained as masked language
+# models) and reports their pseudo-perplexity on WikiText-2 (Salazar et al., 2020): each token $t$ of a window
+# $w$ is replaced by `<mask>` in turn and scored by the model from the rest of the window,
+# $$\mathrm{PPPL} = \exp\Big(-\frac{1}{N}\sum_{w}\sum_{t \in w} \log p(w_t \mid w_{\setminus t})\Big),$$
+# over the $N$ scored tokens. A window of $T$ tokens is therefore read $T$ times, which is why these rows are
+# costly and are run only where the model is at hand (`mlm_models`: hub ids; none installs offline, so the
+# `cpu` profile leaves this section empty). Windows are `<s> text </s>`, as RoBERTa was trained; every scorer
+# is the code above through the BERT-like adapter (`repro.engines.mlm.MlmHeadExperiment`), Gradient-Head on
+# the masked-LM loss with 15% of each calibration window masked (our choice: the paper does not say).
+
+# %%
+encoder_frame = grid.encoder_rows()  # mlm_models x methods x sparsities, pseudo-perplexity
+enc_table, cap, _ = R.encoder_table(encoder_frame)
+if enc_table is not None:
+    nb.show(enc_table, "table1_encoders", cap)
+else:
+    print("No masked language model in this profile (mlm_models is empty).")
 
 # %% [markdown]
 # ## 10. Claims checked

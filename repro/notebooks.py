@@ -18,6 +18,7 @@ from pathlib import Path
 
 import yaml
 
+from repro.assets.models import simulated_note
 from repro.engines.base import Setup, check_keys
 from repro.errors import ReproError
 from repro.report import replace_block, save_figure, save_table, to_markdown
@@ -37,7 +38,9 @@ class Session:
         import torch
 
         self.params = dict(params)  # a copy: later notebook variables never change the setup
-        self.profile = params["profile"]
+        self.profile = params["profile"] + simulated_note(
+            [*params.get("models", []), *params.get("vision_models", []), *params.get("mlm_models", []),
+             params.get("glue_encoder")])
         self.store = Store(params["results_dir"], recompute=params.get("recompute", False))
         self.figures = Path(params["figures_dir"])
         self.figures.mkdir(parents=True, exist_ok=True)

@@ -83,7 +83,17 @@ def test_collapse_tables_read_constructed_records():
     assert row["emptied layers"] == "5" and row["best single restore"].startswith("5.0: -3.500 (88%")
     assert row["best extra cut"] == "6.0: -3.000" and row["survivors scaled up (post-norm)"] == "layer 4: x1.25"
     text = C.anatomy_reading(a)
-    assert "empties layer 5" in text and "hangs on that head" in text and "x2.30" in text and "x1.25" in text
+    assert "1 of 1 empty at least one layer" in text and "m Wanda-Head @ 12.5% (head 5.0, 88%)" in text
+    assert "In 1 a later layer's attention output runs above twice" in text and "in 1 of them cutting" in text
+    assert "Identical selections" not in text and "rank correlation" not in text  # one post-norm row: no correlation
+    twin = a.iloc[0].to_dict() | {"method": "sparsegpt-head"}
+    spread = a.iloc[0].to_dict() | {"method": "random", "sparsity": 0.5, "pruned": [[1, 0]], "emptied": [], "nll": 4.0,
+                                    "restore": [(1, 0, 3.9)], "remaining": {"4": 0.25}}
+    mild = spread | {"method": "mpg", "pruned": [[2, 0]], "nll": 5.0, "restore": [(2, 0, 4.9)], "remaining": {"4": 0.5}}
+    text = C.anatomy_reading(pd.DataFrame([a.iloc[0].to_dict(), twin, spread, mild]))
+    assert "Identical selections (the same heads, so the same row): m Wanda-Head @ 12.5% and m SparseGPT-Head" in text
+    assert "No single head carries it (each return removes under a fifth) in 2: m Random @ 50.0% and m MP-G" in text
+    assert "by x1.25 to x4.00" in text and "does not explain which cells collapse worst" in text  # rho < 0
 
     scores = pd.DataFrame([{"model": "m", "method": "wanda-head", "z": None, "seed": None,
                             "scores": np.array([[1.0, 1.2], [0.01, 0.02], [1.1, 0.9]])}])

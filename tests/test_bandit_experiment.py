@@ -518,7 +518,9 @@ def fake_report() -> BanditReport:
                                feeding_note=", <bos> + text windows", data=SimpleNamespace(label="WikiText-2 test"))}
     vision = {"v": SimpleNamespace(identity={"source": "trained here", "seed": 0, "test_top1": 0.9},
                                    setup=setup, n_calib=512, calib_batch_size=32, n_eval=2000, search_dtype="float32",
-                                   structure={"heads_per_layer": [4, 6]})}
+                                   structure={"heads_per_layer": [4, 6]},
+                                   images=SimpleNamespace(root=None, describe=lambda: "first 2000 Fashion-MNIST test "
+                                                                                      "images"))}
     params = {"profile": "cpu", "seeds": [1, 2, 3], "search": {"budget": 8, "pool_size": 16},
               "vision_search": {"budget": 32, "pool_size": 48}, "lambada_limit": 30,
               "unit_settings": {"m": {"head": [0.1], "mlp": [0.03, 0.05]}},
@@ -544,12 +546,12 @@ def test_captions_name_the_setting_and_the_cache():
         "- m: org/m; 3 layers; evaluation WikiText-2 test, first 24 x 128 tokens; calibration 8 x 128 tokens per seed "
         "in mini-batches of 1; weights Q4_K_M, evaluated in float32, <bos> + text windows, search losses in bfloat16",
         "- v: trained here, seed 0, test top-1 0.900; calibration 512 training images per seed; evaluation on the "
-        "first 2000 test images; evaluated in float32, search losses in float32"]
+        "first 2000 Fashion-MNIST test images; evaluated in float32, search losses in float32"]
     assert r.settings == [("m", "head", 0.1), ("m", "mlp", 0.03), ("m", "mlp", 0.05)] and r.n_heads == {"v": 10}
     lines = r.describe().splitlines()
     assert lines[0].startswith("m: org/m; 3 layers; evaluation WikiText-2 test, first 24 x 128 tokens")
     assert lines[1] == ("v: trained here, seed 0, test top-1 0.900; calibration 512 training images per seed; "
-                        "evaluation on the first 2000 test images")
+                        "evaluation on the first 2000 Fashion-MNIST test images")
 
 
 def test_report_tables_come_with_their_captions():

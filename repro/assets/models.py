@@ -234,6 +234,11 @@ def _shown(name: str) -> str:
     return repr(name) if len(name) <= 80 else f"{name[:40]!r}... ({len(name)} characters)"
 
 
+def is_hub_id(name) -> bool:
+    """Whether ``name`` has the form of a hub id (``org/name``), whatever the hub holds."""
+    return isinstance(name, str) and _HUB_ID.fullmatch(name) is not None
+
+
 def hub_source(name: str) -> tuple[str | Path, dict] | None:
     """Where a hub id ``name`` loads from and its identity: online the hub itself; with ``HF_HUB_OFFLINE`` the
     local hub cache's snapshot (None where it does not hold ``name``, or ``name`` is no hub id)."""
@@ -267,6 +272,18 @@ def hub_identity(name: str, folder: Path | None) -> dict:
         if marker.is_file():
             identity["simulated"] = json.loads(marker.read_text()).get("note", "simulated hub: random weights")
     return identity
+
+
+def simulated_note(names) -> str:
+    """' (simulated hub: random weights)' where any of the models ``names`` loads, offline, from a snapshot that
+    tools/simulated_hub.py wrote (its ``simulated.json``), else ''. What a profile's captions add to its name."""
+    if not os.environ.get("HF_HUB_OFFLINE"):
+        return ""
+    for name in names:
+        folder = hub_snapshot(name) if isinstance(name, str) and _HUB_ID.fullmatch(name) else None
+        if folder is not None and (folder / "simulated.json").is_file():
+            return " (simulated hub: random weights)"
+    return ""
 
 
 def check_model_name(name: str) -> None:

@@ -9,11 +9,13 @@
 - :func:`loss_gradients`: language-model loss gradients accumulated on every parameter.
 
 Calibration "windows" are token ids ``[N, T]`` for a language model, labelled images for an image
-classifier: a mapping ``{"pixel_values": [N, C, H, W], "labels": [N]}`` (:func:`image_windows`), or
+classifier: a mapping ``{"pixel_values": [N, C, H, W], "labels": [N]}`` (:func:`image_windows`),
 labelled, padded texts for a text classifier: ``{"input_ids": [N, T], "attention_mask": [N, T],
-"labels": [N]}`` (:func:`text_windows`; padding positions are left out of every input statistic).
+"labels": [N]}`` (:func:`text_windows`; padding positions are left out of every input statistic), or
+masked token windows for a masked LM's loss: ``{"input_ids": [N, T], "labels": [N, T]}``
+(:func:`masked_windows`: labels per *position*, -100 where nothing is masked).
 All go through the same capture and gradient code; only the forward call and the loss differ
-(next-token NLL; cross-entropy against the labels).
+(next-token NLL; cross-entropy against the labels; the model's own masked-LM loss).
 """
 from __future__ import annotations
 
@@ -81,6 +83,27 @@ def text_windows(input_ids: torch.Tensor, attention_mask: torch.Tensor, labels: 
     return {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels}
 
 
+def masked_windows(windows: torch.Tensor, mask_token_id: int, special_ids=frozenset(), rate: float = 0.15,
+                   seed: int = 0) -> dict:
+    """Token windows ``[N, T]`` with ``round(rate x`` the window's scorable positions``)`` of them (at least
+    one; positions holding ``special_ids``, e.g. ``<s>`` and ``</s>``, never) replaced by ``mask_token_id``,
+    as calibration windows of the masked-LM loss (see the module docstring): ``labels`` holds the original
+    token at each masked position and -100 elsewhere. The positions are drawn by a generator seeded with
+    ``seed`` alone, so one seed (one calibration draw) always masks the same positions of the same windows.
+    Every chosen position gets the mask token (no BERT 80/10/10 split)."""
+    if not 0 < rate < 1:
+        raise ReproError(f"the masking rate must lie in (0, 1), got {rate}")
+    rng = np.random.default_rng(seed)
+    ids, labels = windows.clone(), torch.full_like(windows, -100)
+    for i, row in enumerate(windows):
+        free = [t for t in range(len(row)) if int(row[t]) not in special_ids]
+        if not free:
+            raise ReproError(f"calibration window {i} has no token to mask (all are special ids)")
+        pick = torch.from_numpy(np.sort(rng.choice(free, max(1, round(rate * len(free))), replace=False)))
+        labels[i, pick], ids[i, pick] = row[pick], mask_token_id
+    return {"input_ids": ids, "labels": labels}
+
+
 def n_windows(windows) -> int:
     """How many windows (token-id rows, or labelled images) ``windows`` holds."""
     if isinstance(windows, Mapping):
@@ -103,7 +126,8 @@ def _forward(model: nn.Module, batch, device):
     if isinstance(batch, Mapping) and "pixel_values" in batch:
         return model(pixel_values=batch["pixel_values"].to(device, next(model.parameters()).dtype))
     if isinstance(batch, Mapping):
-        return model(input_ids=batch["input_ids"].to(device), attention_mask=batch["attention_mask"].to(device))
+        mask = batch.get("attention_mask")
+        return model(input_ids=batch["input_ids"].to(device), **({} if mask is None else {"attention_mask": mask.to(device)}))
     return model(input_ids=batch.to(device), use_cache=False)
 
 
@@ -177,17 +201,24 @@ def gradients_only_for(model: nn.Module, params: Iterable[nn.Parameter]):
 def loss_gradients(model: nn.Module, windows, batch_size: int = 1, progress: bool = True,
                    only: Iterable[nn.Parameter] | None = None) -> None:
     """Accumulate d(mean loss over windows)/d(weights) into ``param.grad`` (zeroed first): the LM
-    loss of token windows, or the mean cross-entropy of labelled images against their labels.
+    loss of token windows, the masked-LM loss of masked windows (:func:`masked_windows`), or the mean
+    cross-entropy of labelled images or texts against their labels (each window weighs the same).
     ``only``: the parameters whose gradients are wanted (:func:`gradients_only_for`); default all."""
     model.zero_grad(set_to_none=True)
     device = input_device(model)
     n = n_windows(windows)
     with torch.enable_grad(), gradients_only_for(model, model.parameters() if only is None else only):
         for batch in tqdm(list(_batches(windows, batch_size)), desc="gradients", leave=False, disable=not progress):
-            if isinstance(batch, Mapping):
-                logits = _forward(model, batch, device).logits.float()
-                loss = F.cross_entropy(logits, batch["labels"].to(device)) * (len(batch["labels"]) / n)
-            else:
-                batch = batch.to(device)
-                loss = model(input_ids=batch, labels=batch, use_cache=False).loss * (len(batch) / n)
-            loss.backward()
+            (_loss(model, batch, device) * (n_windows(batch) / n)).backward()
+
+
+def _loss(model: nn.Module, batch, device) -> torch.Tensor:
+    """One batch's mean loss, by the windows' form (module docstring): labels per position (a masked LM's
+    masked windows) give the model's own loss over the masked positions; labels per window, the
+    cross-entropy of the logits against them; bare token ids, the next-token loss."""
+    if isinstance(batch, Mapping) and batch["labels"].ndim == 2:
+        return model(input_ids=batch["input_ids"].to(device), labels=batch["labels"].to(device)).loss
+    if isinstance(batch, Mapping):
+        return F.cross_entropy(_forward(model, batch, device).logits.float(), batch["labels"].to(device))
+    batch = batch.to(device)
+    return model(input_ids=batch, labels=batch, use_cache=False).loss

@@ -99,6 +99,10 @@ class Experiment:
     weights loaded differ from the card's, a warning says so, and the cells of the new weights
     (new keys) are computed."""
 
+    # the tasks this class evaluates (a model of another task is refused in one line): a masked LM has no
+    # next-token loss, its perplexity is a pseudo-perplexity (repro.engines.mlm.MlmHeadExperiment)
+    tasks: tuple[str, ...] = ("causal-lm", "image-classification", "image-features")
+
     def __init__(self, model: str, setup: Setup, store: Store, progress: bool = True, loaded=None):
         """``loaded``: an already loaded :class:`repro.assets.Loaded` of ``model``, or another
         experiment on ``model`` whose model to share when either loads it (two experiments on one
@@ -115,6 +119,8 @@ class Experiment:
             self.card = store.dry.card(self.model_name)  # a dry run loads nothing: a stand-in, never saved
         elif self.card is None:
             self.loaded  # noqa: B018 - nothing recorded about this model yet: load it now (and record it)
+        if self.card is not None and self.card.get("task") is not None:  # known from the card: refused before a load
+            self._check_task(self.card["task"], self.card["identity"].get("model_type", "?"))
         self._data = self._calib_text = None
         self._eval = None
         self._calib: dict[tuple[int, int], Calibration] = {}  # (nsamples, seed) -> windows
@@ -127,10 +133,19 @@ class Experiment:
                        load_model(self.model_name, "float32", device=self.setup.device))
         return self._loaded
 
+    def _check_task(self, task: str, what: str) -> None:
+        """Refuse, in one line, a model of a task this class does not evaluate (:attr:`tasks`)."""
+        if task in self.tasks:
+            return
+        if task == "masked-lm":
+            raise ReproError(f"{self.model_name} is a masked language model ({what}), not a causal language model: "
+                             "its perplexity is a pseudo-perplexity (notebook 1's mlm_models, "
+                             "repro.engines.mlm.MlmHeadExperiment)")
+        raise ReproError(f"{self.model_name} is a {task} model ({what}); {type(self).__name__} evaluates "
+                         f"{' or '.join(self.tasks)} models")
+
     def _take(self, loaded) -> None:
-        if loaded.task == "masked-lm":  # every experiment here reads next-token losses
-            raise ReproError(f"{self.model_name} is a masked language model ({type(loaded.model).__name__}), not a causal "
-                             "language model: its perplexity is a pseudo-perplexity (repro.evaluate.mlm)")
+        self._check_task(loaded.task, type(loaded.model).__name__)
         if self.card is not None and model_key(self.card["identity"]) != model_key(loaded.identity):
             warnings.warn(f"{self.model_name}: the weights loaded here ({model_key(loaded.identity)}) differ from "
                           f"those its records were made with ({model_key(self.card['identity'])}); their cells are "
@@ -141,8 +156,12 @@ class Experiment:
         if self._bos is _UNKNOWN:
             self._bos = bos
         self.card = {"name": self.model_name, "identity": loaded.identity, "task": loaded.task, "bos": bos,
-                     "structure": structure(loaded.model)}
+                     "structure": structure(loaded.model), **self.card_fields(loaded.model)}
         self.store.save_model_card(self.model_name, self.card)
+
+    def card_fields(self, model: torch.nn.Module) -> dict:
+        """What this class keeps in the model card beyond :func:`structure` (none here)."""
+        return {}
 
     @property
     def model(self) -> torch.nn.Module:
@@ -274,13 +293,17 @@ class Experiment:
         n = s.calib_nsamples if nsamples is None else nsamples
         seed = s.calib_seed if seed is None else seed
         if (n, seed) not in self._calib:
-            limit = max_positions(self.loaded.model)  # checked before any calibration pass (minutes at 100k)
-            if limit is not None and s.calib_seqlen + (self.bos is not None) > limit:
-                raise ReproError(f"calib_seqlen (--calib-seqlen) {s.calib_seqlen}{' + <bos>' if self.bos is not None else ''}"
-                                 f" exceeds {self.name}'s limit of {limit} positions")
-            wins = sample_windows(tokenize(self.loaded.tokenizer, self.calib_text), n, s.calib_seqlen, seed, self.bos)
-            self._calib[n, seed] = Calibration(wins, self.calibration_key(n, seed=seed))
+            self._calib[n, seed] = Calibration(self.calibration_windows(n, seed), self.calibration_key(n, seed=seed))
         return self._calib[n, seed]
+
+    def calibration_windows(self, nsamples: int, seed: int) -> torch.Tensor:
+        """``nsamples`` seeded windows of ``calib_seqlen`` text tokens under the family's window rule."""
+        s = self.setup
+        limit = max_positions(self.loaded.model)  # checked before any calibration pass (minutes at 100k)
+        if limit is not None and s.calib_seqlen + (self.bos is not None) > limit:
+            raise ReproError(f"calib_seqlen (--calib-seqlen) {s.calib_seqlen}{' + <bos>' if self.bos is not None else ''}"
+                             f" exceeds {self.name}'s limit of {limit} positions")
+        return sample_windows(tokenize(self.loaded.tokenizer, self.calib_text), nsamples, s.calib_seqlen, seed, self.bos)
 
     def calibration_source(self, nsamples: int | None = None, seed: int | None = None) -> dict:
         """``calibration(nsamples, seed).source`` without drawing the windows (tokenizing needs the

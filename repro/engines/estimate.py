@@ -11,7 +11,8 @@ they are no matmul: roughly the same size the other way), the pruning solvers' o
 
 - an evaluation (dense or pruned perplexity) reads ``windows x seqlen`` tokens: ``max_windows`` windows,
   or, with ``max_windows: null``, the whole split: its characters (read here, else :data:`KNOWN_CHARS`)
-  over :func:`chars_per_token` of the model's vocabulary;
+  over :func:`chars_per_token` of the model's vocabulary; a masked LM's pseudo-perplexity reads each window
+  ``seqlen`` times (one copy per masked token) with its ``<s>`` and ``</s>``;
 - a calibration statistic (Wanda-like activations) one forward over ``nsamples x calib_seqlen`` tokens,
   a gradient score (Gradient-Head, Taylor, Fisher) forward + backward; weight-only scores (MP, MP-G,
   magnitude, random) nothing;
@@ -153,12 +154,14 @@ def cell_cost(e, job) -> Cost:
     model does not price it (an engine or a model it does not know)."""
     from repro.engines.bandit import BanditExperiment, VisionBanditExperiment
     from repro.engines.heads import HeadExperiment, VisionHeadExperiment
+    from repro.engines.mlm import MlmHeadExperiment
     from repro.engines.prune import PruneExperiment
 
     if isinstance(e, (VisionHeadExperiment, VisionBanditExperiment)):
         price = _vision_cell
     else:
-        price = {HeadExperiment: _head_cell, PruneExperiment: _prune_cell, BanditExperiment: _bandit_cell}.get(type(e))
+        price = {HeadExperiment: _head_cell, PruneExperiment: _prune_cell, BanditExperiment: _bandit_cell,
+                 MlmHeadExperiment: _mlm_cell}.get(type(e))
     n = parameters(e.model_name, e.store.dry) if price is not None else None
     cost = price(e, job.call, job.parameters(e), n) if n is not None else None
     return Cost(unknown=1) if cost is None else cost
@@ -196,6 +199,18 @@ def _head_cell(e, call: str, p: dict, n: float) -> Cost | None:
         variants = 1 + 2 * len(p["sparsities"])
         return flops(n, variants * sum(p["batches"]) * p["seqlen"] * (p["repeats"] + 1), e.setup.eval_dtype)
     return None
+
+
+def _mlm_cell(e, call: str, p: dict, n: float) -> Cost | None:
+    """A masked LM's cells: pseudo-perplexity (every text token of a window masked in turn: ``seqlen`` copies of
+    ``seqlen + 2`` tokens per window), scores on calibration windows of ``calib_seqlen + 2`` tokens."""
+    s = e.setup
+    if call in ("dense", "cell"):
+        windows = s.max_windows if s.max_windows is not None else int(split_tokens(e) // s.seqlen)
+        return flops(n, windows * s.seqlen * (s.seqlen + 2), s.eval_dtype)
+    if call == "scores":
+        return _scores(e, p["method"], n, s.calib_seqlen + 2)
+    return Cost() if call in ("norm_profile", "worked") else None
 
 
 def _prune_cell(e, call: str, p: dict, n: float) -> Cost | None:

@@ -17,6 +17,7 @@ scoring and predicting take seconds, so a new method or sparsity recomputes the 
 """
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
@@ -25,6 +26,7 @@ import torch
 from repro.arch import adapter as get_adapter
 from repro.assets.encoders import ENCODERS, known_encoders, load_classifier
 from repro.assets.glue import GLUE, Examples, Recipe, encode, finetune, glue_examples, kfold, predict
+from repro.assets.models import hub_snapshot, is_hub_id
 from repro.calib import Calibration, text_windows
 from repro.engines import plan
 from repro.engines.heads import head_mask
@@ -48,8 +50,8 @@ class GlueHeadExperiment:
                  recipe: Recipe | dict | None = None, n_calib: int = 64, grad_nsamples: int = 16,
                  methods=("mpg",), sparsities=(0.25,), z_values=(2.0,), random_seeds=(0,), progress: bool = True,
                  examples: Examples | None = None):
-        if encoder not in known_encoders():
-            raise UnknownNameError("encoder", encoder, known_encoders())
+        if encoder not in known_encoders() and not is_hub_id(encoder):
+            raise UnknownNameError("encoder (a known encoder or a hub id)", encoder, known_encoders())
         if examples is None and task not in GLUE:
             raise UnknownNameError("GLUE task", task, GLUE)
         for name, v in (("k", k), ("n_calib", n_calib), ("grad_nsamples", grad_nsamples)):
@@ -69,6 +71,17 @@ class GlueHeadExperiment:
         self._settings: dict | None = None
 
     # -- identity ------------------------------------------------------------------------------------
+    def _encoder_key(self) -> dict:
+        """The encoder's weights in a key: the packaged asset's sha256, a tiny config's random init, or a hub id
+        (with, offline, the cached snapshot's commit)."""
+        enc = ENCODERS.get(self.encoder)
+        if enc is not None:
+            return {"name": self.encoder, "source": enc.pip, "weights_sha256": enc.sha256}
+        if self.encoder in known_encoders():
+            return {"name": self.encoder, "source": "random-init from config"}
+        snapshot = hub_snapshot(self.encoder) if os.environ.get("HF_HUB_OFFLINE") else None
+        return {"name": self.encoder, "source": "hub", **({"revision": snapshot.name} if snapshot else {})}
+
     @property
     def examples(self) -> Examples:
         if self._examples is None:
@@ -87,11 +100,8 @@ class GlueHeadExperiment:
         return self._settings
 
     def _compute_settings(self) -> dict:
-        enc = ENCODERS.get(self.encoder)
         ex = self.examples
-        return {"protocol": PROTOCOL,
-                "encoder": {"name": self.encoder, **({"source": enc.pip, "weights_sha256": enc.sha256} if enc else
-                                                     {"source": "random-init from config"})},
+        return {"protocol": PROTOCOL, "encoder": self._encoder_key(),
                 "task": {"name": ex.task, "n": len(ex), "sha256": ex.sha256, "metric": ex.metric},
                 "k": self.k, "split_seed": self.split_seed, "recipe": self.recipe.as_dict(), "dtype": "float32",
                 "n_calib": self.n_calib, "grad_nsamples": self.grad_nsamples, "methods": self.methods,

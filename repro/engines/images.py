@@ -89,7 +89,7 @@ class Images:
     def describe(self) -> str:
         """The evaluation images in words, for captions and provenance."""
         if self.root is None:
-            return f"the first {self.n_eval} Fashion-MNIST test images"
+            return f"first {self.n_eval} Fashion-MNIST test images"
         return (f"{self.n_eval} Imagenette validation images spread over its ten classes, scored by the logits at "
                 "their ImageNet indices")
 
@@ -114,11 +114,13 @@ class Images:
 
     def draw(self, n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
         """``n`` labelled training images of a seeded permutation (a smaller ``n`` is a prefix of the same draw)."""
-        total = len(imagenette.files(self.root, "train")[1]) if self.root is not None else len(fashion_mnist("train")[1])
-        idx = torch.randperm(total, generator=torch.Generator().manual_seed(seed))[:n]
+        def first(total: int) -> torch.Tensor:
+            return torch.randperm(total, generator=torch.Generator().manual_seed(seed))[:n]
+
         if self.root is not None:
-            return self._files("train", idx.tolist())
+            return self._files("train", first(len(imagenette.files(self.root, "train")[1])).tolist())
         images, labels = fashion_mnist("train")
+        idx = first(len(labels))
         return self.pixels(images[idx]), labels[idx]
 
     def test(self) -> tuple[torch.Tensor, torch.Tensor]:

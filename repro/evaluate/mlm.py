@@ -14,8 +14,35 @@ import torch
 from scipy import stats
 
 from repro.errors import ReproError
+from repro.evaluate.ppl import max_positions
 from repro.evaluate.stats import MIN_BOOTSTRAP_UNITS
 from repro.progress import tqdm
+
+
+def wrap(windows: torch.Tensor, cls_id: int, sep_id: int) -> torch.Tensor:
+    """[n, T] text windows -> [n, T + 2]: ``<s> window </s>`` (``cls_id`` first, ``sep_id`` last), how an encoder
+    such as RoBERTa reads one sequence."""
+    n = len(windows)
+    return torch.cat([torch.full((n, 1), cls_id, dtype=windows.dtype), windows,
+                      torch.full((n, 1), sep_id, dtype=windows.dtype)], dim=1)
+
+
+def unwrap(ids: torch.Tensor, cls_id: int, sep_id: int) -> torch.Tensor:
+    """A tokenized split without the tokenizer's own ``<s>`` first and ``</s>`` last (where it added them)."""
+    if ids.numel() and int(ids[0]) == cls_id:
+        ids = ids[1:]
+    if ids.numel() and int(ids[-1]) == sep_id:
+        ids = ids[:-1]
+    return ids
+
+
+def usable_positions(model: torch.nn.Module) -> int | None:
+    """How many positions a sequence may hold: ``max_position_embeddings`` minus the padding offset of a family
+    whose positions start after the padding index (RoBERTa: 514 - 2 = 512); None where the config says no limit."""
+    limit = max_positions(model)
+    embeddings = getattr(getattr(model, "base_model", model), "embeddings", None)
+    pad = getattr(getattr(embeddings, "position_embeddings", None), "padding_idx", None)
+    return None if limit is None else limit - (0 if pad is None else pad + 1)
 
 
 def _as_sequences(sequences) -> list[torch.Tensor]:

@@ -69,9 +69,10 @@ class BanditReport:
                  f"first {e.setup.max_windows} x {e.setup.seqlen} tokens; calibration {e.setup.calib_nsamples} x "
                  f"{e.setup.calib_seqlen} tokens per seed in mini-batches of {e.calib_batch_size}"
                  for n, e in self.lm.items()]
-        lines += [f"{n}: {e.identity['source']}, seed {e.identity['seed']}, test top-1 "
-                  f"{e.identity.get('test_top1', float('nan')):.3f}; calibration {e.n_calib} training images "
-                  f"per seed; evaluation on the first {e.n_eval} test images" for n, e in self.vision.items()]
+        lines += [f"{n}: {e.identity['source']}" + (f", seed {e.identity['seed']}, test top-1 {e.identity['test_top1']:.3f}"
+                                                      if "test_top1" in e.identity else "")
+                  + f"; calibration {e.n_calib} training images per seed; evaluation on the {e.images.describe()}"
+                  for n, e in self.vision.items()]
         return "\n".join(lines)
 
     def caption(self, title: str, frame: pd.DataFrame | None = None, vision: bool = False,
@@ -89,7 +90,8 @@ class BanditReport:
         seeds = ", ".join(map(str, p["seeds"]))
         if vision:
             e = next(iter(self.vision.values()))
-            setting = (f"{', '.join(self.vision)} (trained here); first {e.n_eval} Fashion-MNIST test images; "
+            trained = " (trained here)" if e.images.root is None else ""
+            setting = (f"{', '.join(self.vision)}{trained}; {e.images.describe()}; "
                        f"{e.setup.eval_dtype}; {budget(search or p['vision_search'])}; seeds {seeds}")
         else:
             setting = (f"{lm_setting(self.lm)}; LAMBADA first {p['lambada_limit']} documents; "
@@ -491,8 +493,8 @@ class Report(BanditReport):
                   "smaller ratios its first k units (no step depends on k)" if mlp else "none")
         rows = [("language models", "GPT-2, OPT-125m/350m, Pythia-160m/410m, Qwen2.5-0.5B, SmolLM2-360M", units),
                 ("vision", "ViT-B/16, DeiT-Tiny, Swin-Tiny on ImageNet-style data",
-                 (f"{', '.join(model_line(e) for e in vision.values())} on Fashion-MNIST (first {p['vision_n_eval']} "
-                  "test images)") if vision else "not run"),
+                 (f"{', '.join(model_line(e) for e in vision.values())} on the "
+                  f"{next(iter(vision.values())).images.describe()}") if vision else "not run"),
                 ("calibration / evaluation", "up to 512 calibration texts, 1024 evaluation texts of 128 tokens", data),
                 ("search", "32 paired evaluations per step, pool of 48, the model's precision", search),
                 ("MLP ratios", "3 / 5 / 8%", ratios),

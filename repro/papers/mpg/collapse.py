@@ -41,7 +41,12 @@ def anatomy_frame(store: Store, experiments: dict, session: bool = True) -> pd.D
             continue
         rows.append({"model": c["model"]["name"], "method": c["method"], "sparsity": c["sparsity"],
                      "n_windows": c["n_windows"], "seqlen": c["seqlen"], **res})
-    return pd.DataFrame(rows)
+    if not rows:
+        return pd.DataFrame(rows)
+    order = {m: i for i, m in enumerate(experiments)}, {m: i for i, m in enumerate(LABEL)}
+    frame = pd.DataFrame(rows)
+    rank = frame.apply(lambda r: (order[0][r.model], order[1].get(r.method, len(LABEL)), r.sparsity), axis=1)
+    return frame.iloc[sorted(range(len(frame)), key=lambda i: rank.iloc[i])].reset_index(drop=True)
 
 
 def _head(layer_head) -> str:
@@ -76,35 +81,64 @@ def anatomy_table(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _cell(a) -> str:
+    return f"{a.model} {LABEL[a.method]} @ {pct(a.sparsity)}"
+
+
+def _best_restore(a) -> tuple[str, float] | None:
+    """(head, share of the damage its return alone removes) of a diagnosed selection; None without damage."""
+    damage = a.nll - a.nll_dense
+    if not a.restore or damage <= 0:
+        return None
+    back = min(a.restore, key=lambda t: t[2])
+    return _head(back), (a.nll - back[2]) / damage
+
+
 def anatomy_reading(frame: pd.DataFrame) -> str:
-    """One line per diagnosed selection, from its record: what it empties, what repairs it."""
-    lines = []
-    for _, a in frame.iterrows():
-        damage = a.nll - a.nll_dense
-        what = f"- **{a.model}, {LABEL[a.method]} @ {pct(a.sparsity)}**: loss +{damage:.2f} nats over dense"
-        what += f" (x{np.exp(damage):,.3g} perplexity on these windows)"
-        if a.emptied:
-            what += f"; it empties layer{'s' * (len(a.emptied) > 1)} {_and([str(i) for i in a.emptied])}"
-        if a.restore and damage > 0:
-            back = sorted(a.restore, key=lambda t: t[2])
-            share = (a.nll - back[0][2]) / damage
-            what += (f"; giving back head {_head(back[0])} alone removes {share:.0%} of the damage"
-                     + (" (the collapse hangs on that head)" if share > 0.5 else
-                        ", no single head carries it" if share < 0.2 else ""))
-        if a["add"] and a.grown_layer is not None:
-            ratio = a.rms_ratio[f"head:{a.grown_layer}"]
-            add = min(a["add"], key=lambda t: t[2])
-            if ratio > 1.2:
-                what += (f"; layer {a.grown_layer}'s attention output runs at x{ratio:.2f} its dense RMS, and "
-                         f"cutting its head {_head(add)} as well changes the loss by {add[2] - a.nll:+.2f} nats"
-                         + (" (a later head that goes wrong without the earlier ones)" if add[2] < a.nll - 0.1 else ""))
-        rem = a.get("remaining") if isinstance(a.get("remaining"), dict) else {}
-        if a.get("post_norm") and rem:
-            k, v = min(rem.items(), key=lambda kv: kv[1])
-            what += (f"; through the post-attention norm its cut scales layer {k}'s surviving heads by x{1 / v:.2f} "
-                     "(pre-norm families have no such factor)")
-        lines.append(what + ".")
-    return "\n".join(lines) if lines else "No Table I cell collapsed, and no selection was diagnosed."
+    """What the diagnosed selections have in common, from their records: identical selections, emptied layers,
+    selections that hang on one head, later layers that over-react, and (post-norm) whether the survivors'
+    rescaling follows the damage."""
+    if frame.empty:
+        return "No Table I cell collapsed, and no selection was diagnosed."
+    cells = list(frame.itertuples())
+    lines = [f"{len(cells)} selections diagnosed ({_and([f'{(frame.model == m).sum()} on {m}' for m in dict.fromkeys(frame.model)])})."]
+    same: dict[tuple, list] = {}
+    for a in cells:
+        same.setdefault((a.model, frozenset(map(tuple, a.pruned))), []).append(a)
+    twins = [_and([_cell(a) for a in group]) for group in same.values() if len(group) > 1]
+    if twins:
+        lines.append(f"Identical selections (the same heads, so the same row): {'; '.join(twins)}.")
+    emptied = [a for a in cells if a.emptied]
+    worst = sorted(cells, key=lambda a: a.nll - a.nll_dense, reverse=True)[:max(1, len(cells) // 4)]
+    lines.append(f"{len(emptied)} of {len(cells)} empty at least one layer; of the {len(worst)} largest damages "
+                 f"({_and([f'{_cell(a)} +{a.nll - a.nll_dense:.1f} nats' for a in worst])}), "
+                 f"{sum(bool(a.emptied) for a in worst)} empty a layer.")
+    restores = [(a, _best_restore(a)) for a in cells]
+    one = [(a, r) for a, r in restores if r is not None and r[1] > 0.5]
+    spread = [a for a, r in restores if r is not None and r[1] < 0.2]
+    if one:
+        lines.append("One head carries the collapse (giving it back alone removes more than half the damage) in "
+                     + _and([f"{_cell(a)} (head {r[0]}, {r[1]:.0%})" for a, r in one]) + ".")
+    if spread:
+        lines.append(f"No single head carries it (each return removes under a fifth) in {len(spread)}: "
+                     + _and([_cell(a) for a in spread]) + ".")
+    grown = [a for a in cells if a.grown_layer is not None and a.rms_ratio[f"head:{a.grown_layer}"] > 2]
+    helped = [a for a in grown if a.add and min(t[2] for t in a.add) < a.nll - 0.1]
+    if grown:
+        lines.append(f"In {len(grown)} a later layer's attention output runs above twice its dense RMS, and in "
+                     f"{len(helped)} of them cutting one more head of that layer lowers the loss by over 0.1 nats: "
+                     "a later head that goes wrong without the earlier ones.")
+    post = frame[frame.post_norm.astype(bool)] if "post_norm" in frame else frame.iloc[0:0]
+    factors = [1 / min(r.values()) for r in post.get("remaining", []) if isinstance(r, dict) and r]
+    if len(factors) >= 3 and len(factors) == len(post):
+        from scipy.stats import spearmanr
+
+        rho = spearmanr(factors, post.nll - post.nll_dense).statistic
+        lines.append(f"Post-norm ({_and(list(dict.fromkeys(post.model)))}): every selection scales up some layer's "
+                     f"surviving heads, by x{min(factors):.2f} to x{max(factors):.2f}; the rank correlation of that "
+                     f"factor with the damage is {rho:+.2f}"
+                     + (", so the rescaling does not explain which cells collapse worst." if rho < 0.3 else "."))
+    return "\n\n".join(lines)
 
 
 # ---- why a score empties whole layers ----------------------------------------------------------------

@@ -11,8 +11,10 @@ import pandas as pd
 
 from repro.assets.encoders import known_encoders
 from repro.assets.glue import GLUE, PAPER_RECIPES, Recipe
+from repro.assets.models import is_hub_id
 from repro.engines.glue import GlueHeadExperiment
 from repro.engines.heads import HeadExperiment, VisionHeadExperiment
+from repro.engines.mlm import MlmHeadExperiment
 from repro.engines.plan import shown
 from repro.errors import UnknownNameError, check_list, check_number
 from repro.papers.mpg.glue import glue_frame
@@ -41,6 +43,8 @@ class MpgParams:
     efficiency_seqlen: int | None = None
     efficiency_repeats: int | None = None
     vision_models: tuple = ()
+    mlm_models: tuple = ()
+    mlm_seqlen: int = 128
     glue_encoder: str | None = None
     glue_tasks: tuple = ()
     glue_k: int = 5
@@ -54,7 +58,7 @@ class MpgParams:
         """Every value checked before any model is loaded (one line naming the parameter)."""
         from repro.methods.heads import HEAD_METHODS
 
-        for name in ("models", "zeroshot_models", "zeroshot_tasks", "efficiency_models", "vision_models"):
+        for name in ("models", "zeroshot_models", "zeroshot_tasks", "efficiency_models", "vision_models", "mlm_models"):
             check_list(name, getattr(self, name))
         check_list("methods", self.methods, known=list(HEAD_METHODS))
         for name in ("sparsities", "z_sparsities", "zeroshot_sparsities", "efficiency_sparsities"):
@@ -63,6 +67,7 @@ class MpgParams:
         check_list("efficiency_batches", self.efficiency_batches, "integer", 1)
         for name in ("zeroshot_limit", "efficiency_seqlen", "efficiency_repeats"):
             check_number(name, getattr(self, name), True, 1, allow_none=True)
+        check_number("mlm_seqlen", self.mlm_seqlen, True, 2)
         check_list("glue_tasks", self.glue_tasks, known=list(GLUE))
         check_list("glue_seeds", self.glue_seeds, "integer", 0)
         check_list("random_seeds", self.random_seeds, "integer", 0)
@@ -73,11 +78,18 @@ class MpgParams:
         check_number("glue_k", self.glue_k, True, 2)
         for name in ("glue_n_calib", "glue_grad_nsamples"):
             check_number(name, getattr(self, name), True, 1)
-        if self.glue_tasks and self.glue_encoder not in known_encoders():
-            raise UnknownNameError("glue_encoder", self.glue_encoder, known_encoders())
+        if self.glue_tasks and self.glue_encoder not in known_encoders() and not is_hub_id(self.glue_encoder):
+            raise UnknownNameError("glue_encoder (a known encoder or a hub id)", self.glue_encoder, known_encoders())
         unknown = set(self.glue_recipe or {}) - set(Recipe.__dataclass_fields__)
         if unknown:
             raise UnknownNameError("glue_recipe key", sorted(unknown)[0], list(Recipe.__dataclass_fields__))
+
+    def mlm_changes(self, calib_seqlen: int) -> dict:
+        """The masked LMs' setup: windows of ``mlm_seqlen`` text tokens, calibration windows no longer than them
+        (the notebook's ``calib_seqlen`` of 512 would not fit RoBERTa's 512 positions with <s> and </s>), FP32; no
+        shorter reference windows (``reference_seqlen``: the causal Table I's reconciliation)."""
+        return {"seqlen": self.mlm_seqlen, "calib_seqlen": min(calib_seqlen, self.mlm_seqlen), "eval_dtype": "float32",
+                "reference_seqlen": None}
 
     def recipe(self, task: str) -> Recipe:
         """The paper's recipe for ``task`` with the profile's changes (``glue_recipe``)."""
@@ -90,10 +102,12 @@ class MpgParams:
 
 class MpgGrid:
     """Notebook 1's experiments (``lm``: ``{model: HeadExperiment}``, ``vision``: ``{model:
-    VisionHeadExperiment}``, the MHA image classifiers) and the cells of each section."""
+    VisionHeadExperiment}``, the MHA image classifiers; ``mlm``: ``{model: MlmHeadExperiment}``, the masked
+    LMs of Table I's encoder rows) and the cells of each section."""
 
-    def __init__(self, session, lm: dict | None = None, vision: dict | None = None, glue: dict | None = None):
-        """``lm``, ``vision``, ``glue``: experiments to use instead of building them from the parameters."""
+    def __init__(self, session, lm: dict | None = None, vision: dict | None = None, glue: dict | None = None,
+                 mlm: dict | None = None):
+        """``lm``, ``vision``, ``glue``, ``mlm``: experiments to use instead of building them from the parameters."""
         p = session.params
         self.session, self.store, self.p = session, session.store, MpgParams.from_params(p)
         self.lm = lm if lm is not None else session.experiments(
@@ -103,6 +117,8 @@ class MpgGrid:
             grad_nsamples=p["vision_grad_nsamples"], n_eval=p["vision_n_eval"],
             images=p["vision_data"])
         q = self.p
+        self.mlm = mlm if mlm is not None else {} if not q.mlm_models else session.experiments(
+            MlmHeadExperiment, q.mlm_models, changes=q.mlm_changes(p["calib_seqlen"]), grad_nsamples=p["grad_nsamples"])
         self.glue = glue if glue is not None else {
             t: GlueHeadExperiment(q.glue_encoder, t, self.store, q.glue_k, recipe=q.recipe(t), n_calib=q.glue_n_calib,
                                   grad_nsamples=q.glue_grad_nsamples, methods=q.methods, sparsities=q.sparsities,
@@ -110,7 +126,7 @@ class MpgGrid:
             for t in q.glue_tasks}
 
     def all_experiments(self) -> list:
-        return [*self.lm.values(), *self.vision.values(), *self.glue.values()]
+        return [*self.lm.values(), *self.vision.values(), *self.glue.values(), *self.mlm.values()]
 
     # ---- one method per section ------------------------------------------------------------------
     def norm_profile(self) -> dict | None:
@@ -221,6 +237,15 @@ class MpgGrid:
             e.grid(["mpg"], p.z_sparsities, p.z_values)
         return shown(self.store, lambda: (vision_frame(self.store, self.vision), scores_frame(self.store, self.vision)))
 
+    def encoder_rows(self) -> pd.DataFrame:
+        """Section 9b (Table I's encoder rows): on every masked LM of ``mlm_models``, dense and every method x
+        sparsity (z = 2, index tie-break), Random once per seed of ``random_seeds``, the calibrated scorers on the
+        first calibration draw only (the setup's ``calib_seed``); the frame of those cells, pseudo-perplexity in
+        its ``ppl`` column."""
+        for e in self.mlm.values():
+            e.grid(self.p.methods, self.p.sparsities, dense=True, random_seeds=self.p.random_seeds)
+        return shown(self.store, lambda: main_cells(ppl_frame(self.store, self.mlm, records=MlmHeadExperiment.records)))
+
     def plan(self) -> None:
         """Every section, in the notebook's order."""
         self.norm_profile()
@@ -237,6 +262,7 @@ class MpgGrid:
         self.ties()
         self.efficiency()
         self.mha()
+        self.encoder_rows()
 
 
 def build(session) -> MpgGrid:

@@ -60,15 +60,17 @@ def _draw(config: dict) -> int:
     return int((config.get("calibration") or {}).get("seed", 0))
 
 
-def ppl_frame(store: Store, experiments, session: bool = True, pool: bool = True) -> pd.DataFrame:
+def ppl_frame(store: Store, experiments, session: bool = True, pool: bool = True,
+              records: str = "heads-ppl") -> pd.DataFrame:
     """One row per perplexity cell of ``experiments`` (HeadExperiments) under their current setup
     (data, seqlen, windows, batch size, dtype); ``session``: only cells asked for in this session.
     ``pool``: the draws of a method drawn several times (Random's seeds, calibration draws) as one row
-    (:func:`pool_draws`), else one row per draw."""
+    (:func:`pool_draws`), else one row per draw. ``records``: their record folder ("heads-mlm": the masked
+    LMs' pseudo-perplexity cells, in the same shape)."""
     rows = []
-    for r, _ in owned(store, "heads-ppl", experiments, session):
+    for r, _ in owned(store, records, experiments, session):
         c, res = r["config"], r["result"]
-        rows.append({"key": ("heads-ppl", r["key"]), "model": c["model"]["name"], "method": c["method"],
+        rows.append({"key": (records, r["key"]), "model": c["model"]["name"], "method": c["method"],
                      "draw": _draw(c), "scale": c.get("scale", "global"),
                      "z": c.get("z"), "sparsity": c.get("sparsity", 0.0), "tie_break": c.get("tie_break", "index"),
                      "tie_seed": c.get("tie_seed"), "data": f'{c["data"]["name"]}:{c["data"]["split"]}',

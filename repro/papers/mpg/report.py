@@ -5,14 +5,15 @@ from __future__ import annotations
 import pandas as pd
 
 from repro.assets.encoders import ENCODERS
+from repro.engines.mlm import MASK_RATE
 from repro.papers.mpg import collapse as C
 from repro.papers.mpg.glue import TASK_LABEL, glue_reading, table3
 from repro.papers.mpg.grid import MpgGrid
 from repro.papers.mpg.mha import MhaTables
-from repro.papers.mpg.records import describe
+from repro.papers.mpg.records import describe, grid
 from repro.papers.mpg.tables import Tables
 from repro.report import caption as caption_line
-from repro.report import differences_table, model_line, provenance
+from repro.report import differences_table, marked_table, model_line, provenance
 
 
 class Report(Tables):
@@ -34,7 +35,15 @@ class Report(Tables):
                  f"calibration {e.setup.calib_nsamples} x {e.setup.calib_seqlen} tokens of {e.calib_text.label} "
                  f"(Gradient-Head on the first {e.grad_nsamples})"
                  for line, e in zip(describe(self.grid.lm).splitlines(), self.grid.lm.values())]
-        return provenance(lines + (self.mha.provenance() if self.grid.vision else []) + self.glue_provenance())
+        return provenance(lines + (self.mha.provenance() if self.grid.vision else []) + self.glue_provenance()
+                          + self.mlm_provenance())
+
+    def mlm_provenance(self) -> list[str]:
+        """Section 9b's masked LMs: what each is, its evaluation sample, its calibration."""
+        return [f"{model_line(e)} (section 9b, masked LM): L x H = {e.shape[0]} x {e.shape[1]}; eval {e.data.label}, "
+                f"{e.windows()}, {e.setup.eval_dtype}; calibration {e.setup.calib_nsamples} x {e.setup.calib_seqlen} "
+                f"tokens of {e.calib_text.label} between <s> and </s> (Gradient-Head on the first {e.grad_nsamples}, "
+                f"{MASK_RATE:.0%} of each window's text tokens masked)" for e in self.grid.mlm.values()]
 
     # -- section 3's "why" tables (repro.papers.mpg.collapse)
     def sample_vs_split(self, main: pd.DataFrame, full: dict) -> tuple[pd.DataFrame, str]:
@@ -65,6 +74,32 @@ class Report(Tables):
                                    "score) against Table I's global ranking (first draw), perplexity ratio "
                                    "normalised / global paired over the same windows (lo, hi: its 95% interval).",
                                    keys)
+
+    # -- section 9b: Table I's encoder rows (masked LMs, pseudo-perplexity)
+    def encoder_setting(self) -> str:
+        """'FacebookAI/roberta-base; wikitext2:validation, 32 x 128 tokens between <s> and </s>, spread over the
+        split; FP32 (float32)': what produced the encoder rows."""
+        es = list(self.grid.mlm.values())
+        samples = list(dict.fromkeys(e.windows() for e in es))
+        return (f"{', '.join(self.grid.mlm)}; {' / '.join(dict.fromkeys(e.data.label for e in es))}, "
+                f"{' / '.join(samples)}; FP32 ({', '.join(dict.fromkeys(e.setup.eval_dtype for e in es))})")
+
+    def encoder_table(self, frame: pd.DataFrame):
+        """(marked table, caption, values) of :meth:`MpgGrid.encoder_rows`' frame: Table I's encoder rows, every
+        method's pseudo-perplexity at every sparsity on every masked LM, best per column bold, second underlined.
+        The paper's RoBERTa numbers are not in this repository, so none is shown beside them. (None, None, None)
+        without a masked LM or a cell (``mlm_models`` empty)."""
+        p, models = self.params, list(self.grid.mlm)
+        if not models or frame is None or frame.empty:
+            return None, None, None
+        vals = grid(frame, "ppl", p["methods"], models, p["sparsities"])
+        table = marked_table(vals, grid(frame, "ci95", p["methods"], models, p["sparsities"]), skip_rows=["Dense"])
+        table.columns = [f"{m} @ {s}" for m, s in table.columns]
+        levels = "/".join(f"{s * 100:g}" for s in p["sparsities"])
+        title = (f"Table I, encoder rows: pseudo-perplexity (Salazar et al. 2020), lower is better, at {levels}% head sparsity; calibrated scorers on the first calibration draw only."
+                 f"{self.draws_note(frame)}")
+        keys = [k for ks in frame["keys"] for k in ks] if len(frame) else []
+        return table, caption_line(title, self.encoder_setting(), self.profile, self.store.cache_summary(keys)), vals
 
     def glue_provenance(self) -> list[str]:
         """Section 6's encoder: what it is, where its weights come from, how each task's folds train it."""
@@ -115,8 +150,10 @@ class Report(Tables):
                           f"epochs" for t, e in g.items())
               + (f". Zero-shot {', '.join(p['zeroshot_tasks'])} of {', '.join(p['zeroshot_models'])}: appendix, "
                  "uninformative" if p["zeroshot_tasks"] else ""))
-        enc = (f"{', '.join(vision)}, **trained here** on Fashion-MNIST: top-1 and cross-entropy on the first "
-               f"{p['vision_n_eval']} test images (section 9)" if vision else "not run")
+        enc = "; ".join([f"{', '.join(self.grid.mlm)}: pseudo-perplexity, {self.encoder_setting()} (section 9b)"]
+                        * bool(self.grid.mlm)
+                        + [f"{', '.join(vision)}, **trained here** on Fashion-MNIST: top-1 and cross-entropy on the "
+                           f"first {p['vision_n_eval']} test images (section 9)"] * bool(vision)) or "not run"
         rows = [("models", "RoBERTa-base/large, OPT-6.7B, LLaMA-3-8B, Mistral-7B",
                  "; ".join(model_line(e) for e in lm.values())),
                 ("evaluation", "WikiText-2 validation, the whole split", evals),
