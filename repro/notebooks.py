@@ -41,6 +41,7 @@ class Session:
         self.profile = params["profile"] + simulated_note(
             [*params.get("models", []), *params.get("vision_models", []), *params.get("mlm_models", []),
              params.get("glue_encoder")])
+        self.params["profile"] = self.profile  # the name every caption prints (a simulated hub says so)
         self.store = Store(params["results_dir"], recompute=params.get("recompute", False))
         self.figures = Path(params["figures_dir"])
         self.figures.mkdir(parents=True, exist_ok=True)
@@ -82,6 +83,8 @@ class Session:
 
         if index is None:
             index = not isinstance(table.index, pd.RangeIndex)
+        if caption and "profile `" not in caption.lower():  # every table says which profile produced it
+            caption = f"{caption.rstrip()} Profile `{self.profile}`."
         save_table(table, self.figures / stem, caption, raw=raw, index=index)
         display(Markdown(to_markdown(table, caption, index=index)))
         if reading:

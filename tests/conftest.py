@@ -36,7 +36,7 @@ def one_thread_context():
 
 # make test runs the files in two pytest-xdist workers, a file at a time each (--dist loadfile): the slowest
 # files start first, so that no long file is left running alone at the end (its order within a file is kept)
-SLOW_FIRST = ("test_jobs_processes.py", "test_smoke.py", "test_committed.py", "test_jobs.py", "test_real_model.py",
+SLOW_FIRST = ("test_jobs_processes.py", "test_smoke.py", "test_paper_tiny.py", "test_committed.py", "test_jobs.py", "test_real_model.py",
               "test_cli.py", "test_docs.py")
 
 

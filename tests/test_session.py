@@ -50,6 +50,9 @@ def test_show_saves_and_update_readme_replaces_blocks(tmp_path, capsys):
     nb.show(pd.DataFrame({"a": [1.5]}, index=["x"]), "t1", "**Cap.**", raw=pd.DataFrame({"a": [1.4999]}))
     md = (tmp_path / "figures" / "t1.md").read_text()
     assert md.startswith("**Cap.**") and "| x " in md and "1.4999" in (tmp_path / "figures" / "t1.csv").read_text()
+    assert md.splitlines()[0] == f"**Cap.** Profile `{nb.profile}`."  # a caption without its profile gets it
+    nb.show(pd.DataFrame({"a": [1.5]}), "t2", "**Cap.** m; profile `x`.")
+    assert (tmp_path / "figures" / "t2.md").read_text().splitlines()[0] == "**Cap.** m; profile `x`."  # once only
     (tmp_path / "README.md").write_text("a\n<!-- begin b -->\nold\n<!-- end b -->\nz\n")
     nb.update_readme({"b": "new"})
     assert (tmp_path / "README.md").read_text() == "a\n<!-- begin b -->\nnew\n<!-- end b -->\nz\n"
