@@ -19,6 +19,18 @@ def _isolated_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("REPRO_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
 
 
+def load_tool(name: str):
+    """The script ``tools/<name>.py`` as a module (registered in ``sys.modules``: its dataclasses need it)."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def have_wikitext() -> bool:
     from repro.assets.data import wikitext_dir
 

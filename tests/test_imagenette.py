@@ -3,9 +3,6 @@ layout checks, the evenly spread evaluation sample, the ten-logit restriction, a
 1000-label ViT saved with its own image processor, on tools/simulated_data.py's random images."""
 from __future__ import annotations
 
-import importlib.util
-import sys
-
 import pytest
 import torch
 
@@ -17,18 +14,9 @@ from repro.errors import ReproError
 from repro.evaluate.vision import classify
 from repro.store import Store
 
-from conftest import ROOT
+from conftest import load_tool
 
-
-def _tool():
-    spec = importlib.util.spec_from_file_location("simulated_data", ROOT / "tools" / "simulated_data.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-sim = _tool()
+sim = load_tool("simulated_data")
 
 
 @pytest.fixture(scope="module")

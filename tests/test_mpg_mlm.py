@@ -2,9 +2,7 @@
 pseudo-perplexity, on the simulated hub's random RoBERTa (``<s> ... </s>`` tokenizer, ``<mask>``, 514 positions)."""
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
 from types import SimpleNamespace
 
 import numpy as np
@@ -23,7 +21,7 @@ from repro.evaluate.ppl import tokenize
 from repro.papers import mpg as P
 from repro.store import Store
 
-from conftest import ROOT
+from conftest import ROOT, load_tool
 
 ROBERTA = "FacebookAI/roberta-base"
 SETUP = Setup(data="wiki-sample", seqlen=16, max_windows=4, spread=True, eval_dtype="float32",
@@ -31,18 +29,10 @@ SETUP = Setup(data="wiki-sample", seqlen=16, max_windows=4, spread=True, eval_dt
 NB = ROOT / "notebooks" / "01_mpg_head_pruning.py"
 
 
-def _sim():
-    spec = importlib.util.spec_from_file_location("simulated_hub", ROOT / "tools" / "simulated_hub.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def hub(tmp_path_factory):
     cache = tmp_path_factory.mktemp("hf") / "hub"
-    _sim().write(cache, [ROBERTA])
+    load_tool("simulated_hub").write(cache, [ROBERTA])
     return cache
 
 

@@ -6,16 +6,14 @@ MLP ratio, one GLUE task) so that it stays within minutes; `make reproduce PROFI
 profile."""
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 
 import pytest
 
 from repro.jobs import run_notebook
 from repro.notebooks import execute, load_profile
 
-from conftest import ROOT
+from conftest import ROOT, load_tool
 
 PROFILE = ROOT / "notebooks/profiles/paper-tiny.yaml"
 PAPER = ROOT / "notebooks/profiles/paper.yaml"
@@ -35,22 +33,14 @@ TRIM = {  # CI only (minutes, not a quarter of an hour): fewer models and tasks;
 NOTE = "simulated hub: random weights"
 
 
-def _tool(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def simulated(tmp_path_factory):
     """The simulated hub and data, written once; the environment `make reproduce PROFILE=paper-tiny` sets."""
     root = tmp_path_factory.mktemp("simulated")
-    _tool("simulated_hub").write(root / "hub")
+    load_tool("simulated_hub").write(root / "hub")
     data = root / "data"
-    _tool("simulated_data").write_imagenette(data)
-    _tool("simulated_data").write_c4(data)
+    load_tool("simulated_data").write_imagenette(data)
+    load_tool("simulated_data").write_c4(data)
     return {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HUB_CACHE": str(root / "hub"),
             "REPRO_C4_DIR": str(data / "c4"), "REPRO_IMAGENETTE": str(data / "imagenette2")}
 

@@ -4,7 +4,6 @@ process, byte-identical rewrites, and what ``repro.assets.models`` makes of them
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import os
 import subprocess
@@ -17,18 +16,9 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import ROOT
+from conftest import ROOT, load_tool
 
-
-def _tool():
-    spec = importlib.util.spec_from_file_location("simulated_hub", ROOT / "tools" / "simulated_hub.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-sim = _tool()
+sim = load_tool("simulated_hub")
 IDS = list(sim.MODELS)
 BOS_STYLES = {name for name, t in sim.TOKENIZERS.items() if t["bos"]}
 GQA = {"meta-llama/Meta-Llama-3-8B", "mistralai/Mistral-7B-v0.1", "meta-llama/Llama-3.1-8B-Instruct",
