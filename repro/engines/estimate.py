@@ -5,9 +5,10 @@ throughput (``repro run --dry-run``). An estimate, not a measurement.
 ``N`` the model's parameters (:func:`parameters`: the architecture's exact count from its configuration
 where one is known here, :data:`PUBLISHED_PARAMS` otherwise). Left out: attention's seqlen-dependent
 term (about 5-10% at 2048 tokens for the 7-8B models), embedding lookups (counted in ``N`` although
-they are no matmul: roughly the same size the other way), the pruning solvers' own arithmetic
-(SparseGPT's Hessian inverses: about 1% of a calibration pass at these widths) and every overhead
-(loading, tokenizing, Python). Per cell (:func:`cell_cost`):
+they are no matmul: roughly the same size the other way), the pruning solvers' own work (few FLOPs, but
+SparseGPT's column-by-column sweep runs far below the peak: measured on an H200, about 3 s per 8B-class
+block whatever the calibration size, some 100 s per prune of a 32-block model, most of its time there;
+``benchmarks/results/gpu_throughput_h200.json``) and every overhead (loading, tokenizing, Python). Per cell (:func:`cell_cost`):
 
 - an evaluation (dense or pruned perplexity) reads ``windows x seqlen`` tokens: ``max_windows`` windows,
   or, with ``max_windows: null``, the whole split: its characters (read here, else :data:`KNOWN_CHARS`)
@@ -29,7 +30,9 @@ they are no matmul: roughly the same size the other way), the pruning solvers' o
 copies), ``fp32_tflops`` for float32 (the loaded model: calibration, pruning, and the bandit searches
 unless ``search_dtype: eval``; TF32 is not enabled, so float32 matmuls run on the CUDA cores). The
 defaults are 40% of an A100's dense peaks (312 TFLOPS fp16 tensor cores, 19.5 TFLOPS fp32); an H100
-SXM is about 3x both. Small models (Paper 3's 124M-494M at 8 x 128 tokens a batch) reach a far smaller
+SXM is about 3x both. Measured on an H200 at Llama-3-8B / OPT-6.7B widths (``benchmarks/gpu_throughput.py``), in
+this module's own FLOP count: fp16 evaluation about 440-570 TFLOPS, float32 calibration (Wanda) and gradient
+passes about 47-57. Small models (Paper 3's 124M-494M at 8 x 128 tokens a batch) reach a far smaller
 share of the peak: their hours are a lower bound.
 """
 from __future__ import annotations
