@@ -142,3 +142,48 @@ def test_chunked_loss_equals_one_float32_cross_entropy_bit_for_bit(vocab):
     assert LOSS_CHUNK_BYTES // (4 * vocab) < 39 or vocab == 97  # the large vocabularies really are chunked
     for chunk in (None, 1, 3, 128):
         assert torch.equal(shifted_nll(logits, ids, chunk=chunk), whole)
+
+
+def _fast_tokenizer(extra: str | None = None):
+    """A real ``tokenizers``-backed tokenizer (word level); ``extra``: one more vocabulary entry (another
+    definition, other ids)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    words = sorted({w for r in ROWS for w in r.split()} | ({extra} if extra else set()))
+    vocab = {"[UNK]": 0, **{w: i + 1 for i, w in enumerate(words)}}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]")
+
+
+def test_long_texts_keep_their_ids_on_disk_per_tokenizer_definition(monkeypatch, tmp_path):
+    """A training split is tokenized once per tokenizer definition and text, not once per worker process: a
+    new tokenizer object of the same definition reads the ids from $REPRO_CACHE/tokens (what a fresh worker
+    sees); another definition never reads them; a broken file is tokenized again; short texts stay in memory."""
+    from repro.evaluate import ppl
+
+    monkeypatch.setenv("REPRO_CACHE", str(tmp_path))
+    rows = ROWS * 300  # ~330k characters: above DISK_CACHE_CHARS
+    long = TextData("toy", "train", rows, "2" * 64, "test")
+    assert len("\n\n".join(rows)) >= ppl.DISK_CACHE_CHARS
+    first = ppl.tokenize(_fast_tokenizer(), long)
+    files = list((tmp_path / "tokens").glob("*.npy"))
+    assert len(files) == 1 and first.dtype == torch.int64 and first.numel() > 10_000
+
+    def no_tokenizing(tokenizer, text):
+        raise AssertionError("tokenized again although its ids are on disk")
+    with monkeypatch.context() as m:
+        m.setattr(ppl, "_tokenize_text", no_tokenizing)
+        again = ppl.tokenize(_fast_tokenizer(), long)  # a new object: not in the in-memory memo
+    assert again.dtype == torch.int64 and torch.equal(again, first)
+
+    other = ppl.tokenize(_fast_tokenizer(extra="!!"), long)  # one more word, sorted first: every id shifts
+    assert not torch.equal(other, first) and len(list((tmp_path / "tokens").glob("*.npy"))) == 2
+
+    files[0].write_bytes(files[0].read_bytes()[:100])  # a truncated file (a killed writer would leave none)
+    assert torch.equal(ppl.tokenize(_fast_tokenizer(), long), first)
+    assert torch.equal(torch.from_numpy(np.load(files[0])).long(), first)  # rewritten whole
+
+    ppl.tokenize(_fast_tokenizer(), data())  # short: memory only
+    assert len(list((tmp_path / "tokens").glob("*.npy"))) == 2

@@ -7,9 +7,14 @@ per-window mean NLLs is the token mean; per-window NLLs are returned for bootstr
 """
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import math
+import os
+import tempfile
 import weakref
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -18,6 +23,7 @@ import torch.nn.functional as F
 from repro.assets.data import TextData
 from repro.assets.devices import input_device
 from repro.assets.feeding import prepend, text_tokens
+from repro.assets.files import cache_dir
 from repro.errors import ReproError
 from repro.evaluate.stats import ppl_ci
 from repro.progress import tqdm
@@ -25,8 +31,13 @@ from repro.progress import tqdm
 _TOKEN_CACHE = weakref.WeakKeyDictionary()  # tokenizer -> {data key: ids}
 
 
+DISK_CACHE_CHARS = 200_000  # texts this long (a training split: WikiText-2 train's 10.8M characters take ~16 s a
+# tokenizer, in every worker process) keep their ids on disk too; shorter ones only in memory
+
+
 def tokenize(tokenizer, data: TextData, sep: str = "\n\n") -> torch.Tensor:
-    """All tokens of ``sep.join(rows)`` as one 1-D tensor, memoised per tokenizer *object* and data.
+    """All tokens of ``sep.join(rows)`` as one 1-D tensor, memoised per tokenizer *object* and data, and for
+    long texts also on disk (:func:`_disk_ids`: keyed by the tokenizer's full definition and the text's sha256).
 
     Not per tokenizer name: two tokenizers of one name may tokenize differently (the tiny test
     models' byte tokenizers are all called "bytes", and only Gemma's adds a BOS), and a cache keyed
@@ -38,15 +49,64 @@ def tokenize(tokenizer, data: TextData, sep: str = "\n\n") -> torch.Tensor:
         cache = {}
     key = (data.name, data.split, data.sha256, len(data.rows), sep)
     if key not in cache:
-        import transformers
-
-        verbosity = transformers.logging.get_verbosity()
-        transformers.logging.set_verbosity_error()  # "sequence longer than max length" is expected
-        try:
-            cache[key] = tokenizer(sep.join(data.rows), return_tensors="pt")["input_ids"][0]
-        finally:
-            transformers.logging.set_verbosity(verbosity)
+        text = sep.join(data.rows)
+        cache[key] = _disk_ids(tokenizer, text, lambda: _tokenize_text(tokenizer, text))
     return cache[key]
+
+
+def _tokenize_text(tokenizer, text: str) -> torch.Tensor:
+    import transformers
+
+    verbosity = transformers.logging.get_verbosity()
+    transformers.logging.set_verbosity_error()  # "sequence longer than max length" is expected
+    try:
+        return tokenizer(text, return_tensors="pt")["input_ids"][0]
+    finally:
+        transformers.logging.set_verbosity(verbosity)
+
+
+def tokenizer_fingerprint(tokenizer) -> str | None:
+    """sha256 of what decides a fast tokenizer's ids: its whole ``tokenizer.json`` definition (normalizer,
+    pre-tokenizer, vocabulary and merges, the post-processor that adds BOS/EOS), its class and BOS/EOS flags.
+    None for a tokenizer without a ``tokenizers`` backend (no disk cache then)."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None:
+        return None
+    h = hashlib.sha256(backend.to_str().encode())
+    h.update(repr((type(tokenizer).__name__, getattr(tokenizer, "add_bos_token", None),
+                   getattr(tokenizer, "add_eos_token", None))).encode())
+    return h.hexdigest()
+
+
+def _disk_ids(tokenizer, text: str, compute) -> torch.Tensor:
+    """``compute()``'s ids of ``text``, read from ``$REPRO_CACHE/tokens`` when an earlier process of any run
+    stored them for the same tokenizer definition and text. Computed under the file's lock (two workers that
+    need the same ids at once: one tokenizes, the other waits and reads), stored atomically (temporary file,
+    then rename). Short texts, tokenizers without a fingerprint, and unreadable files fall back to ``compute()``."""
+    fp = tokenizer_fingerprint(tokenizer) if len(text) >= DISK_CACHE_CHARS else None
+    if fp is None:
+        return compute()
+    folder = cache_dir("tokens")
+    path = folder / f"{fp[:24]}-{hashlib.sha256(text.encode()).hexdigest()[:24]}.npy"
+    with open(path.with_suffix(".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            try:
+                return torch.from_numpy(np.load(path).astype(np.int64))
+            except (OSError, ValueError):
+                pass  # absent, or a file that is not a whole array: computed again and rewritten
+            ids = compute()
+            fd, tmp = tempfile.mkstemp(dir=folder, prefix=path.stem, suffix=".tmp")
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    small = ids.numel() == 0 or int(ids.max()) < 2**31
+                    np.save(f, ids.numpy().astype(np.int32 if small else np.int64))
+                os.replace(tmp, path)
+            except OSError:  # a read-only cache: the ids are still returned
+                Path(tmp).unlink(missing_ok=True)
+            return ids
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def max_positions(model: torch.nn.Module) -> int | None:
