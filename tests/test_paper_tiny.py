@@ -18,7 +18,7 @@ from conftest import ROOT, load_tool
 PROFILE = ROOT / "notebooks/profiles/paper-tiny.yaml"
 PAPER = ROOT / "notebooks/profiles/paper.yaml"
 SOURCES = sorted((ROOT / "notebooks").glob("[0-9]*.py"))
-NB3_LMS = ["openai-community/gpt2", "EleutherAI/pythia-160m"]
+NB3_LMS = ["openai-community/gpt2"]  # the other families load and prune in tests/test_gpu_check.py
 LLAMA31 = "meta-llama/Llama-3.1-8B-Instruct"
 TRIM = {  # CI only (minutes, not a quarter of an hour): fewer models and tasks; every section still runs
     "01_mpg_head_pruning": {"models": ["meta-llama/Meta-Llama-3-8B"], "mlm_models": ["FacebookAI/roberta-base"],
@@ -27,6 +27,8 @@ TRIM = {  # CI only (minutes, not a quarter of an hour): fewer models and tasks;
                              **{k: [LLAMA31] for k in ("c4_models", "nm_models", "ablation_models", "curve_models",
                                                        "zeroshot_models")}},
     "03_bandit_pruning": {"models": NB3_LMS, "unit_settings": {m: {"head": [0.10], "mlp": [0.05]} for m in NB3_LMS},
+                          # DeiT runs ViT's code; Swin its own adapter
+                          "vision_models": ["facebook/deit-tiny-patch16-224", "microsoft/swin-tiny-patch4-window7-224"],
                           "removal": {"model": "openai-community/gpt2", "method": "thompson", "seed": 1, "batches": [1],
                                       "repeats": 2}},
 }

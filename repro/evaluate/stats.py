@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from scipy import stats
@@ -104,9 +105,9 @@ def _paired_log_ratio(a: np.ndarray, b: np.ndarray, statistic, level: float, see
     est = float(np.exp(statistic(d)))
     ci = None
     if not np.all(d == d[0]):
-        res = stats.bootstrap((a, b), lambda x, y, axis=-1: statistic(x - y, axis=axis), paired=True,
-                              confidence_level=level, n_resamples=N_RESAMPLES, method="percentile",
-                              rng=np.random.default_rng(seed))
+        # resampling the differences = the paired bootstrap, bit for bit (see paired_difference)
+        res = stats.bootstrap((d,), lambda x, axis=-1: statistic(x, axis=axis), confidence_level=level,
+                              n_resamples=N_RESAMPLES, method="percentile", rng=np.random.default_rng(seed))
         ci = (float(np.exp(res.confidence_interval.low)), float(np.exp(res.confidence_interval.high)))
     else:
         ci = (est, est)  # every unit moves by the same amount: no sampling spread
@@ -230,16 +231,28 @@ def paired_ratio_t(nll_a, nll_b, level: float = LEVEL) -> Paired:
 
 def paired_difference(a, b, level: float = LEVEL, seed: int = 0) -> Paired:
     """``mean(a) - mean(b)`` on the same units (e.g. per-document accuracy of two models on the
-    same documents) with a paired bootstrap CI; ``n_better`` counts units where ``a > b``."""
+    same documents) with a paired bootstrap CI; ``n_better`` counts units where ``a > b``.
+
+    Memoised on the two samples' values (:func:`_paired_difference`): notebook 3's sections compare the
+    same two searches' 2000 per-image results again and again (107 distinct pairs among 360 calls), and each
+    bootstrap of 2000 units costs a tenth of a second. The result is a frozen :class:`Paired`."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if a.shape != b.shape or a.ndim != 1 or a.size == 0:
         raise ValueError(f"a paired comparison needs two equal-length 1-D samples, got {a.shape} and {b.shape}")
+    require_units(a.size, "paired units")
+    return _paired_difference(a.tobytes(), b.tobytes(), level, seed)
+
+
+@lru_cache(maxsize=4096)
+def _paired_difference(a_bytes: bytes, b_bytes: bytes, level: float, seed: int) -> Paired:
+    a, b = np.frombuffer(a_bytes), np.frombuffer(b_bytes)
     d = a - b
-    require_units(d.size, "paired units")
     est = float(d.mean())
     if not np.all(d == d[0]):
-        res = stats.bootstrap((a, b), lambda x, y, axis=-1: np.mean(x - y, axis=axis), paired=True,
-                              confidence_level=level, n_resamples=N_RESAMPLES, method="percentile",
+        # the paired bootstrap of mean(a - b) resamples unit indices; resampling the differences themselves
+        # draws the same indices from the same generator, so it gives the same distribution bit for bit
+        # (tested), an order of magnitude faster: one gather instead of two and a subtraction
+        res = stats.bootstrap((d,), np.mean, confidence_level=level, n_resamples=N_RESAMPLES, method="percentile",
                               rng=np.random.default_rng(seed))
         ci = (float(res.confidence_interval.low), float(res.confidence_interval.high))
     else:
