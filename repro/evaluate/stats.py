@@ -234,8 +234,8 @@ def paired_difference(a, b, level: float = LEVEL, seed: int = 0) -> Paired:
     same documents) with a paired bootstrap CI; ``n_better`` counts units where ``a > b``.
 
     Memoised on the two samples' values (:func:`_paired_difference`): notebook 3's sections compare the
-    same two searches' 2000 per-image results again and again (107 distinct pairs among 360 calls), and each
-    bootstrap of 2000 units costs a tenth of a second. The result is a frozen :class:`Paired`."""
+    same two searches' 2000 per-image results again and again (107 distinct pairs among 360 calls). The
+    result is a frozen :class:`Paired`."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if a.shape != b.shape or a.ndim != 1 or a.size == 0:
         raise ValueError(f"a paired comparison needs two equal-length 1-D samples, got {a.shape} and {b.shape}")
