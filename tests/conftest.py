@@ -46,10 +46,12 @@ def one_thread_context():
     torch.set_num_threads(n)
 
 
-# make test runs the files in two pytest-xdist workers, a file at a time each (--dist loadfile): the slowest
-# files start first, so that no long file is left running alone at the end (its order within a file is kept)
-SLOW_FIRST = ("test_jobs_processes.py", "test_smoke.py", "test_paper_tiny.py", "test_committed.py", "test_jobs.py", "test_real_model.py",
-              "test_cli.py", "test_docs.py")
+# make test runs the files in two pytest-xdist workers, a file at a time each (--dist loadfile), handed out in
+# collection order (--no-loadscope-reorder: xdist's default reorders files by their number of tests, most first,
+# which left the few-test notebook files to the end): the slowest files first (longest first: the two workers
+# finish together instead of one waiting on the other); the order within a file is kept
+SLOW_FIRST = ("test_paper_tiny.py", "test_smoke.py", "test_committed.py", "test_jobs_processes.py", "test_jobs.py",
+              "test_real_model.py", "test_gpu_check.py", "test_cli.py", "test_docs.py", "test_store.py")
 
 
 def pytest_collection_modifyitems(items):
