@@ -29,6 +29,7 @@
 profile = "cpu"
 models = ["smollm2-135m", "gemma3-270m"]
 unit_settings = {"smollm2-135m": {"head": [0.10], "mlp": [0.03, 0.05, 0.08]}, "gemma3-270m": {"head": [0.10]}}
+ablation_settings = None  # the part of unit_settings sections 5b and 5d run on (None: all of it)
 model_settings = {}  # per model: any Setup field (max_windows, calib_nsamples, ...)
 data = "wikitext2:test"
 seqlen = 128

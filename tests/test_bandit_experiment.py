@@ -658,3 +658,26 @@ def test_notebook_3_parameters_are_checked_before_any_model_loads():
         BanditParams.from_params({**good, "join": "median"})
     with pytest.raises(ReproError, match="unknown memory 'forever'"):
         BanditParams.from_params({**good, "memory": "forever"})
+
+
+def test_ablations_run_on_the_ablation_settings_only():
+    """``ablation_settings`` restricts sections 5b and 5d to part of ``unit_settings`` (the 8% MLP cells run
+    the notebook's rule only); None keeps every setting; a setting outside unit_settings is refused."""
+    from repro.papers.bandit.grid import BanditGrid, BanditParams
+
+    calls = []
+    params = {"models": ["m"], "unit_settings": {"m": {"head": [0.1], "mlp": [0.03, 0.08]}}, "methods": ["thompson"],
+              "seeds": [1], "search": {"budget": 8, "pool_size": 16}, "lambada_limit": None, "vision_models": [],
+              "vision_ratio": 0.1, "vision_methods": ["thompson"], "vision_search": {}, "memory": "persist",
+              "memory_ablation": True, "join": "posterior", "join_ablation": True, "wide_search": {}, "removal": {},
+              "seqlen": 8}
+    grid = BanditGrid.__new__(BanditGrid)
+    grid.lm, grid.vision = {"m": SimpleNamespace(grid=lambda units, *a: calls.append(units))}, {}
+    for ablation, expected in ((None, {"head": [0.1], "mlp": [0.03, 0.08]}),
+                               ({"m": {"mlp": [0.03]}}, {"mlp": [0.03]})):
+        calls.clear()
+        grid.p = BanditParams.from_params({**params, "ablation_settings": ablation})
+        grid.memory_ablation(), grid.join_ablation()
+        assert calls == [expected] * 5  # UCB and TS under "step" and "carry", then TS under the other join
+    with pytest.raises(ReproError, match=r"ablation_settings\['m'\] must be a part of unit_settings"):
+        BanditParams.from_params({**params, "ablation_settings": {"m": {"mlp": [0.05]}}})

@@ -5,7 +5,7 @@ section", so the notebook and ``repro run`` ask for the same cells by the same c
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import MISSING, dataclass, fields
 
 import pandas as pd
 
@@ -36,6 +36,7 @@ class BanditParams:
     wide_search: dict
     removal: dict
     seqlen: int
+    ablation_settings: dict | None = None
 
     def __post_init__(self):
         """Every value checked before any model is loaded (one line naming the parameter)."""
@@ -57,6 +58,15 @@ class BanditParams:
                 if kind not in KINDS:
                     raise UnknownNameError("unit kind in unit_settings", kind, KINDS)
                 check_list(f"unit_settings[{model!r}][{kind!r}]", ratios, "number", 0.0, 1.0)
+        if self.ablation_settings is not None:
+            if not isinstance(self.ablation_settings, dict):
+                raise ReproError(f"parameter ablation_settings must be None or map models to {{unit kind: "
+                                 f"[ratios]}}, got {self.ablation_settings!r}")
+            for model, kinds in self.ablation_settings.items():
+                for kind, ratios in (kinds.items() if isinstance(kinds, dict) else [(None, None)]):
+                    if ratios is None or not set(ratios) <= set(self.unit_settings.get(model, {}).get(kind, [])):
+                        raise ReproError(f"parameter ablation_settings[{model!r}] must be a part of unit_settings"
+                                         f"[{model!r}], got {kinds!r}")
         check_number("vision_ratio", self.vision_ratio, lo=0.0, hi=1.0)
         check_number("lambada_limit", self.lambada_limit, True, 1, allow_none=True)
         check_number("seqlen", self.seqlen, True, 1)
@@ -74,7 +84,7 @@ class BanditParams:
 
     @classmethod
     def from_params(cls, params: dict) -> "BanditParams":
-        return cls(**{f.name: params[f.name] for f in fields(cls)})
+        return cls(**{f.name: params[f.name] for f in fields(cls) if f.name in params or f.default is MISSING})
 
 
 class BanditGrid:
@@ -122,6 +132,12 @@ class BanditGrid:
         return shown(self.store, lambda: vision_frame(self.store, self.vision, memory=p.memory,
                                                                search=p.vision_search, join=p.join))
 
+    def ablation_units(self, model: str) -> dict:
+        """The (unit kind: ratios) of ``model`` that the ablations of sections 5b and 5d run on: the
+        ``ablation_settings`` parameter's part of ``unit_settings``, or all of it when that is None."""
+        p = self.p
+        return p.unit_settings.get(model, {}) if p.ablation_settings is None else p.ablation_settings.get(model, {})
+
     def ablation_memories(self) -> list[str]:
         """The memory rules section 5b runs beside the ``memory`` parameter's ("step", "carry")."""
         return ablation_rules(self.p.memory, self.p.memory_ablation)
@@ -133,7 +149,7 @@ class BanditGrid:
         for memory in self.ablation_memories():
             for name, e in self.lm.items():
                 for methods, search in self._searches(list(MAB), p.search, memory=memory):
-                    e.grid(p.unit_settings.get(name, {}), methods, p.seeds, search, p.lambada_limit)
+                    e.grid(self.ablation_units(name), methods, p.seeds, search, p.lambada_limit)
             for e in self.vision.values():
                 for methods, search in self._searches(list(MAB), p.vision_search, memory=memory):
                     e.grid({"head": [p.vision_ratio]}, methods, p.seeds, search)
@@ -151,7 +167,7 @@ class BanditGrid:
             return False
         for name, e in self.lm.items():
             for methods, search in self._searches(["thompson"], p.search, join=join):
-                e.grid(p.unit_settings.get(name, {}), methods, p.seeds, search, p.lambada_limit)
+                e.grid(self.ablation_units(name), methods, p.seeds, search, p.lambada_limit)
         for e in self.vision.values():
             for methods, search in self._searches(["thompson"], p.vision_search, join=join):
                 e.grid({"head": [p.vision_ratio]}, methods, p.seeds, search)
