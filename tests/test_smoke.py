@@ -45,6 +45,7 @@ ONE_MODEL = {
                              **{k: [G] for k in ("c4_models", "nm_models", "ablation_models", "curve_models",
                                                  "zeroshot_models")}},
     "03_bandit_pruning": {"models": [G], "unit_settings": {G: {"head": [0.25], "mlp": [0.25]}},
+                          "seeds": [1, 2],  # the fewest the across-seed tests take (the profile: 3)
                           "removal": {"model": G, "method": "thompson", "seed": 1, "batches": [1], "repeats": 3}},
 }
 
