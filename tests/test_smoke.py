@@ -40,7 +40,7 @@ ONE_MODEL = {
                             "zeroshot_models": [G], "efficiency_models": [G],
                             # no dense pass over all 9k windows of the split: test_committed renders that section
                             # from the cpu profile's records, tests/test_experiments.py plans its cell
-                            "spread": False},
+                            "spread": False, "glue_recipe": {"epochs": 1, "max_length": 32}},  # RTE pairs cut shorter
     "02_ogas_unstructured": {"models": [G], "ogas_setting": {G: "llama"},  # the gamma search and its figure
                              **{k: [G] for k in ("c4_models", "nm_models", "ablation_models", "curve_models",
                                                  "zeroshot_models")}},
