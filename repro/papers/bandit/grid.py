@@ -16,6 +16,19 @@ from repro.methods.bandit import JOINS
 from repro.papers.bandit.records import MAB, ablation_rules, bandit_frame, vision_frame
 
 
+def _check_units(name: str, settings, kinds: tuple) -> None:
+    """``settings`` is ``{model: {unit kind: [ratios in [0, 1)]}}``, or one line naming what is not."""
+    if not isinstance(settings, dict):
+        raise ReproError(f"parameter {name} must map each model to {{unit kind: [ratios]}}, got {settings!r}")
+    for model, by_kind in settings.items():
+        if not isinstance(by_kind, dict):
+            raise ReproError(f"parameter {name}[{model!r}] must map unit kinds to ratios, got {by_kind!r}")
+        for kind, ratios in by_kind.items():
+            if kind not in kinds:
+                raise UnknownNameError(f"unit kind in {name}", kind, kinds)
+            check_list(f"{name}[{model!r}][{kind!r}]", ratios, "number", 0.0, 1.0)
+
+
 @dataclass(frozen=True)
 class BanditParams:
     """What decides notebook 3's cells (each field is the notebook parameter of that name)."""
@@ -48,25 +61,13 @@ class BanditParams:
         check_list("methods", self.methods, known=list(SELECTORS))
         check_list("vision_methods", self.vision_methods, known=list(SELECTORS))
         check_list("seeds", self.seeds, "integer", 0)
-        if not isinstance(self.unit_settings, dict):
-            raise ReproError(f"parameter unit_settings must map each model to {{unit kind: [ratios]}}, "
-                             f"got {self.unit_settings!r}")
-        for model, kinds in self.unit_settings.items():
-            if not isinstance(kinds, dict):
-                raise ReproError(f"parameter unit_settings[{model!r}] must map unit kinds to ratios, got {kinds!r}")
-            for kind, ratios in kinds.items():
-                if kind not in KINDS:
-                    raise UnknownNameError("unit kind in unit_settings", kind, KINDS)
-                check_list(f"unit_settings[{model!r}][{kind!r}]", ratios, "number", 0.0, 1.0)
+        _check_units("unit_settings", self.unit_settings, KINDS)
         if self.ablation_settings is not None:
-            if not isinstance(self.ablation_settings, dict):
-                raise ReproError(f"parameter ablation_settings must be None or map models to {{unit kind: "
-                                 f"[ratios]}}, got {self.ablation_settings!r}")
+            _check_units("ablation_settings", self.ablation_settings, KINDS)
             for model, kinds in self.ablation_settings.items():
-                for kind, ratios in (kinds.items() if isinstance(kinds, dict) else [(None, None)]):
-                    if ratios is None or not set(ratios) <= set(self.unit_settings.get(model, {}).get(kind, [])):
-                        raise ReproError(f"parameter ablation_settings[{model!r}] must be a part of unit_settings"
-                                         f"[{model!r}], got {kinds!r}")
+                if any(not set(rs) <= set(self.unit_settings.get(model, {}).get(k, [])) for k, rs in kinds.items()):
+                    raise ReproError(f"parameter ablation_settings[{model!r}] must be a part of unit_settings"
+                                     f"[{model!r}], got {kinds!r}")
         check_number("vision_ratio", self.vision_ratio, lo=0.0, hi=1.0)
         check_number("lambada_limit", self.lambada_limit, True, 1, allow_none=True)
         check_number("seqlen", self.seqlen, True, 1)
