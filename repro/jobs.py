@@ -323,6 +323,7 @@ def compute(ctx: Context, start, slots: int, progress: Progress, out, max_retrie
                 print("a worker died; its cell left no record: starting the workers again and planning again",
                       file=out, flush=True)
                 backend.close()
+                ctx.session.store.sweep_partial_writes()  # a terminated worker's half-written record
                 backend = start()
                 progress.total -= len(pending)
                 pending.clear()
@@ -330,6 +331,7 @@ def compute(ctx: Context, start, slots: int, progress: Progress, out, max_retrie
             settle(pending.pop(handle), seconds, error)
     except KeyboardInterrupt:
         getattr(backend, "stop", backend.close)()
+        ctx.session.store.sweep_partial_writes()
         backend = None
         raise Interrupted(len(finished)) from None
     finally:

@@ -212,7 +212,7 @@ class Store:
         if self.root is None:
             yield
             return
-        lock = self.root / ".locks" / experiment / f"{config_key(config)}.lock"
+        lock = self._lock_path(experiment, config_key(config))
         lock.parent.mkdir(parents=True, exist_ok=True)
         with open(lock, "a") as f:
             fcntl.flock(f, fcntl.LOCK_EX)
@@ -220,6 +220,35 @@ class Store:
                 yield
             finally:
                 fcntl.flock(f, fcntl.LOCK_UN)
+
+    def _lock_path(self, experiment: str, key: str) -> Path:
+        return self.root / ".locks" / experiment / f"{key}.lock"
+
+    def sweep_partial_writes(self) -> list[Path]:
+        """Delete what a writer killed by a signal left: the temporary file of a record it was
+        writing (a process ended by SIGTERM or SIGKILL runs no cleanup, and a broken worker pool
+        terminates every worker). A temporary file is deleted only while this process holds its
+        cell's lock, so the write of a live process, which holds that lock, is never touched.
+        Returns the paths deleted."""
+        if self.root is None:
+            return []
+        swept = []
+        for tmp in sorted(self.root.glob("*/.*.json.*.tmp")):
+            key = tmp.name[1:].split(".json.", 1)[0]
+            lock = self._lock_path(tmp.parent.name, key)
+            if not lock.exists():  # not written under a cell's lock: not ours to judge
+                continue
+            with open(lock, "a") as f:
+                try:
+                    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:  # a live process holds the cell: its write is in progress
+                    continue
+                try:
+                    tmp.unlink(missing_ok=True)
+                    swept.append(tmp)
+                finally:
+                    fcntl.flock(f, fcntl.LOCK_UN)
+        return swept
 
     def cache_summary(self, keys) -> str:
         """'k of n cells read from cached records' for the (experiment, key) pairs ``keys``."""

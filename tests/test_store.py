@@ -96,6 +96,8 @@ def test_kill_between_temp_write_and_replace(tmp_path, how):
 
     if how == "run":  # the interrupted cell is simply absent, and a rerun computes it once
         assert s.get("exp", cfg) is None and not os.path.exists(dst)
+        assert Store(tmp_path).sweep_partial_writes() == [tmp]  # the dead writer's leftover goes
+        assert not tmp.exists() and sorted(p.name for p in folder.iterdir()) == sorted(before)
         calls = []
         rec = Store(tmp_path).run("exp", cfg, lambda: calls.append(1) or {"v": 9})
         assert calls == [1] and rec["result"] == {"v": 9}
@@ -108,7 +110,7 @@ def test_kill_between_temp_write_and_replace(tmp_path, how):
     assert on_disk["result"] == ({"v": 9} if how == "run" else {"v": -1})
     recs = list(Store(tmp_path).records("exp"))
     assert sorted(r["config"]["x"] for r in recs) == ([0, 1, 2, 3] if how == "run" else [0, 1, 2])
-    assert tmp.exists(), "the stale temporary file stays, ignored"
+    assert tmp.exists() == (how == "overwrite"), "ignored by reads; swept only in the run case, above"
 
 
 # End to end: a head-pruning run whose 3rd perplexity record dies between its temporary write
@@ -236,3 +238,19 @@ def test_records_are_written_with_the_users_umask(tmp_path):
         assert stat.S_IMODE(Store(tmp_path).path("exp", {"method": "b"}).stat().st_mode) == 0o600
     finally:
         os.umask(old)
+
+
+def test_sweeping_keeps_the_temporary_file_of_a_cell_whose_lock_is_held(tmp_path):
+    """A live writer holds its cell's lock while its temporary file exists: the sweep must leave it
+    (deleting it would make that writer's ``os.replace`` fail), and take it once the lock is free."""
+    s = Store(tmp_path)
+    cfg = {"x": 1}
+    with s._claim("exp", cfg):  # noqa: SLF001 - stands for another process holding the cell
+        tmp = s.path("exp", cfg).with_name(f".{s.path('exp', cfg).name}.abc123.tmp")
+        tmp.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text("{}")
+        held = subprocess.run([sys.executable, "-c", "import sys; from repro.store import Store; "
+                               "print(len(Store(sys.argv[1]).sweep_partial_writes()))", str(tmp_path)],
+                              capture_output=True, text=True, timeout=120)
+        assert held.stdout.strip() == "0" and tmp.exists(), held.stderr
+    assert s.sweep_partial_writes() == [tmp] and not tmp.exists()
