@@ -262,6 +262,13 @@ def _count(n) -> str:
     return "" if n is None or n != n else str(int(n))
 
 
+POWER_NOTE = ("*n for 80% power*: the sample, in the row's units, that a two-sided 5% test would need to "
+              "detect the effect named with the spread measured here. \"This sample sufficed\": the paper's "
+              "effect would have shown, so the effect here is smaller than the paper's. A large multiple of "
+              "this sample: the effect measured here is so close to the threshold that only a far larger "
+              "sample could decide it.")
+
+
 def claims_markdown(claims, caption: str = "") -> str:
     """A claims table (``claims``: :func:`claims_frame`) as Markdown split by kind of answer, at most six
     columns each, with the paper's sentences as numbered notes below: decided rows (verdict, the paper's
@@ -276,8 +283,15 @@ def claims_markdown(claims, caption: str = "") -> str:
     def claim(row):
         return f"{row['claim']} {mark[row['source']]}" if row["source"] in mark else row["claim"]
     def needed(row):
-        n = row["n for 80% power"]
-        return "not sizeable" if n is None or n != n else f"{int(n)} ({row['effect sized']} effect)"
+        need, n = row["n for 80% power"], row["n"]
+        if need is None or need != need:
+            return "not sizeable"
+        text = f"{int(need):,} ({row['effect sized']} effect"
+        if n is None or n != n or not n:
+            return text + ")"
+        if need <= n:  # the effect sized would have been detected: an inconclusive row argues it is smaller
+            return text + "): this sample sufficed"
+        return text + f", {need / n:,.{0 if need >= 10 * n else 1}f}x this sample)"
     parts = [caption.strip()] if caption else []
     views = {
         DECIDED: lambda f: pd.DataFrame({"claim": f.apply(claim, axis=1), "setting": f.setting, "measured": f.measured,
@@ -298,6 +312,8 @@ def claims_markdown(claims, caption: str = "") -> str:
         if len(f):
             parts.append(f"**{kind.capitalize()}** ({len(f)} of {len(claims)} rows)\n\n" +
                          views[kind](f).to_markdown(index=False))
+            if kind == INCONCLUSIVE:
+                parts.append(POWER_NOTE)
     if notes:
         parts.append("What the paper says: " + " ".join(f"{mark[s]} {s}" for s in notes))
     return "\n\n".join(parts) + "\n"

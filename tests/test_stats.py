@@ -238,7 +238,14 @@ def test_claim_kinds_and_the_sample_for_80_percent_power():
     assert heads == ["**Decided** (1 of 5 rows)", "**Inconclusive** (1 of 5 rows)", "**Uninformative** (2 of 5 rows)",
                      "**True by construction** (1 of 5 rows)"]
     widths = [line.count("|") - 1 for line in text.splitlines() if line.startswith("|")]
-    assert max(widths) <= 6 and f"{expect} (observed effect)" not in text and "(paper effect)" in text
+    assert max(widths) <= 6 and f"{expect} (observed effect" not in text and "(paper effect, " in text
+    undecided.paper_effect = -20.0  # an effect this large would have shown in the 5 seeds we have
+    text = claims_markdown(claims_frame([undecided]))
+    assert f"{undecided.sample_needed[0]} (paper effect): this sample sufficed" in text
+    undecided.paper_effect = -0.01  # ...and one this small needs 10,000 times the sample: counts with separators
+    need = undecided.sample_needed[0]
+    assert need > 10_000 and f"{need:,} (paper effect, {need / 5:,.0f}x this sample)" in claims_markdown(
+        claims_frame([undecided]))
 
 
 def test_draws_reduce_to_the_paired_ratio_and_widen_it_by_their_spread():

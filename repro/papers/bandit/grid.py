@@ -16,16 +16,18 @@ from repro.methods.bandit import JOINS
 from repro.papers.bandit.records import MAB, ablation_rules, bandit_frame, vision_frame
 
 
-def _check_units(name: str, settings, kinds: tuple) -> None:
+def _check_units(name: str, settings) -> None:
     """``settings`` is ``{model: {unit kind: [ratios in [0, 1)]}}``, or one line naming what is not."""
+    from repro.structure.masks import KINDS
+
     if not isinstance(settings, dict):
         raise ReproError(f"parameter {name} must map each model to {{unit kind: [ratios]}}, got {settings!r}")
     for model, by_kind in settings.items():
         if not isinstance(by_kind, dict):
             raise ReproError(f"parameter {name}[{model!r}] must map unit kinds to ratios, got {by_kind!r}")
         for kind, ratios in by_kind.items():
-            if kind not in kinds:
-                raise UnknownNameError(f"unit kind in {name}", kind, kinds)
+            if kind not in KINDS:
+                raise UnknownNameError(f"unit kind in {name}", kind, KINDS)
             check_list(f"{name}[{model!r}][{kind!r}]", ratios, "number", 0.0, 1.0)
 
 
@@ -54,16 +56,15 @@ class BanditParams:
     def __post_init__(self):
         """Every value checked before any model is loaded (one line naming the parameter)."""
         from repro.methods.bandit import JOINS, MEMORY, SELECTORS
-        from repro.structure.masks import KINDS
 
         check_list("models", self.models)
         check_list("vision_models", self.vision_models)
         check_list("methods", self.methods, known=list(SELECTORS))
         check_list("vision_methods", self.vision_methods, known=list(SELECTORS))
         check_list("seeds", self.seeds, "integer", 0)
-        _check_units("unit_settings", self.unit_settings, KINDS)
+        _check_units("unit_settings", self.unit_settings)
         if self.ablation_settings is not None:
-            _check_units("ablation_settings", self.ablation_settings, KINDS)
+            _check_units("ablation_settings", self.ablation_settings)
             for model, kinds in self.ablation_settings.items():
                 if any(not set(rs) <= set(self.unit_settings.get(model, {}).get(k, [])) for k, rs in kinds.items()):
                     raise ReproError(f"parameter ablation_settings[{model!r}] must be a part of unit_settings"
