@@ -6,9 +6,9 @@ Gemma 3 normalises each sublayer's output before the residual add (``post_attent
 ``post_feedforward_layernorm``), so masking a head or an MLP channel group multiplies the surviving units'
 contribution by ``rms(o) / rms(o_U)`` (:mod:`repro.evaluate.rescale`). From one dense float32 forward over
 the first ``--windows`` windows of 128 tokens of WikiText-2 test (``<bos>`` + text, as notebook 3 evaluates),
-this measures ``rms(o_U) / rms(o)`` for every single head and every MLP group of 32 channels, and, for each
-committed Gemma head selection of notebook 3 (every method, seed and memory rule), per layer it touches with
-its heads of that layer masked together.
+this measures ``rms(o_U) / rms(o)`` for every single head and every MLP group of 32 channels; for each
+committed Gemma selection of one unit kind in notebook 3 (every method, seed and memory rule), the same per
+layer it touches with its units of that layer masked together.
 """
 import argparse
 import json
@@ -25,15 +25,16 @@ from repro.evaluate.rescale import out_inputs, remaining_rms, single_units  # no
 
 
 def selections(root: Path) -> list[dict]:
-    """Notebook 3's Gemma head selections in ``root``: method, seed, memory rule, units."""
+    """Notebook 3's Gemma selections of one unit kind in ``root``: kind, method, seed, memory rule, units."""
     out = []
     for p in sorted((root / "bandit-select").glob("*.json")):
         r = json.loads(p.read_text())
         c = r["config"]
-        if c["model"]["name"] != "gemma3-270m" or c["kinds"] != ["head"]:
+        if c["model"]["name"] != "gemma3-270m" or len(c["kinds"]) != 1:
             continue
-        out.append({"method": c["method"], "seed": c["seed"], "memory": (c.get("params") or {}).get("memory"),
-                    "ratio": c.get("ratio"), "units": r["result"]["units"]})
+        out.append({"kind": c["kinds"][0], "method": c["method"], "seed": c["seed"],
+                    "memory": (c.get("params") or {}).get("memory"), "ratio": c.get("ratio"),
+                    "units": r["result"]["units"]})
     return out
 
 
@@ -53,7 +54,7 @@ def main() -> None:
     sels = []
     for s in selections(Path(a.results)):
         layers = sorted({u[1] for u in s["units"]})
-        s["remaining_by_layer"] = {str(i): remaining_rms(ad, z[("head", i)], "head", i,
+        s["remaining_by_layer"] = {str(i): remaining_rms(ad, z[(s["kind"], i)], s["kind"], i,
                                                          [u[2] for u in s["units"] if u[1] == i]) for i in layers}
         sels.append(s)
     emit({"model": "gemma3-270m", "dtype": "float32", "windows": f"first {a.windows} x 128 tokens of wikitext2:test, "

@@ -71,10 +71,12 @@ update_readme = True
 import matplotlib.pyplot as plt
 import numpy as np
 import seaborn as sns
+from IPython.display import Markdown, display
 
 from repro.methods.bandit import reward_summary
 from repro.notebooks import start
 from repro.papers import bandit as P
+from repro.papers.bandit import rescale as RS
 
 nb = start(globals(), "03_bandit_pruning")  # opened in JupyterLab: applies profiles/<profile>.yaml
 grid = P.build(nb)  # the experiments and one method per section below (repro run plans every section)
@@ -282,14 +284,60 @@ if maps:
     nb.figure(fig, "fig_head_map.png")
 
 # %% [markdown]
-# Where every method's units sit (seeds pooled). A one-shot score ranked globally across layers carries each
-# layer's scale: Wanda-style's $\sum |W|\,\lVert X\rVert$ is smallest where the inputs are small, so it can
-# spend its whole budget on the first layers.
+# Where every method's units sit (seeds pooled): the mean layer and the share in the first and in the last
+# tenth of the layers.
 
 # %%
 lp, cap_lp = R.layers(frame)
 if len(lp):
     nb.show(lp, "table_unit_layers", cap_lp, reading=R.layers_reading(lp))
+
+# %% [markdown]
+# ### Why Wanda-style does worse than random here
+#
+# Wanda-style scores a unit by $S_u = \sum_{(i,j) \in u} |W_{ij}|\,\lVert X_j \rVert_2$: its weights times
+# the norms of the inputs they read, a one-shot estimate of how large the unit's share of its sublayer's
+# output is. Ranked globally, that estimate is compared *across* layers, and each layer's scores carry that
+# layer's scale, which moves with depth far more than the scores move within a layer. So the $k$ lowest
+# units come from one to three layers and take most of those layers' units (the reading below counts
+# them), where random spreads its $k$ units over every layer; Table 1 shows what emptying a few sublayers
+# costs. Where the scale comes from, and whether it marks the layers that matter least:
+#
+# - **The stream grows with depth.** A sublayer's output $o$ is added to the residual stream $h$, and what a
+#   unit does to the model is its share of $h$, not its size. The stream is small in the first layers and
+#   grows with depth, so a unit of an early layer can have a small score and still a large share.
+# - **Gemma 3's post-sublayer norms.** Each sublayer's output passes through an RMSNorm before the
+#   residual add, $o \mapsto o / \mathrm{rms}(o) \cdot (1 + w)$. The stream receives $o$ times the norm's
+#   gain $\mathrm{rms}(\mathrm{norm}(o)) / \mathrm{rms}(o)$, and the score is measured before that gain,
+#   which differs from layer to layer. Removing most of a layer's units also shrinks $\mathrm{rms}(o)$, so
+#   the norm scales the surviving units up.
+#
+# Both are measured per layer from one dense float32 pass (`repro.evaluate.rescale.layer_scales`,
+# `benchmarks/layer_scale.py`, `benchmarks/results/layer_scale.json`): the gain, and the share
+# $\mathrm{rms}(\text{what the stream receives}) / \mathrm{rms}(h)$. Below, left: each layer's median
+# Wanda-style score over its units (calibration seeds pooled), relative to the model's median over all
+# layers; right: the measured share of the stream each layer's sublayer writes.
+
+# %%
+scales = RS.read_check("../benchmarks/results/layer_scale.json")
+sl = RS.score_layers(frame, scales)
+if len(sl):
+    fig, axes = plt.subplots(1, 2, figsize=(12, 3.8))
+    sns.lineplot(sl, x="depth", y="relative score", hue="model", style="kinds", marker="o", ax=axes[0])
+    axes[0].set(yscale="log", xlabel="relative depth (layer / last layer)",
+                ylabel="median unit score / model median", title="Wanda-style score by layer")
+    measured = sl.dropna(subset=["share"])
+    if len(measured):
+        sns.lineplot(measured, x="depth", y="share", hue="model", style="kinds", marker="o", ax=axes[1])
+        axes[1].set(yscale="log", xlabel="relative depth (layer / last layer)",
+                    ylabel="rms(write) / rms(stream)", title="share of the residual stream written (measured)")
+    else:
+        axes[1].set_axis_off()
+    for ax in axes:
+        if ax.get_legend() is not None:
+            ax.legend(fontsize=7, ncol=2)
+    nb.figure(fig, "fig_score_layers.png")
+    display(Markdown(RS.score_layers_reading(sl, frame, RS.read_check("../benchmarks/results/gemma_rescale.json"))))
 
 # %% [markdown]
 # ## 4. Budget accounting (the paper's Table B1)
@@ -466,8 +514,6 @@ if len(others):
 # by the methods compared), the statistic of Table B2's tests.
 
 # %%
-from IPython.display import Markdown, display
-
 shown, cap_claims, claims = R.claims(lm, vis, wframe)
 nb.show_claims(claims, "claims", cap_claims)
 display(Markdown(P.claims_summary(claims)))
@@ -512,8 +558,6 @@ display(Markdown(P.lambada_investigation(check, frame)))
 # beside the damages this run's bandit searches measured for the same heads:
 
 # %%
-from repro.papers.bandit import rescale as RS
-
 display(Markdown(RS.reading(RS.read_check("../benchmarks/results/gemma_rescale.json"), frame)))
 
 # %% [markdown]

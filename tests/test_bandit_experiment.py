@@ -332,11 +332,12 @@ def test_layer_profile_pools_seeds():
     rows = [{"model": "m", "kinds": "head", "ratio": 0.1, "method": "wanda", "seed": 1,
              "units": [["head", 0, 1], ["head", 0, 2], ["head", 5, 0]]},
             {"model": "m", "kinds": "head", "ratio": 0.1, "method": "wanda", "seed": 2,
-             "units": [["head", 1, 1], ["head", 9, 2], ["head", 2, 0]]},
+             "units": [["head", 1, 1], ["head", 19, 2], ["head", 2, 0]]},
             {"model": "m", "kinds": "dense", "ratio": 0.0, "method": "dense", "seed": None, "units": None}]
     t = layer_profile(pd.DataFrame(rows), {"m": 20})
     assert len(t) == 1 and t.iloc[0]["early layers"] == 2 and t.iloc[0].seeds == 2
-    assert t.iloc[0]["share in early layers"] == pytest.approx(0.5) and t.iloc[0]["mean layer"] == pytest.approx(17 / 6)
+    assert t.iloc[0]["share in early layers"] == pytest.approx(0.5) and t.iloc[0]["mean layer"] == pytest.approx(27 / 6)
+    assert t.iloc[0]["share in last layers"] == pytest.approx(1 / 6)  # layer 19 of 20: in the last 2
 
 
 # ---- the engine's grid and removal entry points ---------------------------------------------------

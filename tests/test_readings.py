@@ -93,6 +93,9 @@ def test_bandit_layers_budget_and_tests_readings():
                        "early layers": [3, 3], "share in early layers": [0.78, 0.1]})
     assert BanditReport.layers_reading(lp) == ("- **m, head 10%**: Wanda-style puts 78% of its units in the first 3 "
                                                "layer(s); no other method more than 10%.")
+    lp["share in last layers"] = [0.0, 0.9]  # a method piling its units at the end is named instead
+    assert BanditReport.layers_reading(lp) == ("- **m, head 10%**: MAB-UCB puts 90% of its units in the last 3 "
+                                               "layer(s); no other method more than 0%.")
     b1 = pd.DataFrame({"model": ["m"] * 3, "units": ["head 10%"] * 3, "method": ["MAB-UCB", "Budgeted greedy", "Fisher"],
                        "paired_evaluations": [56.0, 56.0, 0.0], "calibration_passes": [0.0, 0.0, 8.0],
                        "seconds": [40.0, 44.0, 58.0]})

@@ -77,3 +77,55 @@ def single_units(adapter: Adapter, captured: dict, group_size: int = 32) -> list
         rows += [{"kind": kind, "layer": layer, "index": u, "post_norm": post,
                   "remaining": remaining_rms(adapter, z, kind, layer, [u], group_size)} for u in range(n)]
     return rows
+
+
+
+def _rms(x: torch.Tensor) -> torch.Tensor:
+    """Per-token RMS over the last dimension, float32, flattened over batch and positions."""
+    return x.detach().float().pow(2).mean(-1).sqrt().flatten().cpu()
+
+
+def layer_scales(adapter: Adapter, inputs: torch.Tensor, kinds: Sequence[str] = ("head", "mlp"),
+                 batch_size: int = 4) -> list[dict]:
+    """Per layer and sublayer kind, from one dense forward over ``inputs`` ([n, seq] token ids), means
+    over tokens of: ``sublayer_rms``, the RMS of the sublayer's output ``o`` (its output projection's);
+    ``residual_rms``, the RMS of what the residual stream receives (``norm(o)`` under a post-sublayer
+    norm, Gemma 2/3; ``o`` itself without one); ``stream_rms``, the RMS of the residual stream entering
+    the layer; ``gain`` = residual / sublayer (1 without a post norm); ``share`` = residual / stream.
+
+    A one-shot score built from ``|W|`` and the inputs measures a unit against ``o``. What the unit does
+    to the model goes through the gain and is relative to the stream, and both differ between layers by
+    orders of magnitude in the models here: why such a score, ranked across layers, piles its units into
+    a few layers."""
+    got: dict[tuple, list[torch.Tensor]] = {}
+
+    def keep(key):
+        return lambda m, args, out=None: got.setdefault(key, []).append(_rms(args[0] if out is None else out))
+
+    hooks = []
+    for i in range(adapter.n_layers):
+        hooks.append(adapter.layers[i].register_forward_pre_hook(
+            lambda m, args, kw, i=i: got.setdefault(("stream", i), []).append(
+                _rms(args[0] if args else kw["hidden_states"])), with_kwargs=True))
+        for k in kinds:
+            out = (adapter.attention(i) if k == "head" else adapter.mlp(i)).out_site.module
+            hooks.append(out.register_forward_hook(keep((k, i, "o"))))
+            norm = adapter.post_sublayer_norms(i).get(k)
+            hooks.append((norm or out).register_forward_hook(keep((k, i, "residual"))))
+    try:
+        with torch.no_grad():
+            for b in range(0, len(inputs), batch_size):
+                adapter.model(inputs[b:b + batch_size].to(next(adapter.model.parameters()).device))
+    finally:
+        for h in hooks:
+            h.remove()
+    cat = {key: torch.cat(v) for key, v in got.items()}
+    rows = []
+    for i in range(adapter.n_layers):
+        for k in kinds:
+            o, res, stream = cat[(k, i, "o")], cat[(k, i, "residual")], cat[("stream", i)]
+            rows.append({"kind": k, "layer": i, "post_norm": k in adapter.post_sublayer_norms(i),
+                         "sublayer_rms": float(o.mean()), "residual_rms": float(res.mean()),
+                         "stream_rms": float(stream.mean()), "gain": float((res / o.clamp_min(1e-12)).mean()),
+                         "share": float((res / stream.clamp_min(1e-12)).mean())})
+    return rows

@@ -79,7 +79,8 @@ def _selection_fields(sel: dict) -> dict:
     return {"kinds": "+".join(sc.get("kinds", [])) or "dense", "ratio": sc.get("ratio", 0.0), "k": sc.get("k", 0),
             "candidates": sc.get("candidates"), "seed": sc.get("seed"), "units": sr.get("units"),
             "budget": sr.get("budget"), "pulls": sr.get("pulls"), "rewards": sr.get("rewards"),
-            "damages": sr.get("damages"), "pulled": sr.get("pulled"), "memory": memory, "search": search,
+            "damages": sr.get("damages"), "pulled": sr.get("pulled"), "scores": sr.get("scores"),
+            "memory": memory, "search": search,
             "join": sc["params"]["join"] if sc.get("method") == "thompson" else None,
             "tau": sc["params"].get("tau") if seq else None}
 

@@ -124,7 +124,7 @@ class BanditReport:
     def layers(self, frame: pd.DataFrame) -> tuple[pd.DataFrame, str]:
         t = layer_profile(frame, {n: e.structure["n_layers"] for n, e in self.lm.items()})
         return (_labelled(t).round(3), self.caption(
-            "Where the selected units sit: mean layer and share in the first tenth of the layers.", frame))
+            "Where the selected units sit: mean layer and share in the first and in the last tenth of the layers.", frame))
 
     def head_maps(self, frame: pd.DataFrame) -> dict[str, tuple[np.ndarray, int]]:
         """:func:`head_maps` with each model's (layers, heads per layer)."""
@@ -319,14 +319,16 @@ class BanditReport:
     @staticmethod
     def layers_reading(lp: pd.DataFrame) -> str:
         """What the unit-layers table shows: per setting, the method that puts most of its units in the
-        first tenth of the layers, against the largest share any other method puts there."""
+        first (or the last) tenth of the layers, against the largest share any other method puts there."""
         lines = []
         for (model, units), g in lp.groupby(["model", "units"], sort=False):
-            g = g.sort_values("share in early layers", ascending=False)
+            ends = [c for c in ("share in early layers", "share in last layers") if c in g]
+            end = max(ends, key=lambda c: g[c].max())
+            g = g.sort_values(end, ascending=False)
             top, rest = g.iloc[0], g.iloc[1:]
             lines.append(f"- **{model}, {units}**: {LABELS.get(top.method, top.method)} puts "
-                         f"{top['share in early layers']:.0%} of its units in the first {int(top['early layers'])} "
-                         f"layer(s); no other method more than {rest['share in early layers'].max():.0%}.")
+                         f"{top[end]:.0%} of its units in the {'first' if 'early' in end else 'last'} {int(top['early layers'])} "
+                         f"layer(s); no other method more than {rest[end].max():.0%}.")
         return "\n".join(lines)
 
     @staticmethod

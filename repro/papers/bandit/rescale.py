@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -61,7 +62,7 @@ def reading(check: dict | None, frame: pd.DataFrame, model: str = "gemma3-270m",
                      + ("masking it rescales its layer's other heads less than most of the layer's heads do, so its "
                         "LAMBADA effect is not the rescaling." if less else
                         "masking it rescales its layer's other heads more than most of the layer's heads do."))
-    sels = check.get("selections") or []
+    sels = [s for s in check.get("selections") or [] if s.get("kind", "head") == "head"]
     if sels:
         low = [min(s["remaining_by_layer"].values()) for s in sels]
         lines.append(f"- **The {len(sels)} head selections** (every method, seed and memory rule): in the layer they "
@@ -79,4 +80,106 @@ def reading(check: dict | None, frame: pd.DataFrame, model: str = "gemma3-270m",
                         "over these heads the rescaling does not detectably predict which heads damage most.")
                      + f" Their mean damage is {both.damage.mean():+.3f} nats, "
                      f"{both.damage.mean() / TAU:.1f} tau: the reward sigma(-d / tau) of such a pull is near 0.")
+    return "\n".join(lines)
+
+
+# ---- a one-shot score ranked across layers: what scale does it carry? ----------------------------------
+
+def _unit(name: str) -> tuple[str, int]:
+    """('mlp', 17) from 'mlp17.26'."""
+    m = re.fullmatch(r"([a-z]+)(\d+)\.(\d+)", name)
+    return m.group(1), int(m.group(2))
+
+
+def score_layers(frame: pd.DataFrame, scales: dict | None = None, method: str = "wanda") -> pd.DataFrame:
+    """Per (model, unit kind, layer): the median one-shot score of ``method`` over the layer's units (every
+    calibration seed's scores pooled, one record per seed), that median over the model's median of all
+    layers (``relative score``), the layer's relative depth, and where ``scales`` measured the model
+    (``benchmarks/results/layer_scale.json``, :func:`repro.evaluate.rescale.layer_scales`) the sublayer's
+    post-norm ``gain``, ``share`` of the residual stream and the ``stream``'s RMS entering the layer."""
+    if "scores" not in frame or not len(frame):
+        return pd.DataFrame()
+    sel = frame[(frame.method == method) & frame.scores.map(bool)].drop_duplicates(["model", "kinds", "seed"])
+    measured = {(m, r["kind"], r["layer"]): r for m, v in ((scales or {}).get("models") or {}).items()
+                for r in v["layers"]}
+    rows = []
+    for (model, kinds), f in sel.groupby(["model", "kinds"], sort=False):
+        per: dict[int, list[float]] = {}
+        for scores in f.scores:
+            for name, v in scores.items():
+                per.setdefault(_unit(name)[1], []).append(v)
+        med = {layer: float(np.median(v)) for layer, v in sorted(per.items())}
+        overall, last = float(np.median(list(med.values()))), max(med)
+        for layer, m in med.items():
+            r = measured.get((model, kinds, layer), {})
+            rows.append({"model": model, "kinds": kinds, "layer": layer, "depth": layer / max(last, 1),
+                         "median score": m, "relative score": m / overall, "gain": r.get("gain", np.nan),
+                         "share": r.get("share", np.nan), "stream": r.get("stream_rms", np.nan),
+                         "post norm": r.get("post_norm", False)})
+    return pd.DataFrame(rows)
+
+
+def _layers_of(layers) -> str:
+    """'layer 17: 57, layer 16: 35' for the layers of a list of units, most first."""
+    counts = pd.Series(list(layers)).value_counts()
+    shown = ", ".join(f"layer {layer}: {n}" for layer, n in counts.head(3).items())
+    more = len(counts) - 3
+    return shown + (f" and {more} more layer{'s' if more > 1 else ''}" if more > 0 else "")
+
+
+def _x(v: float) -> str:
+    return f"x{v:,.0f}" if v >= 100 else f"x{v:.2g}"
+
+
+def score_layers_reading(sl: pd.DataFrame, frame: pd.DataFrame, rescale: dict | None = None,
+                         method: str = "wanda") -> str:
+    """What the score-by-layer figure shows, per (model, unit kind): how the median score moves with depth
+    (Spearman over layers) and where the selections of the largest ratio sit; where the layers were measured,
+    the share of the residual stream the chosen layers write against the other layers', the post-norm's gain
+    at both ends, and where the same k units sit when each score is put on the stream's scale
+    (score x gain / stream); from ``rescale`` (``gemma_rescale.json``), what the selections leave of the output
+    RMS of the layer they cut most."""
+    lines = []
+    for (model, kinds), g in sl.groupby(["model", "kinds"], sort=False):
+        runs = frame[(frame.method == method) & (frame.model == model) & (frame.kinds == kinds)]
+        runs = runs[runs.ratio == runs.ratio.max()].sort_values("seed")
+        if not len(runs):
+            continue
+        run, rho = runs.iloc[0], stats.spearmanr(g.layer, g["median score"])[0]
+        trend = ("falls with depth" if rho <= -0.5 else "rises with depth" if rho >= 0.5 else
+                 "has no steady trend with depth")
+        chosen = [u[1] for u in run.units]
+        per_layer = pd.Series([_unit(u)[1] for u in run.scores]).value_counts()
+        top = pd.Series(chosen).value_counts().head(3)
+        emptied = ", ".join(f"{n / per_layer[layer]:.0%}" for layer, n in top.items())
+        whose = "that layer's" if len(top) == 1 else "those layers'"
+        lines.append(f"- **{model}, {kinds}**: the median unit score {trend} (Spearman {rho:+.2f} over {len(g)} layers), "
+                     f"so ranked across layers the {int(run.k)} units of seed {int(run.seed)} "
+                     f"(ratio {run.ratio:.0%}) sit in {_layers_of(chosen)}: {emptied} of "
+                     f"{whose} units.")
+        if g.share.isna().any():
+            continue
+        share = dict(zip(g.layer, g.share))
+        inside = np.median([share[i] for i in set(chosen)])
+        outside = np.median([v for i, v in share.items() if i not in set(chosen)])
+        text = (f"  Measured (`layer_scale.json`): those layers' sublayers write {inside:.2f} of the residual stream's "
+                f"RMS at the median, the other layers' {outside:.2f}"
+                + (" (so the stream's scale does not single these layers out)" if inside < 1.2 * outside else ""))
+        if g["post norm"].all():
+            first, last = g.iloc[0], g.iloc[-1]
+            text += (f"; the post-sublayer norm multiplies the output by {_x(first.gain)} in layer {first.layer} and "
+                     f"{_x(last.gain)} in layer {last.layer}, after the score is measured")
+        gain, stream = dict(zip(g.layer, g.gain)), dict(zip(g.layer, g.stream))
+        scaled = sorted(run.scores, key=lambda u: run.scores[u] * gain[_unit(u)[1]] / stream[_unit(u)[1]])
+        moved = pd.Series([_unit(u)[1] for u in scaled[:int(run.k)]]).value_counts()
+        lines.append(text + f". Put on the stream's scale (score x gain / stream), the lowest {int(run.k)} units sit in "
+                     f"{_layers_of(moved.index.repeat(moved.values))}"
+                     + (": elsewhere, but as concentrated." if moved.head(3).sum() >= 0.8 * run.k else "."))
+        cut = list({s["seed"]: min(s["remaining_by_layer"].values()) for s in (rescale or {}).get("selections", [])
+                    if s.get("kind") == kinds and s["method"] == method and s.get("ratio") == run.ratio}.values())
+        if cut and g["post norm"].all():
+            left = float(np.median(cut))
+            lines.append(f"  Gemma's selections ({len(cut)} seeds) leave {left:.2f} of the output RMS of the layer they "
+                         "cut most (median): " + ("that sublayer is gone, nothing is left to rescale." if left < 0.05 else
+                                                  f"the norm scales its surviving units up by {_x(1 / left)}."))
     return "\n".join(lines)

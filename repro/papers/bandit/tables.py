@@ -151,8 +151,8 @@ def reward_table(frame: pd.DataFrame) -> pd.DataFrame:
 
 def layer_profile(frame: pd.DataFrame, n_layers: dict[str, int]) -> pd.DataFrame:
     """Where each method's units sit, per (model, units, method), seeds pooled: the mean layer and
-    the share of units in the first tenth of the layers (``early layers``: at least one).
-    ``n_layers``: layers per model."""
+    the share of units in the first and in the last tenth of the layers (``early layers``: how many
+    layers a tenth is, at least one). ``n_layers``: layers per model."""
     rows = []
     sel = frame[frame.units.map(lambda u: bool(u))] if len(frame) and "units" in frame else frame.iloc[:0]
     for (model, kinds, ratio, method), f in sel.groupby(CELL):
@@ -160,7 +160,8 @@ def layer_profile(frame: pd.DataFrame, n_layers: dict[str, int]) -> pd.DataFrame
         early = max(1, int(np.ceil(n_layers[model] / 10)))
         rows.append({"model": model, "units": f"{kinds} {ratio:.0%}", "method": method, "seeds": f.seed.nunique(),
                      "mean layer": float(layers.mean()), "early layers": early,
-                     "share in early layers": float((layers < early).mean())})
+                     "share in early layers": float((layers < early).mean()),
+                     "share in last layers": float((layers >= n_layers[model] - early).mean())})
     return pd.DataFrame(rows)
 
 
