@@ -206,6 +206,9 @@ table1, cap_lm = R.table1(lm, frame)
 nb.show(table1, "table1_lm", cap_lm, reading=R.table1_reading(table1))
 
 # %% [markdown]
+# Where a one-shot baseline loses to random, that is a finding to explain, not a number to pass over:
+# section 3's "Why Wanda-style does worse than random here" finds where Wanda-style's units go and why.
+#
 # Every seed, as the paper reports them (never only the best): WikiText-2 perplexity change (%) with its
 # paired 95% interval over windows, and the LAMBADA perplexity change (%); `inf` marks a failure.
 
