@@ -1,6 +1,11 @@
-"""Gemma's post-sublayer norms in notebook 3: how much masking a unit rescales the rest of its sublayer
-(``benchmarks/results/gemma_rescale.json``, made by ``benchmarks/gemma_rescale.py`` with
-:mod:`repro.evaluate.rescale`), set beside the damages this run's searches measured for the same units.
+"""Layer scale in notebook 3, from measurements made by :mod:`repro.evaluate.rescale`:
+
+- Gemma's post-sublayer norms: how much masking a unit rescales the rest of its sublayer
+  (``benchmarks/results/gemma_rescale.json``, ``benchmarks/gemma_rescale.py``), set beside the damages this
+  run's searches measured for the same units (:func:`reading`);
+- why a one-shot score ranked across layers empties a few layers: each layer's median score beside the
+  measured post-norm gain and share of the residual stream (``benchmarks/results/layer_scale.json``,
+  ``benchmarks/layer_scale.py``; :func:`score_layers`, :func:`score_layers_reading`).
 """
 from __future__ import annotations
 
