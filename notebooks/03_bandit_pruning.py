@@ -343,6 +343,14 @@ if len(sl):
     display(Markdown(RS.score_layers_reading(sl, frame, RS.read_check("../benchmarks/results/gemma_rescale.json"))))
 
 # %% [markdown]
+# So the baseline fails through its global ranking more than through its score. Its layers are emptied
+# whichever way the scale points, and putting each score on the stream's scale only moves the emptied layers.
+# The sequential searches rank units by their measured damage to the loss under the current mask, a
+# quantity on the same scale in every layer (their candidate pool is still pre-screened by weight
+# magnitude, a global ranking). An allocation per layer (Wanda's own rule for weights: the same ratio in every
+# row) would avoid emptying a layer. This notebook does not evaluate one: it is not among the paper's baselines.
+
+# %% [markdown]
 # ## 4. Budget accounting (the paper's Table B1)
 #
 # Calibration passes of the one-shot scorers (forward, or forward and backward, over one mini-batch)
