@@ -41,3 +41,13 @@ def test_the_reading_counts_the_emptied_layer_and_re_ranks_on_the_stream_scale()
     post = score_layers_reading(score_layers(_frame(), _scales(True)), _frame())
     assert "multiplies the output by x2 in layer 0 and x1 in layer 2" in post
     assert "the lowest 2 units sit in layer 1: 2" in post  # 2.1 x 0.001 / 10: the gain moves them
+
+
+def test_unit_of_inverts_the_names_records_use():
+    from repro.methods.bandit import Unit
+    from repro.papers.bandit.records import unit_of
+
+    for u in (Unit("mlp", 17, 26), Unit("head", 0, 3)):
+        assert unit_of(str(u)) == u
+    with pytest.raises(ValueError, match="not a unit name"):
+        unit_of("mlp17")

@@ -19,6 +19,18 @@ from repro.arch import Adapter
 from repro.structure.masks import group_range, n_groups
 
 
+def _forward(adapter: Adapter, inputs: torch.Tensor, hooks: list, batch_size: int) -> None:
+    """One dense no-grad forward over ``inputs`` in batches of ``batch_size``, then remove ``hooks``
+    (the handles of the hooks that read it), whatever happened."""
+    try:
+        with torch.no_grad():
+            for b in range(0, len(inputs), batch_size):
+                adapter.model(inputs[b:b + batch_size].to(next(adapter.model.parameters()).device))
+    finally:
+        for h in hooks:
+            h.remove()
+
+
 def out_inputs(adapter: Adapter, inputs: torch.Tensor, kinds: Sequence[str] = ("head", "mlp"),
                batch_size: int = 4) -> dict[tuple[str, int], torch.Tensor]:
     """``{(kind, layer): z}``: the dense model's input to each layer's output projection ("head": the
@@ -28,13 +40,7 @@ def out_inputs(adapter: Adapter, inputs: torch.Tensor, kinds: Sequence[str] = ("
     got: dict[tuple[str, int], list[torch.Tensor]] = {key: [] for key in sites}
     hooks = [s.module.register_forward_pre_hook(lambda m, args, key=key: got[key].append(
         args[0].detach().float().reshape(-1, args[0].shape[-1]).cpu())) for key, s in sites.items()]
-    try:
-        with torch.no_grad():
-            for b in range(0, len(inputs), batch_size):
-                adapter.model(inputs[b:b + batch_size].to(next(adapter.model.parameters()).device))
-    finally:
-        for h in hooks:
-            h.remove()
+    _forward(adapter, inputs, hooks, batch_size)
     return {key: torch.cat(v) for key, v in got.items()}
 
 
@@ -112,13 +118,7 @@ def layer_scales(adapter: Adapter, inputs: torch.Tensor, kinds: Sequence[str] = 
             hooks.append(out.register_forward_hook(keep((k, i, "o"))))
             norm = adapter.post_sublayer_norms(i).get(k)
             hooks.append((norm or out).register_forward_hook(keep((k, i, "residual"))))
-    try:
-        with torch.no_grad():
-            for b in range(0, len(inputs), batch_size):
-                adapter.model(inputs[b:b + batch_size].to(next(adapter.model.parameters()).device))
-    finally:
-        for h in hooks:
-            h.remove()
+    _forward(adapter, inputs, hooks, batch_size)
     cat = {key: torch.cat(v) for key, v in got.items()}
     rows = []
     for i in range(adapter.n_layers):

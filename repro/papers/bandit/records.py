@@ -3,12 +3,14 @@ selection's search statistics. Reads records only (no model is run).
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
 from repro.engines.bandit import LAMBADA
 from repro.engines.base import owned
-from repro.methods.bandit import SELECTORS
+from repro.methods.bandit import SELECTORS, Unit
 from repro.store import Store
 
 MAB = ("ucb", "thompson")  # the bandit selectors (greedy is the sequential baseline they are compared with)
@@ -83,6 +85,15 @@ def _selection_fields(sel: dict) -> dict:
             "memory": memory, "search": search,
             "join": sc["params"]["join"] if sc.get("method") == "thompson" else None,
             "tau": sc["params"].get("tau") if seq else None}
+
+
+def unit_of(name: str) -> Unit:
+    """The :class:`Unit` a selection record names by ``str(unit)`` (its ``scores`` keys, its pulls):
+    ``Unit("mlp", 17, 26)`` from ``"mlp17.26"``."""
+    m = re.fullmatch(r"([a-z]+)(\d+)\.(\d+)", name)
+    if m is None:
+        raise ValueError(f"not a unit name: {name!r} (expected e.g. 'head3.1' or 'mlp17.26')")
+    return Unit(m.group(1), int(m.group(2)), int(m.group(3)))
 
 
 def stale_picks(units, pulled) -> float:

@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +18,7 @@ from scipy import stats
 from scipy.special import logit
 
 from repro.methods.bandit import TAU
-from repro.papers.bandit.records import MAB
+from repro.papers.bandit.records import MAB, unit_of
 
 
 def read_check(path: str | Path) -> dict | None:
@@ -90,12 +89,6 @@ def reading(check: dict | None, frame: pd.DataFrame, model: str = "gemma3-270m",
 
 # ---- a one-shot score ranked across layers: what scale does it carry? ----------------------------------
 
-def _unit(name: str) -> tuple[str, int]:
-    """('mlp', 17) from 'mlp17.26'."""
-    m = re.fullmatch(r"([a-z]+)(\d+)\.(\d+)", name)
-    return m.group(1), int(m.group(2))
-
-
 def score_layers(frame: pd.DataFrame, scales: dict | None = None, method: str = "wanda") -> pd.DataFrame:
     """Per (model, unit kind, layer): the median one-shot score of ``method`` over the layer's units (every
     calibration seed's scores pooled, one record per seed), that median over the model's median of all
@@ -112,7 +105,7 @@ def score_layers(frame: pd.DataFrame, scales: dict | None = None, method: str = 
         per: dict[int, list[float]] = {}
         for scores in f.scores:
             for name, v in scores.items():
-                per.setdefault(_unit(name)[1], []).append(v)
+                per.setdefault(unit_of(name).layer, []).append(v)
         med = {layer: float(np.median(v)) for layer, v in sorted(per.items())}
         overall, last = float(np.median(list(med.values()))), max(med)
         for layer, m in med.items():
@@ -124,9 +117,13 @@ def score_layers(frame: pd.DataFrame, scales: dict | None = None, method: str = 
     return pd.DataFrame(rows)
 
 
-def _layers_of(layers) -> str:
-    """'layer 17: 57, layer 16: 35' for the layers of a list of units, most first."""
-    counts = pd.Series(list(layers)).value_counts()
+def _layer_counts(units) -> pd.Series:
+    """How many of ``units`` (Units, or [kind, layer, index] lists) sit in each layer, most first."""
+    return pd.Series([u[1] for u in units]).value_counts()
+
+
+def _layers_of(counts: pd.Series) -> str:
+    """'layer 17: 57, layer 16: 35' from :func:`_layer_counts`."""
     shown = ", ".join(f"layer {layer}: {n}" for layer, n in counts.head(3).items())
     more = len(counts) - 3
     return shown + (f" and {more} more layer{'s' if more > 1 else ''}" if more > 0 else "")
@@ -153,9 +150,9 @@ def score_layers_reading(sl: pd.DataFrame, frame: pd.DataFrame, rescale: dict | 
         run, rho = runs.iloc[0], stats.spearmanr(g.layer, g["median score"])[0]
         trend = ("falls with depth" if rho <= -0.5 else "rises with depth" if rho >= 0.5 else
                  "has no steady trend with depth")
-        chosen = [u[1] for u in run.units]
-        per_layer = pd.Series([_unit(u)[1] for u in run.scores]).value_counts()
-        top = pd.Series(chosen).value_counts().head(3)
+        units = [unit_of(name) for name in run.scores]
+        chosen, per_layer = _layer_counts(run.units), _layer_counts(units)
+        top = chosen.head(3)
         emptied = ", ".join(f"{n / per_layer[layer]:.0%}" for layer, n in top.items())
         whose = "that layer's" if len(top) == 1 else "those layers'"
         lines.append(f"- **{model}, {kinds}**: the median unit score {trend} (Spearman {rho:+.2f} over {len(g)} layers), "
@@ -165,8 +162,8 @@ def score_layers_reading(sl: pd.DataFrame, frame: pd.DataFrame, rescale: dict | 
         if g.share.isna().any():
             continue
         share = dict(zip(g.layer, g.share))
-        inside = np.median([share[i] for i in set(chosen)])
-        outside = np.median([v for i, v in share.items() if i not in set(chosen)])
+        inside = np.median([share[i] for i in chosen.index])
+        outside = np.median([v for i, v in share.items() if i not in chosen.index])
         text = (f"  Measured (`layer_scale.json`): those layers' sublayers write {inside:.2f} of the residual stream's "
                 f"RMS at the median, the other layers' {outside:.2f}"
                 + (" (so the stream's scale does not single these layers out)" if inside < 1.2 * outside else ""))
@@ -175,10 +172,10 @@ def score_layers_reading(sl: pd.DataFrame, frame: pd.DataFrame, rescale: dict | 
             text += (f"; the post-sublayer norm multiplies the output by {_x(first.gain)} in layer {first.layer} and "
                      f"{_x(last.gain)} in layer {last.layer}, after the score is measured")
         gain, stream = dict(zip(g.layer, g.gain)), dict(zip(g.layer, g.stream))
-        scaled = sorted(run.scores, key=lambda u: run.scores[u] * gain[_unit(u)[1]] / stream[_unit(u)[1]])
-        moved = pd.Series([_unit(u)[1] for u in scaled[:int(run.k)]]).value_counts()
+        scaled = sorted(units, key=lambda u: run.scores[str(u)] * gain[u.layer] / stream[u.layer])
+        moved = _layer_counts(scaled[:int(run.k)])
         lines.append(text + f". Put on the stream's scale (score x gain / stream), the lowest {int(run.k)} units sit in "
-                     f"{_layers_of(moved.index.repeat(moved.values))}"
+                     f"{_layers_of(moved)}"
                      + (": elsewhere, but as concentrated." if moved.head(3).sum() >= 0.8 * run.k else "."))
         cut = list({s["seed"]: min(s["remaining_by_layer"].values()) for s in (rescale or {}).get("selections", [])
                     if s.get("kind") == kinds and s["method"] == method and s.get("ratio") == run.ratio}.values())
