@@ -318,8 +318,9 @@ if len(lp):
 # Both are measured per layer from one dense float32 pass (`repro.evaluate.rescale.layer_scales`,
 # `benchmarks/layer_scale.py`, `benchmarks/results/layer_scale.json`): the gain, and the share
 # $\mathrm{rms}(\text{what the stream receives}) / \mathrm{rms}(h)$. Below, left: each layer's median
-# Wanda-style score over its units (calibration seeds pooled), relative to the model's median over all
-# layers; right: the measured share of the stream each layer's sublayer writes.
+# Wanda-style score over its units (each seed's calibration draw, named in Table 1's caption, pooled),
+# relative to the model's median over all layers; right: the measured share of the stream each layer's
+# sublayer writes.
 
 # %%
 scales = RS.read_check("../benchmarks/results/layer_scale.json")
@@ -340,7 +341,8 @@ if len(sl):
         if ax.get_legend() is not None:
             ax.legend(fontsize=7, ncol=2)
     nb.figure(fig, "fig_score_layers.png")
-    display(Markdown(RS.score_layers_reading(sl, frame, RS.read_check("../benchmarks/results/gemma_rescale.json"))))
+    display(Markdown(RS.score_layers_reading(sl, frame, RS.read_check("../benchmarks/results/gemma_rescale.json"),
+                                             scales=scales)))
 
 # %% [markdown]
 # So the baseline fails through its global ranking more than through its score. Its layers are emptied

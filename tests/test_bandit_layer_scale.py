@@ -38,6 +38,9 @@ def test_the_reading_counts_the_emptied_layer_and_re_ranks_on_the_stream_scale()
     assert "write 0.90 of the residual stream's RMS at the median, the other layers' 0.15." in text
     # score / stream: 1.1 / 1 against 2.1 / 10 and 4.2 / 100: layer 2 is now the lowest, and as concentrated
     assert "the lowest 2 units sit in layer 2: 2: elsewhere, but as concentrated." in text
+    named = {**_scales(False), "dtype": "float32", "windows": "first 8 x 128 tokens"}
+    assert "Measured (`layer_scale.json`, float32, first 8 x 128 tokens): " in score_layers_reading(
+        score_layers(_frame(), named), _frame(), scales=named)
     post = score_layers_reading(score_layers(_frame(), _scales(True)), _frame())
     assert "multiplies the output by x2 in layer 0 and x1 in layer 2" in post
     assert "the lowest 2 units sit in layer 1: 2" in post  # 2.1 x 0.001 / 10: the gain moves them

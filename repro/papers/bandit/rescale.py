@@ -134,13 +134,15 @@ def _x(v: float) -> str:
 
 
 def score_layers_reading(sl: pd.DataFrame, frame: pd.DataFrame, rescale: dict | None = None,
-                         method: str = "wanda") -> str:
+                         method: str = "wanda", scales: dict | None = None) -> str:
     """What the score-by-layer figure shows, per (model, unit kind): how the median score moves with depth
     (Spearman over layers) and where the selections of the largest ratio sit; where the layers were measured,
     the share of the residual stream the chosen layers write against the other layers', the post-norm's gain
     at both ends, and where the same k units sit when each score is put on the stream's scale
     (score x gain / stream); from ``rescale`` (``gemma_rescale.json``), what the selections leave of the output
-    RMS of the layer they cut most."""
+    RMS of the layer they cut most. ``scales`` (``layer_scale.json``) names the measurement's dtype and tokens."""
+    where = ", ".join(x for x in ((scales or {}).get("dtype"), (scales or {}).get("windows")) if x)
+    where = f"`layer_scale.json`{', ' + where if where else ''}"
     lines = []
     for (model, kinds), g in sl.groupby(["model", "kinds"], sort=False):
         runs = frame[(frame.method == method) & (frame.model == model) & (frame.kinds == kinds)]
@@ -164,7 +166,7 @@ def score_layers_reading(sl: pd.DataFrame, frame: pd.DataFrame, rescale: dict | 
         share = dict(zip(g.layer, g.share))
         inside = np.median([share[i] for i in chosen.index])
         outside = np.median([v for i, v in share.items() if i not in chosen.index])
-        text = (f"  Measured (`layer_scale.json`): those layers' sublayers write {inside:.2f} of the residual stream's "
+        text = (f"  Measured ({where}): those layers' sublayers write {inside:.2f} of the residual stream's "
                 f"RMS at the median, the other layers' {outside:.2f}"
                 + (" (so the stream's scale does not single these layers out)" if inside < 1.2 * outside else ""))
         if g["post norm"].all():
