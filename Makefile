@@ -58,10 +58,18 @@ lint: setup
 # .cache/executed/<profile>/. Plan, run, render: `repro run` computes each notebook's missing records
 # as jobs (JOBS worker processes, or EXECUTOR=ray [RAY_ADDRESS=...] on a Ray cluster), then the
 # notebook renders from them. RECOMPUTE=1 computes every cell again, inline, instead of reading records.
-OUTDIR = $(if $(filter cpu,$(PROFILE)),notebooks,.cache/executed/$(PROFILE))
+# EVAL_DTYPE=float32: another precision than the profile pins (cpu: bfloat16, that of its committed records), as a
+# separate set: records, figures and notebooks under .cache/<profile>-<dtype>/, reading the committed records that
+# no dtype enters. RETIME=1: time the timing cells again on this machine (else the committed timings are shown,
+# naming the machine they ran on). `repro run` prints what it will compute, and how long that should take here,
+# before the first cell.
+EVAL_DTYPE ?=
+RETIME ?=
+VARIANT = $(if $(EVAL_DTYPE),--eval-dtype $(EVAL_DTYPE),)
+OUTDIR = $(if $(EVAL_DTYPE),.cache/executed/$(PROFILE)-$(EVAL_DTYPE),$(if $(filter cpu,$(PROFILE)),notebooks,.cache/executed/$(PROFILE)))
 JOBS ?= 1
 EXECUTOR ?= local
-RUN_ARGS = --jobs $(JOBS) --executor $(EXECUTOR) $(if $(RAY_ADDRESS),--address $(RAY_ADDRESS),)
+RUN_ARGS = --jobs $(JOBS) --executor $(EXECUTOR) $(if $(RAY_ADDRESS),--address $(RAY_ADDRESS),) $(VARIANT) $(if $(RETIME),--retime,)
 # PROFILE=paper-tiny: the paper profile's ids on a simulated hub (tiny random models) with stand-in C4 and
 # Imagenette, all offline; written once under .cache/simulated/ (tools/simulated_hub.py, tools/simulated_data.py)
 SIM := $(abspath .cache/simulated)
@@ -84,7 +92,7 @@ reproduce: setup $(SIMULATED)
 	  if [ -z "$(RECOMPUTE)" ]; then \
 	    $(BIN)/python -m repro run $$nb --profile notebooks/profiles/$(PROFILE).yaml $(RUN_ARGS) || exit 1; fi; \
 	  $(BIN)/python -m repro notebook $$nb --profile notebooks/profiles/$(PROFILE).yaml \
-	    --out $(OUTDIR)/$$(basename $${nb%.py}).ipynb --force $(if $(RECOMPUTE),--recompute,) || exit 1; \
+	    --out $(OUTDIR)/$$(basename $${nb%.py}).ipynb --force $(if $(RECOMPUTE),--recompute,) $(VARIANT) || exit 1; \
 	done
 
 smoke:

@@ -6,6 +6,11 @@ loads, conversions and training are not in records), per experiment folder.
         [--out benchmarks/results/record_seconds_cpu.json]
 
 The records are those the notebook's plan reads (every record it asks for exists: nothing is computed).
+Beside the measured minutes, estimates from empty on *this* machine in each precision (labelled as
+estimates): each record's seconds x the tokens/s its dtype ran at on the reference machine
+(``repro.assets.machine.REFERENCE``) / this machine's probed tokens/s in the precision the cell would run in
+here: the profile's pinned dtype, or float32 (``make reproduce EVAL_DTYPE=float32``; cells already float32
+stay so).
 """
 import argparse
 import json
@@ -16,7 +21,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from jobs_speedup import emit  # noqa: E402
 
-from repro.jobs import Context, notebook_params  # noqa: E402
+from repro.assets.machine import REFERENCE, describe, label, probe  # noqa: E402
+from repro.engines.estimate import cell_dtype  # noqa: E402
+from repro.jobs import Context, notebook_params, torch_threads  # noqa: E402
 from repro.store import Store  # noqa: E402
 
 
@@ -46,14 +53,25 @@ def main() -> None:
     ap.add_argument("--profile", default="notebooks/profiles/cpu.yaml")
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
-    out = {"profile": a.profile, "notebooks": {}}
+    with torch_threads(2):
+        speed = probe(["float32", "bfloat16"])
+    out = {"profile": a.profile, "this machine": label(describe(threads=2)), "probe tokens/s": speed,
+           "reference tokens/s": REFERENCE, "notebooks": {}}
     for src in a.notebooks:
-        minutes, count = Counter(), Counter()
+        minutes, count, here = Counter(), Counter(), Counter()
         for p in read_paths(src, a.profile):
-            minutes[p.parent.name] += (json.loads(p.read_text()).get("seconds") or 0) / 60
+            r = json.loads(p.read_text())
+            sec, d = r.get("seconds") or 0, cell_dtype(r["config"])
+            minutes[p.parent.name] += sec / 60
             count[p.parent.name] += 1
+            ref = REFERENCE.get(d, REFERENCE["float32"])
+            here[d] += sec * ref / speed.get(d, speed["float32"]) / 60  # as pinned: the same dtype here
+            here["float32 set"] += sec * ref / speed["float32"] / 60  # EVAL_DTYPE=float32: every cell in float32
+        pinned = sum(v for k, v in here.items() if k != "float32 set")
         out["notebooks"][src] = {"records": sum(count.values()), "minutes": round(sum(minutes.values()), 1),
-                                 "by folder": {k: {"records": count[k], "minutes": round(minutes[k], 1)} for k in count}}
+                                 "by folder": {k: {"records": count[k], "minutes": round(minutes[k], 1)} for k in count},
+                                 "estimated core-minutes here, pinned precision": round(pinned),
+                                 "estimated core-minutes here, float32 set": round(here["float32 set"])}
     emit(out, a.out)
 
 

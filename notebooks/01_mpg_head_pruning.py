@@ -30,6 +30,7 @@
 profile = "cpu"
 recompute = False
 results_dir = "../results"
+read_results = None  # a results folder also read, never written (a float32 set reads the committed records)
 figures_dir = "../figures/01_mpg"
 readme = "../README.md"  # its headline line per paper (generated)
 results_page = "../docs/results.md"  # the tables and claims it generates for the docs

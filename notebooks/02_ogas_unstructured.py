@@ -63,6 +63,7 @@ zeroshot_limit = 50
 figure_layer = None  # "model.layers.N.mlp.down_proj"; None: the middle layer's down projection
 recompute = False
 results_dir = "../results"
+read_results = None  # a results folder also read, never written (a float32 set reads the committed records)
 figures_dir = "../figures/02_ogas"
 readme = "../README.md"  # its headline line per paper (generated)
 results_page = "../docs/results.md"  # the tables and claims it generates for the docs

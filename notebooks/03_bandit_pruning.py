@@ -62,6 +62,7 @@ wide_search = {}  # section 5c: greedy and the MAB searches on the vision models
 removal = {"model": "smollm2-135m", "method": "thompson", "seed": 1, "batches": [1, 8], "repeats": 5}
 recompute = False
 results_dir = "../results"
+read_results = None  # a results folder also read, never written (a float32 set reads the committed records)
 figures_dir = "../figures/03_bandit"
 readme = "../README.md"  # its headline line per paper (generated)
 results_page = "../docs/results.md"  # the tables and claims it generates for the docs

@@ -74,6 +74,12 @@ def _ppl_args(p: argparse.ArgumentParser, data_default: str | None) -> None:
                    "runs it fast, else float32), bfloat16, float16 or float32")
 
 
+def _eval_dtype_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--eval-dtype", default=None, choices=["float32", "bfloat16", "float16"],
+                   help="evaluate in this dtype instead of the profile's: a separate set of records and outputs "
+                        "under .cache/<profile>-<dtype>/ (it reads the profile's records that no dtype enters)")
+
+
 def parser() -> argparse.ArgumentParser:
     ap = _Parser(prog="python -m repro", description=__doc__, formatter_class=_Formatter)
     sub = ap.add_subparsers(dest="command", required=True)
@@ -152,6 +158,7 @@ def parser() -> argparse.ArgumentParser:
                    "beside it for the cpu profile, .cache/executed/<profile>/ for any other)")
     n.add_argument("--force", action="store_true", help="overwrite an existing --out file")
     n.add_argument("--recompute", action="store_true", help="compute every cell again instead of reading records")
+    _eval_dtype_arg(n)
 
     g = command("migrate", "rewrite a results folder's records made under an older protocol to the current keys "
                            "(in place, never recomputing a number)")
@@ -169,6 +176,10 @@ def parser() -> argparse.ArgumentParser:
                                                    "Ray instance)")
     r.add_argument("--threads", type=_positive, default=None, help="torch threads per worker (default: the cores "
                                                                    "shared out)")
+    _eval_dtype_arg(r)
+    r.add_argument("--retime", action="store_true",
+                   help="time the timing cells (efficiency, removal) again on this machine, replacing their records "
+                        "(a re-render otherwise shows the committed timings, naming the machine they ran on)")
     r.add_argument("--dry-run", action="store_true",
                    help="plan only: load, download and compute nothing; print the cells done, to compute and "
                         "waiting, by model and cell, with estimated device-hours (on stderr)")
@@ -466,9 +477,11 @@ def cmd_notebook(args) -> dict:
     if not source.is_file():
         raise ReproError(f"notebook source {args.source}: no such file")
     profile = _profile(args)
+    overrides = {**({"recompute": True} if args.recompute else {}),
+                 **({"eval_dtype": args.eval_dtype} if args.eval_dtype else {})}
     with _about("--profile"):
-        name = profile_name(profile, load_profile(profile, source.stem))
-        params = run_parameters(source, profile)  # every key checked against the notebook's parameters
+        params = run_parameters(source, profile, overrides)  # every key checked against the notebook's parameters
+        name = str(params.get("profile") or profile_name(profile, load_profile(profile, source.stem)))
         if params.get("device"):  # e.g. the paper profile's cuda on a machine without one: one line, not papermill's
             from repro.assets.devices import resolve_device
 
@@ -484,7 +497,7 @@ def cmd_notebook(args) -> dict:
         on_purpose = name == DEFAULT_PROFILE and out.resolve() == pair.resolve()  # the committed pair, by its profile
         if out.exists() and not (args.force or on_purpose):
             raise ReproError(f"{out} exists: pass --force to overwrite it")
-    seconds = execute(args.source, out, profile, overrides={"recompute": True} if args.recompute else None)
+    seconds = execute(args.source, out, profile, overrides=overrides or None)
     return {"notebook": str(args.source), "profile": str(profile), "output": str(out), "seconds": round(seconds, 1),
             "bytes": out.stat().st_size}
 
@@ -508,9 +521,13 @@ def cmd_run(args) -> dict:
         raise ReproError(f"notebook source {args.source}: no such file")
     if not args.dry_run and (args.tflops or args.fp32_tflops):
         raise ReproError("--tflops and --fp32-tflops go with --dry-run (an estimate's assumed throughput)")
+    if args.dry_run and args.retime:
+        raise ReproError("--retime computes; a dry run computes nothing")
+    overrides = {"eval_dtype": args.eval_dtype} if args.eval_dtype else None
     if args.dry_run:
-        return dry_run(args.source, _profile(args), args.tflops, args.fp32_tflops)
-    return run_notebook(args.source, _profile(args), args.jobs, args.executor, args.address, args.threads)
+        return dry_run(args.source, _profile(args), args.tflops, args.fp32_tflops, overrides=overrides)
+    return run_notebook(args.source, _profile(args), args.jobs, args.executor, args.address, args.threads,
+                        overrides=overrides, retime=args.retime)
 
 
 def cmd_migrate(args) -> dict:

@@ -43,7 +43,7 @@ from repro.engines.plan import Job, Plan
 from repro.errors import Interrupted, ReproError, UnknownNameError
 
 EXECUTORS = ("local", "ray")
-PATH_PARAMS = ("results_dir", "figures_dir", "readme", "results_page")  # relative to the notebook's folder, as papermill runs it
+PATH_PARAMS = ("results_dir", "read_results", "figures_dir", "readme", "results_page")  # relative to the notebook's folder, as papermill runs it
 
 
 def notebook_params(source: str | Path, profile: str | Path | None = None, overrides: dict | None = None) -> dict:
@@ -93,14 +93,16 @@ class Context:
     """What a process builds from a notebook and its parameters: the session (store, setups), the
     paper module's experiments, and each experiment by its address."""
 
-    def __init__(self, source: str | Path, params: dict, dry=None):
-        """``dry``: a :class:`repro.engines.dry.DryRun`, for planning with nothing loaded (:func:`dry_run`)."""
+    def __init__(self, source: str | Path, params: dict, dry=None, retime: bool = False):
+        """``dry``: a :class:`repro.engines.dry.DryRun`, for planning with nothing loaded (:func:`dry_run`);
+        ``retime``: the timing cells are computed again here (:attr:`repro.store.Store.retime`)."""
         from repro.notebooks import Session
 
         self.source, self.params = str(source), params
         self.module = paper_module(source)
         self.session = Session({**params, "recompute": False})
         self.session.store.dry = dry
+        self.session.store.retime = retime
         self.built = self.module.build(self.session)
         self.index: dict[str, Experiment] = {}
         for e in experiments_of(self.built):
@@ -177,15 +179,23 @@ def sigint_deferred():
 
 class Progress:
     """One line per finished cell: its time, the elapsed time and an estimate of what remains (of
-    the cells planned so far: later cells join as their inputs are written)."""
+    the cells planned so far: later cells join as their inputs are written). ``estimates``: each job's
+    estimated seconds by record (:func:`announce`): what remains is their sum over the cells not finished,
+    corrected by how the finished cells' times compared with their estimates."""
 
-    def __init__(self, out=None):
+    def __init__(self, out=None, estimates: dict | None = None):
         self.total, self.done, self.t0, self.out = 0, 0, time.perf_counter(), out or sys.stderr
+        self.estimates, self.finished = dict(estimates or {}), []
 
     def __call__(self, job: Job, seconds: float | None, error: str | None = None) -> None:
         self.done += 1
         elapsed = time.perf_counter() - self.t0
         left = elapsed / self.done * (self.total - self.done)
+        self.finished.append(job.record)
+        guessed = sum(self.estimates.get(r, 0.0) for r in self.finished)
+        if guessed > 0 and self.estimates:
+            rest = sum(v for r, v in self.estimates.items() if r not in set(self.finished))
+            left = rest * elapsed / guessed
         what = f"failed: {error}" if error else f"{seconds:.1f} s"
         print(f"[{self.done}/{self.total}] {job.label}: {what} | elapsed {_clock(elapsed)}, about {_clock(left)} left",
               file=self.out, flush=True)
@@ -343,9 +353,55 @@ def compute(ctx: Context, start, slots: int, progress: Progress, out, max_retrie
     return {"batches": batches, "cells": sum(batches), "retries": retries}
 
 
+def announce(ctx: Context, jobs: int, out) -> dict:
+    """Before the first cell, one line: the cells done, to compute and waiting for those, with the wall time
+    they are estimated to take here (:func:`repro.engines.estimate.local_seconds`, from a speed probe of this
+    machine); and, once, a note when they run in a precision this CPU runs slowly, with the measured slowdown
+    and the override that computes a float32 set instead. Returns each job's estimate (for :class:`Progress`)."""
+    from repro.assets.machine import REFERENCE, probe
+    from repro.assets.models import fast_bf16
+    from repro.engines.estimate import cell_dtype, clock, local_seconds
+
+    plan = ctx.survey()
+    head = f"plan: {len(plan.done)} cell(s) done, {len(plan.jobs)} to compute, {len(plan.waiting)} waiting for those"
+    if plan.empty:
+        print(f"{head}: nothing to compute", file=out, flush=True)
+        return {}
+    dtypes = sorted({"float32", *(cell_dtype(c) for c in plan.configs.values())})
+    with torch_threads(min(2, os.cpu_count() or 1)):  # the reference machine's threads: like with like
+        speed = probe(dtypes)
+    est = local_seconds(plan, ctx.index, ctx.session.store, speed, REFERENCE)
+    how = [f"{est['matched']} from the records of the same cells computed elsewhere, scaled by a speed probe",
+           f"{est['modelled']} from the cost model"] + ([f"{est['unpriced']} unpriced"] if est["unpriced"] else [])
+    print(f"{head}; estimated {clock(est['seconds'] / jobs)} on this machine with {jobs} worker(s) "
+          f"({clock(est['seconds'])} of compute: {', '.join(how)}; probe "
+          f"{', '.join(f'{d} {v:.0f} tokens/s' for d, v in speed.items())}; an estimate, often off by half)",
+          file=out, flush=True)
+    slow = sorted(d for d in est["dtypes"] if d in ("bfloat16", "float16"))
+    if slow and not fast_bf16(ctx.session.params.get("device")):
+        print(f"note: this CPU has no fast {slow[0]} (no AVX512-BF16 or AMX): a {slow[0]} forward pass measured "
+              f"x{speed['float32'] / speed[slow[0]]:.1f} slower than float32 here. The cells to compute run in "
+              f"{slow[0]}, the precision the profile pins (its committed records ran in it). To compute a separate "
+              "float32 set instead: make reproduce EVAL_DTYPE=float32 (repro run NOTEBOOK --eval-dtype float32)",
+              file=out, flush=True)
+    return est["by_record"]
+
+
+@contextmanager
+def torch_threads(n: int):
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def run_notebook(source: str | Path, profile: str | Path | None = None, jobs: int = 1, executor: str = "local",
                  address: str | None = None, threads: int | None = None, max_retries: int = 2,
-                 overrides: dict | None = None, out=None) -> dict:
+                 overrides: dict | None = None, out=None, retime: bool = False) -> dict:
     """Compute every record the notebook ``source`` needs under ``profile`` with ``jobs`` workers
     (:func:`compute`); returns a summary (cells submitted per plan, seconds). Every input is
     checked before anything is computed or written."""
@@ -364,8 +420,9 @@ def run_notebook(source: str | Path, profile: str | Path | None = None, jobs: in
     cluster = connect_ray(address) if executor == "ray" else None  # an unreachable address fails here
     threads = threads or max(1, (os.cpu_count() or 1) // jobs)
     t0 = time.perf_counter()
-    ctx = Context(source, params)
+    ctx = Context(source, params, retime=retime)
     print(f"{source}: {jobs} {executor} worker(s) x {threads} thread(s)", file=out, flush=True)
+    estimates = announce(ctx, jobs, out)
     if cluster is not None:
         def start():
             return RayTasks(ctx, threads)
@@ -375,7 +432,7 @@ def run_notebook(source: str | Path, profile: str | Path | None = None, jobs: in
     else:
         def start():
             return InProcess(ctx)
-    summary = compute(ctx, start, jobs, Progress(out), out, max_retries)
+    summary = compute(ctx, start, jobs, Progress(out, estimates), out, max_retries)
     return {"notebook": str(source), "profile": str(profile) if profile else None, "jobs": jobs,
             "executor": executor, "threads": threads, **summary, "seconds": round(time.perf_counter() - t0, 1)}
 
@@ -410,14 +467,34 @@ def dry_run(source: str | Path, profile: str | Path | None = None, tflops: float
     print(f"{source} under {profile or 'the default profile'}, results in {params['results_dir']}: a dry run, "
           "nothing loaded or computed", file=out)
     print(estimate.table(rows, tflops, fp32_tflops), file=out)
-    for line in [*_dry_notes(plan), estimate.assumptions(tflops, fp32_tflops), *dry.notes]:
+    here = _dry_here(ctx, plan)
+    for line in [*_dry_notes(plan), estimate.assumptions(tflops, fp32_tflops), here["line"], *dry.notes]:
         print(f"- {line}", file=out)
     cells = {k.replace(" ", "_"): sum(r[k] for r in rows) for k in estimate.STATUSES}
     return {"notebook": str(source), "profile": str(profile) if profile else None, "dry_run": True,
             "results_dir": params["results_dir"], "cells": cells,
             "device_hours": round(cost.hours(tflops, fp32_tflops), 3), "pflop_half": round(cost.half / 1e15, 3),
             "pflop_fp32": round(cost.fp32 / 1e15, 3), "unpriced_cells": cost.unknown, "tflops": tflops,
-            "fp32_tflops": fp32_tflops}
+            "fp32_tflops": fp32_tflops, "cpu_hours": here["cpu_hours"]}
+
+
+def _dry_here(ctx: Context, plan: Plan) -> dict:
+    """The dry run's estimate on this machine's CPU, in CPU-hours (as :func:`announce` prices a run)."""
+    from repro.assets.machine import REFERENCE, describe, label, probe
+    from repro.engines.estimate import cell_dtype, clock, local_seconds
+
+    if plan.empty:
+        return {"line": "on this machine: nothing to compute", "cpu_hours": 0.0}
+    threads = min(2, os.cpu_count() or 1)
+    with torch_threads(threads):
+        speed = probe(sorted({"float32", *(cell_dtype(c) for c in plan.configs.values())}))
+    est = local_seconds(plan, ctx.index, ctx.session.store, speed, REFERENCE)
+    hours = est["seconds"] / 3600
+    return {"cpu_hours": round(hours, 2),
+            "line": f"on this machine ({label(describe(threads=threads))}): about {hours:.1f} CPU-hours at {threads} "
+                    f"threads ({clock(est['seconds'])}; {est['matched']} cells from the records of the same cells "
+                    f"computed elsewhere, scaled by a speed probe, {est['modelled']} from the cost model, "
+                    f"{est['unpriced']} unpriced; probe {', '.join(f'{d} {v:.0f} tokens/s' for d, v in speed.items())})"}
 
 
 def _dry_notes(plan: Plan) -> list[str]:

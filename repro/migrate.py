@@ -18,6 +18,9 @@ Amendments within protocol 3 (a parameter added to a method later, written with 
 records were made under, so their numbers keep their meaning):
 
 * Thompson's ``join`` rule: ``"posterior"`` (the only rule before it became a parameter).
+* A timing cell's machine is data, not key (:data:`TIMING_FOLDERS`): its ``threads`` leave the config for
+  ``result["machine"]`` (with the dtype timed and what is known of the CPU: a bfloat16 timing that ``"auto"``
+  resolved ran on a CPU with AVX512-BF16 or AMX), so a machine with another core count reads the record.
 
 ``python -m repro migrate RESULTS`` applies it in place (idempotent; a record already current is left
 alone); :func:`migrate_records` is the pure core the tests check.
@@ -28,7 +31,7 @@ import copy
 import json
 from pathlib import Path
 
-from repro.store import PROTOCOL, SCHEMA, atomic_write_text, config_key
+from repro.store import PROTOCOL, SCHEMA, TIMING_FOLDERS, atomic_write_text, config_key
 
 # record folders whose configs are evaluations or timings on token windows (protocol 2: feeding() at top level)
 TEXT_FOLDERS = frozenset({"heads-ppl", "heads-efficiency", "prune-ppl", "bandit-ppl", "bandit-removal"})
@@ -75,6 +78,24 @@ def amend_3(experiment: str, config: dict) -> dict:
     return config
 
 
+UNRECORDED = "recorded before timings named their machine"
+FAST_BF16 = "; bfloat16 was resolved from 'auto' there, so the CPU had fast bfloat16 (AVX512-BF16 or AMX)"
+
+
+def machine_as_data(experiment: str, config: dict, result):
+    """A timing cell's (config, result) with the machine moved from the key into the result (unchanged when
+    it is not a timing cell or its config names no machine)."""
+    if experiment not in TIMING_FOLDERS or "threads" not in config:
+        return config, result
+    threads = config["threads"]
+    config = {k: v for k, v in config.items() if k != "threads"}
+    dtype = config.get("dtype")
+    note = UNRECORDED + (FAST_BF16 if dtype == "bfloat16" else "")
+    machine = {"cpu": None, "note": note, "cores": None, "threads": threads, "dtype": dtype,
+               "fast_bf16": True if dtype == "bfloat16" else None}
+    return config, {**result, "machine": machine} if isinstance(result, dict) else result
+
+
 STEPS = {2: config_2_to_3}  # from protocol -> its step; PROTOCOL is where they end
 AMENDMENTS = (amend_3,)  # applied to every config of the current protocol
 REFERENCING = {"bandit-ppl": "selection", "bandit-vision": "selection", "bandit-removal": "selections"}
@@ -104,6 +125,7 @@ def migrate_records(records: list[dict]) -> tuple[list[dict], dict[tuple[str, st
         r = records[i]
         exp = r["experiment"]
         cfg = current_config(exp, r["config"])
+        cfg, result = machine_as_data(exp, cfg, r.get("result"))
         field = REFERENCING.get(exp)
         if cfg.get(field) is not None:  # a dense cell names no selection
             old = cfg[field]
@@ -111,9 +133,9 @@ def migrate_records(records: list[dict]) -> tuple[list[dict], dict[tuple[str, st
                    else keys.get((REFERENCED, old), old))
             if ref != old:
                 cfg = {**cfg, field: ref}
-        new = {**r, "config": cfg, "key": config_key(cfg), "schema": SCHEMA}
+        new = {**r, "config": cfg, "result": result, "key": config_key(cfg), "schema": SCHEMA}
         if isinstance(r.get("result"), dict) and isinstance(r["result"].get("selection"), dict):
-            new["result"] = {**r["result"], "selection": current_config(REFERENCED, r["result"]["selection"])}
+            new["result"] = {**new["result"], "selection": current_config(REFERENCED, r["result"]["selection"])}
         if new["key"] != r["key"] and "migrated_from" not in r:  # the first key it had is kept
             new["migrated_from"] = {"protocol": r["config"].get("protocol"), "key": r["key"]}
         if (exp, r["key"]) in keys:

@@ -21,7 +21,7 @@ import yaml
 from repro.assets.models import simulated_note
 from repro.engines.base import Setup, check_keys
 from repro.errors import ReproError
-from repro.report import replace_block, save_figure, save_table, to_markdown
+from repro.report import csv_text, replace_block, save_figure, save_table, to_markdown
 from repro.store import Store, atomic_write_text
 
 _PROGRESS = re.compile(r"\r|\d+%\|")  # tqdm text bars: carriage returns, "42%|###"
@@ -42,7 +42,8 @@ class Session:
             [*params.get("models", []), *params.get("vision_models", []), *params.get("mlm_models", []),
              params.get("glue_encoder")])
         self.params["profile"] = self.profile  # the name every caption prints (a simulated hub says so)
-        self.store = Store(params["results_dir"], recompute=params.get("recompute", False))
+        self.store = Store(params["results_dir"], recompute=params.get("recompute", False),
+                           read_also=params.get("read_results"))
         self.figures = Path(params["figures_dir"])
         self.figures.mkdir(parents=True, exist_ok=True)
         self.model_settings = check_keys(dict(params.get("model_settings") or {}), params["models"],
@@ -99,7 +100,7 @@ class Session:
 
         text = claims_markdown(claims, caption)
         atomic_write_text((self.figures / stem).with_suffix(".md"), text)
-        atomic_write_text((self.figures / stem).with_suffix(".csv"), claims.to_csv())
+        atomic_write_text((self.figures / stem).with_suffix(".csv"), csv_text(claims))
         display(Markdown(text))
 
     def figure(self, fig, name: str):
@@ -296,6 +297,18 @@ def run_parameters(source: str | Path, profile: str | Path | None = None, overri
     params = load_profile(profile, Path(source).stem) if profile else {}
     name = profile_name(profile, params)
     declared = declared_parameters(nb)
+    dtype = (overrides or {}).get("eval_dtype")
+    if dtype is not None and dtype != params.get("eval_dtype", default_parameters(nb).get("eval_dtype")):
+        # another precision than the profile's: a separate set of records and outputs under .cache/<profile>-<dtype>/,
+        # reading the profile's records (those no dtype enters are shared); captions name the set
+        defaults = default_parameters(nb)
+        read = params.get("results_dir", defaults.get("results_dir"))
+        base = params.get("profile") or (Path(profile).stem if profile else defaults.get("profile") or name)
+        name = f"{base}-{dtype}"
+        for k, v in (("profile", name), ("results_dir", f"../.cache/{name}/results"), ("read_results", read),
+                     ("figures_dir", f"../.cache/{name}/figures/{Path(source).stem}"), ("update_readme", False)):
+            if k in declared:
+                params[k] = v
     if name != DEFAULT_PROFILE:
         for k, v in (("results_dir", f"../.cache/{name}/results"),
                      ("figures_dir", f"../.cache/{name}/figures/{Path(source).stem}"), ("update_readme", False)):

@@ -53,6 +53,26 @@ def to_markdown(df: pd.DataFrame, caption: str = "", index: bool = True) -> str:
     return (caption.strip() + "\n\n" if caption else "") + body + "\n"
 
 
+CSV_DIGITS = 10  # significant digits of a float in a CSV: the same text on every CPU (BLAS kernels differ in the last bits)
+
+
+def _significant(v):
+    if isinstance(v, float):
+        return float(f"{v:.{CSV_DIGITS}g}")
+    if isinstance(v, (tuple, list)):
+        return type(v)(_significant(x) for x in v)
+    return v
+
+
+def csv_text(df: pd.DataFrame) -> str:
+    """``df`` as CSV with every float (in a float column, or inside a tuple or list of an object column) to
+    :data:`CSV_DIGITS` significant digits, so a table re-rendered on another machine is the same file."""
+    df = df.copy()
+    for c in [c for c in df.columns if df[c].dtype.kind == "O"]:
+        df[c] = df[c].map(_significant)
+    return df.to_csv(float_format=f"%.{CSV_DIGITS}g")
+
+
 def save_table(df: pd.DataFrame, stem: str | Path, caption: str = "", raw: pd.DataFrame | None = None,
                index: bool | None = None) -> Path:
     """Write ``stem.md`` (with caption) and ``stem.csv`` (``raw`` numbers if given). The index is
@@ -61,7 +81,7 @@ def save_table(df: pd.DataFrame, stem: str | Path, caption: str = "", raw: pd.Da
     if index is None:
         index = not isinstance(df.index, pd.RangeIndex)
     atomic_write_text(stem.with_suffix(".md"), to_markdown(df, caption, index=index))
-    atomic_write_text(stem.with_suffix(".csv"), (raw if raw is not None else df).to_csv())
+    atomic_write_text(stem.with_suffix(".csv"), csv_text(raw if raw is not None else df))
     return stem.with_suffix(".md")
 
 

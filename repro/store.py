@@ -27,16 +27,17 @@ SCHEMA = 1
 PROTOCOL = 3  # 2: batch size, weights hash and protocol in every key; 3: every default written (repro.migrate)
 
 
+TIMING_FOLDERS = frozenset({"heads-efficiency", "bandit-removal"})  # cells that time the machine they run on
 QUARANTINE = ".quarantine"  # under the results folder: records that could not be read, moved aside
 
 
 class Pending(Exception):
     """A record asked for while planning (:attr:`Store.plan`) does not exist yet:
-    ``record = (experiment folder, key)``."""
+    ``record = (experiment folder, key)``, ``config``: the configuration it would hold (for estimates)."""
 
-    def __init__(self, experiment: str, key: str):
+    def __init__(self, experiment: str, key: str, config: dict | None = None):
         super().__init__(f"{experiment}/{key}")
-        self.record = (experiment, key)
+        self.record, self.config = (experiment, key), config
 
 
 def config_key(config: dict) -> str:
@@ -51,6 +52,13 @@ def _versions() -> dict:
 
     return {"python": platform.python_version(), "torch": torch.__version__,
             "transformers": transformers.__version__}
+
+
+def _machine() -> dict:
+    """Where a record was computed (data beside its result, never part of its key)."""
+    from repro.assets.machine import describe
+
+    return {k: v for k, v in describe().items() if k not in ("dtype", "torch")}
 
 
 def _umask() -> int:
@@ -95,9 +103,14 @@ class Store:
     ``dry``: while set (a :class:`repro.engines.dry.DryRun`), experiments load no model and no data they cannot
     read here: a model without a card gets a stand-in card, never saved (``repro run --dry-run``)."""
 
-    def __init__(self, root: str | os.PathLike | None, recompute: bool = False):
+    def __init__(self, root: str | os.PathLike | None, recompute: bool = False, retime: bool = False,
+                 read_also: str | os.PathLike | None = None):
         self.root = Path(root) if root is not None else None
+        # a second results folder read (never written) where ``root`` lacks a record: e.g. a float32 set under
+        # .cache/ reads the committed records that no dtype enters (scores, fine-tunes, model cards)
+        self.read_also = Path(read_also) if read_also not in (None, "") else None
         self.recompute = recompute
+        self.retime = retime  # time the timing cells (TIMING_FOLDERS) again on this machine, once each
         self.status: dict[tuple[str, str], str] = {}
         self.plan = None
         self.dry = None
@@ -113,6 +126,8 @@ class Store:
         if self.root is None:
             return self._memory.get(("models", name))
         p = self._card_path(name)
+        if not p.exists() and self.read_also is not None:
+            p = self.read_also / p.relative_to(self.root)
         if not p.exists():
             return None
         try:
@@ -140,12 +155,24 @@ class Store:
             return self._memory.get((experiment, config_key(config)))
         p = self.path(experiment, config)
         if not p.exists():
-            return None
+            return self._read_also(experiment, config)
         record = self._read(p)
         if record is not None and record.get("config") != json.loads(json.dumps(config, default=str)):
             self.quarantine(p, "it holds another configuration")
             return None
         return record
+
+    def _read_also(self, experiment: str, config: dict) -> dict | None:
+        """The record of ``config`` in :attr:`read_also` (read only: one that is not whole is passed over)."""
+        if self.read_also is None:
+            return None
+        p = self.read_also / experiment / f"{config_key(config)}.json"
+        try:
+            record = json.loads(p.read_text())
+        except (OSError, ValueError):
+            return None
+        ok = isinstance(record, dict) and record.get("config") == json.loads(json.dumps(config, default=str))
+        return record if ok else None
 
     def _read(self, p: Path) -> dict | None:
         """A record file's content, or None after moving aside one that is not a whole record."""
@@ -177,7 +204,7 @@ class Store:
     def put(self, experiment: str, config: dict, result: dict, seconds: float | None = None) -> dict:
         record = {"schema": SCHEMA, "experiment": experiment, "key": config_key(config),
                   "config": config, "result": result, "seconds": seconds,
-                  "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "versions": _versions()}
+                  "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "versions": _versions(), "machine": _machine()}
         text = json.dumps(record, indent=1, sort_keys=True, default=str)
         record = json.loads(text)
         if self.root is None:
@@ -190,10 +217,10 @@ class Store:
         """The record of ``config``: read if finished (unless ``recompute``), else computed,
         stored and returned."""
         key = (experiment, config_key(config))
-        fresh = self.recompute and self.status.get(key) != "computed"
+        fresh = (self.recompute or (self.retime and experiment in TIMING_FOLDERS)) and self.status.get(key) != "computed"
         record = None if fresh else self.get(experiment, config)
         if record is None and self.plan is not None:
-            raise Pending(*key)
+            raise Pending(*key, config)
         if record is None:
             with self._claim(experiment, config):
                 record = None if fresh else self.get(experiment, config)  # another process may have written it
@@ -268,7 +295,18 @@ class Store:
         if self.root is None:
             yield from (r for (e, _), r in sorted(self._memory.items()) if e == experiment)
             return
-        for p in sorted((self.root / experiment).glob("*.json")):
+        own = sorted((self.root / experiment).glob("*.json"))
+        for p in own:
             record = self._read(p)
             if record is not None:
                 yield record
+        if self.read_also is not None:
+            names = {p.name for p in own}
+            for p in sorted((self.read_also / experiment).glob("*.json")):
+                if p.name not in names:
+                    try:
+                        record = json.loads(p.read_text())
+                    except (OSError, ValueError):
+                        continue
+                    if isinstance(record, dict) and {"config", "result", "key"} <= set(record):
+                        yield record

@@ -8,8 +8,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # tests never reach the network: no hub lookup before the packaged fallbacks (each process, workers and
 # papermill kernels included, would otherwise retry the hub for ~40 s where it is unreachable, as in CI)
 os.environ.setdefault("REPRO_OFFLINE", "1")
-# every xdist worker (make test: -n 2) keeps torch's own thread count: the timing cells' record keys name it,
-# so a plan made here must count the threads that `repro run` and the notebooks time with
+# every xdist worker (make test: -n 2) keeps torch's own thread count, as `repro run` and the notebooks run with
+# (no record key names it: a timing's machine is its data, tests/test_portable.py)
 torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
 
 

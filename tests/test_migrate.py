@@ -99,7 +99,9 @@ def test_the_committed_migration_was_lossless():
         assert committed[(after["experiment"], after["key"])] == after  # the committed file is this record
         assert after["config"]["protocol"] == PROTOCOL and after["key"] == config_key(after["config"])
         unchanged = {k: v for k, v in before["result"].items() if k != "selection"}
-        assert {k: v for k, v in after["result"].items() if k != "selection"} == unchanged  # no number changed
+        assert {k: v for k, v in after["result"].items() if k not in ("selection", "machine")} == unchanged  # no number changed
+        if "threads" in before["config"]:  # a timing: its machine left the key for the result
+            assert after["result"]["machine"]["threads"] == before["config"]["threads"]
         assert (after["seconds"], after["finished"], after["versions"]) == \
             (before["seconds"], before["finished"], before["versions"])
 
@@ -120,4 +122,22 @@ def test_a_protocol_3_thompson_record_gets_the_join_rule_it_ran_under_and_its_ce
     assert out[0]["config"]["selection"] == out[1]["key"] != ts["key"] and out[0]["result"]["ppl"] == 3.0
     assert out[0]["result"]["selection"] == out[1]["config"]
     assert out[2] == ucb and out[3] == mean
+    assert migrate_records(out)[0] == out
+
+
+def test_a_timing_record_keeps_its_machine_as_data_not_key():
+    """A timing cell's ``threads`` leave its key for ``result["machine"]`` (a machine with another core count
+    reads it); the timings, seconds and other folders' records stay; a second run changes nothing."""
+    cfg = {"protocol": PROTOCOL, "model": MODEL, "method": "mpg", "dtype": "bfloat16", "threads": 2,
+           "windows": "plain"}
+    timing = record("heads-efficiency", cfg, {"dense": {"prefill_b1": {"median_s": 0.1}}})
+    ppl = record("heads-ppl", {**cfg, "threads": 2}, {"ppl": 3.0})  # not a timing folder: untouched
+    out, _ = migrate_records([timing, ppl])
+    assert "threads" not in out[0]["config"] and out[0]["key"] == config_key(out[0]["config"]) != timing["key"]
+    assert out[0]["result"]["dense"] == timing["result"]["dense"]
+    machine = out[0]["result"]["machine"]
+    assert machine["threads"] == 2 and machine["dtype"] == "bfloat16" and machine["cpu"] is None
+    assert "AVX512-BF16" in machine["note"] and machine["fast_bf16"] is True
+    assert out[0]["migrated_from"]["key"] == timing["key"]
+    assert out[1] == ppl
     assert migrate_records(out)[0] == out

@@ -21,6 +21,7 @@ import torch
 
 from repro.arch import adapter as get_adapter
 from repro.assets import parse_dtype
+from repro.assets.machine import describe
 from repro.calib import sample_windows
 from repro.engines import plan
 from repro.engines.base import Experiment, Setup
@@ -246,7 +247,7 @@ def removal_cell(e: BanditExperiment, method: str, parts, seed: int, params: dic
     sels = [e.select(method, kinds, ratio, seed, params) for kinds, ratio in parts]
     cfg = {"protocol": PROTOCOL, "model": e.base_config()["model"], "selections": [s["key"] for s in sels],
            "batches": list(batches),
-           "seqlen": seqlen, "repeats": repeats, "dtype": e.setup.eval_dtype, "threads": torch.get_num_threads(),
+           "seqlen": seqlen, "repeats": repeats, "dtype": e.setup.eval_dtype,
            "exactness_dtype": "float32", **e.feeding()}
 
     def compute():
@@ -276,6 +277,7 @@ def removal_cell(e: BanditExperiment, method: str, parts, seed: int, params: dic
         for b in batches:
             for name, t in prefill_seconds(variants, b, seqlen, repeats, bos=e.bos).items():
                 out[name][f"prefill_b{b}"] = t
+        out["machine"] = describe(e.setup.eval_dtype)  # data, never the key: any machine reads the record
         return out
     return e.run("bandit-removal", cfg, compute)
 

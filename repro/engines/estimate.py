@@ -338,3 +338,79 @@ def assumptions(tflops: float = DEFAULT_TFLOPS, fp32_tflops: float = DEFAULT_FP3
             f"searches' budget x steps); at an assumed {tflops:g} TFLOPS sustained in fp16/bf16 and {fp32_tflops:g} "
             "in float32 (--tflops, --fp32-tflops; default 40% of an A100's peaks); loading, tokenizing and small-"
             "model inefficiency are left out; cells not done only. See repro/engines/estimate.py.")
+
+
+# ---- this machine: seconds, before the first cell ---------------------------------------------------
+# A cell to compute is priced from the records of the same cell computed elsewhere (same configuration but for
+# the dtype it ran in, the machine, and the records it names): their own seconds, scaled by how much faster the
+# machine that computed them ran a forward pass in their dtype than this one does in the cell's
+# (repro.assets.machine: REFERENCE against probe). A cell no record resembles is priced by the cost model above
+# at this machine's probed FLOP rate. Waiting cells are priced by the cost model: their configuration is known
+# only once their inputs exist.
+MACHINE_KEYS = frozenset({"dtype", "search_dtype", "eval_dtype", "threads", "selection", "selections"})
+PROBE_PARAMS = 135e6  # the probe's model (SmolLM2-135M's shape): FLOPs per token = FORWARD x this
+
+
+def shape(config):
+    """``config`` without what a machine or a precision changes (and the keys of records it names)."""
+    if isinstance(config, dict):
+        return {k: shape(v) for k, v in config.items() if k not in MACHINE_KEYS}
+    return [shape(v) for v in config] if isinstance(config, list) else config
+
+
+def cell_dtype(config: dict) -> str:
+    """The dtype a cell's work runs in: its search's, else its evaluation's, else float32."""
+    return config.get("search_dtype") or config.get("dtype") or "float32"
+
+
+def local_seconds(plan, index: dict, store, speed: dict[str, float], reference: dict[str, float]) -> dict:
+    """Estimated seconds of every cell of ``plan`` not done, here: ``{"seconds", "by_record", "matched",
+    "modelled", "unpriced", "dtypes"}`` (``speed``: this machine's probe, tokens/s per dtype; ``reference``:
+    the same on the machine that computed the records read). ``by_record``: each job's own estimate."""
+    from repro.store import config_key
+
+    seen: dict[str, dict[str, list[tuple[float, str]]]] = {}
+
+    def like(folder: str, config: dict) -> list[tuple[float, str]]:
+        if folder not in seen:
+            seen[folder] = {}
+            for r in store.records(folder):
+                if r.get("seconds"):
+                    seen[folder].setdefault(config_key(shape(r["config"])), []).append((r["seconds"], cell_dtype(r["config"])))
+        return seen[folder].get(config_key(shape(config)), [])
+
+    def at_speed(d: str) -> float:
+        return speed.get(d) or speed.get("float32") or 1.0
+
+    def modelled(job) -> float | None:
+        cost = cell_cost(index[job.address], job)
+        if cost is None:
+            return None
+        flops_per_s = {d: FORWARD * PROBE_PARAMS * at_speed(d) for d in ("float32", "bfloat16")}
+        return cost.half / flops_per_s["bfloat16"] + cost.fp32 / flops_per_s["float32"]
+
+    out = {"seconds": 0.0, "by_record": {}, "matched": 0, "modelled": 0, "unpriced": 0, "dtypes": set()}
+    for job in [*plan.jobs.values(), *plan.waiting.values()]:
+        config = plan.configs.get(job.record) if job.record is not None else None
+        if config is not None:
+            out["dtypes"].add(cell_dtype(config))
+        found = like(job.record[0], config) if config is not None else []
+        if found:
+            d = cell_dtype(config)
+            s = sorted(sec * reference.get(dr, reference["float32"]) / at_speed(d) for sec, dr in found)[len(found) // 2]
+            out["matched"] += 1
+        else:
+            s = modelled(job)
+            if s is None:
+                out["unpriced"] += 1
+                continue
+            out["modelled"] += 1
+        out["seconds"] += s
+        if job.record is not None:
+            out["by_record"][job.record] = s
+    return out
+
+
+def clock(seconds: float) -> str:
+    """``seconds`` as a person reads a duration: "40 s", "12 min", "3.4 h"."""
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"

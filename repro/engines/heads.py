@@ -21,6 +21,7 @@ import torch
 
 from repro.arch import adapter as get_adapter
 from repro.assets import parse_dtype
+from repro.assets.machine import describe
 from repro.calib import Calibration, image_windows
 from repro.engines import plan
 from repro.engines.base import Experiment, Setup, model_key
@@ -269,7 +270,7 @@ class HeadExperiment(Experiment):
         cfg = {"protocol": PROTOCOL, "model": model_key(self.identity), "method": method, "z": z,
                "sparsities": list(sparsities),
                "batches": list(batches), "seqlen": seqlen, "repeats": repeats, "dtype": self.setup.eval_dtype,
-               "threads": torch.get_num_threads(), **self.feeding()}
+               **self.feeding()}  # the machine is the record's data (result["machine"]), never its key
 
         def compute():
             dtype = parse_dtype(self.setup.eval_dtype)
@@ -290,6 +291,7 @@ class HeadExperiment(Experiment):
             for b in batches:
                 for name, t in prefill_seconds(variants, b, seqlen, repeats, bos=self.bos).items():
                     out[name][f"prefill_b{b}"] = t
+            out["machine"] = describe(self.setup.eval_dtype)
             return out
         return self.run("heads-efficiency", cfg, compute)
 

@@ -82,6 +82,7 @@ class Plan:
     depth: int = 0  # nesting of @cell calls (the outermost one swallows Pending / Blocked)
     waiting: dict[str, Job] = field(default_factory=dict)  # outermost cells blocked by a job of this plan
     done: dict[str, Job] = field(default_factory=dict)  # outermost cells that read every record they need
+    configs: dict[tuple[str, str], dict] = field(default_factory=dict)  # each job's record -> its configuration
 
     @property
     def empty(self) -> bool:
@@ -120,6 +121,8 @@ def cell(method=None, *, exclusive: bool = False):
             out = method(self, *args, **kwargs)
         except Pending as p:
             plan.add(job(p.record))
+            if p.config is not None:
+                plan.configs.setdefault(p.record, p.config)
             if outermost:
                 return None
             raise Blocked from None

@@ -70,3 +70,9 @@ def count_params(model: torch.nn.Module, nonzero: bool = False) -> int:
         seen.add(id(p))
         n += int((p != 0).sum()) if nonzero else p.numel()
     return n
+
+
+def timed(result: dict) -> dict:
+    """The timed model states of a timing cell's result (dense, zeroed ..., removed ...), without the
+    ``machine`` it was timed on (:func:`repro.assets.machine.describe`)."""
+    return {k: v for k, v in result.items() if k != "machine"}

@@ -18,6 +18,7 @@ from repro.claims import (
     fmt_ratio,
     ratio_claim,
 )
+from repro.evaluate.speed import timed
 from repro.evaluate.stats import paired_difference, paired_ratio, paired_ratio_t, speed_ratio
 from repro.evaluate.zeroshot import CHANCE
 from repro.papers.mpg.records import (
@@ -267,7 +268,7 @@ def efficiency_claims(eff: dict, model: str) -> list[Claim]:
     out = []
     dense = eff["dense"]
     batches = sorted(int(k[len("prefill_b"):]) for k in dense if k.startswith("prefill_b"))
-    for state, r in eff.items():
+    for state, r in timed(eff).items():
         if state == "dense":
             continue
         setting = f"{model}, {r['mode']} {r['sparsity']:.0%}"

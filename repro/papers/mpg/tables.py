@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import torch
 
+from repro.assets.machine import label
 from repro.claims import (
     COLLAPSE,
     claims_frame,
@@ -16,6 +16,7 @@ from repro.claims import (
     with_paper,
     with_sources,
 )
+from repro.evaluate.speed import timed
 from repro.evaluate.stats import paired_ratio, speed_ratio
 from repro.methods.heads import select_heads
 from repro.papers.mpg.claims import PAPER_EFFECTS, PAPER_SOURCES, downstream_claims, mpg_claims
@@ -89,7 +90,8 @@ class Tables(Readings):
                              "calibration": f"{calib['nsamples']} x {calib['seqlen']} tokens" if calib else "none",
                              "zero-score heads": int((r["scores"] == 0).sum())})
         cost = pd.DataFrame(rows)
-        caption = f"Scoring cost on this machine ({torch.get_num_threads()} threads), profile `{self.profile}`."
+        caption = (f"Scoring cost: each score record's own seconds, as measured on the machine that computed it (not "
+                   f"this one), profile `{self.profile}`.")
         return cost.drop(columns="method").round(3), caption, cost
 
     # -- section 3
@@ -342,7 +344,7 @@ class Tables(Readings):
         for name, rec in records.items():
             res = rec["result"]
             dense = res["dense"]
-            for state, r in res.items():
+            for state, r in timed(res).items():
                 row = {"model": name, "model state": state if state == "dense" else f"{r['mode']} {r['sparsity']:.0%}",
                        "heads": r["heads"], "params (M)": r["params"] / 1e6,
                        "nonzero params (M)": r["nonzero_params"] / 1e6,
@@ -355,10 +357,11 @@ class Tables(Readings):
                 rows.append(row)
         if not records:
             return pd.DataFrame(rows), f"**Efficiency.** Profile `{self.profile}`: not run (no efficiency model)."
-        c = next(iter(records.values()))["config"]
+        c, res = next(iter(records.values()))["config"], next(iter(records.values()))["result"]
         caption = (f"**Efficiency: zeroed (Algorithm 1, shapes kept) against physically removed heads.** "
                    f"{LABEL[c['method']]} heads, {c['dtype']}, {c['seqlen']} tokens, median of {c['repeats']} prefill "
-                   f"passes timed round-robin on {c['threads']} CPU threads; profile `{self.profile}`.")
+                   f"passes timed round-robin on {label(res['machine'])} (where the record was timed: `repro run --retime` "
+                   f"times it on this machine); profile `{self.profile}`.")
         return pd.DataFrame(rows).round(3), caption
 
     # -- sections 9 and 10

@@ -293,6 +293,8 @@ def figure2_axes(ch: dict, lam: float, target: float) -> dict:
     boundary = float(np.interp(target, s[order][::-1], imp[order][::-1]))
     xs = np.linspace(0, 1, 51)
     line = (xs, (boundary - (1 - lam) * xs) / lam) if lam else (np.full(51, boundary), xs)
+    # what is drawn is placed to 1e-9 of the axes (far below a pixel): the same PNG whatever the CPU's last bits
+    x, y, line = np.round(x, 9), np.round(y, 9), tuple(np.round(v, 9) for v in line)
     return {"x": x, "y": y, "s": s, "importance": imp, "boundary": boundary, "line": line, "lam": lam,
             "more_pruned": int((s > target).sum()), "less_pruned": int((s < target).sum())}
 
