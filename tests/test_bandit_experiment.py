@@ -599,13 +599,18 @@ def test_report_tables_come_with_their_captions():
 def test_removal_caption_reads_the_record():
     times = {"median_s": 0.2, "times_s": [0.2, 0.2]}
     res = {"heads": 3, "mlp_channels": 64, "removed_vs_zeroed_max_abs_logit_diff": 2e-6,
+           "machine": {"cpu": "EPYC", "flags": ["avx2", "avx512f", "avx512_bf16"], "fast_bf16": True, "threads": 2},
            **{v: {"params": 10, "checkpoint_bytes": 1e6, "prefill_b1": times} for v in ("dense", "zeroed", "removed")}}
     t, cap = fake_report().removal({"config": {"seqlen": 128, "repeats": 15, "dtype": "bfloat16", "batches": [1]},
                                     "result": res})
     assert list(t.model) == ["dense", "zeroed", "removed"] and "prefill b1 (ms)" in t
     assert cap == ("**Removal of m's MAB-TS seed-1 selection (head 10% and mlp 5%): 3 heads and 64 MLP channels.** "
-                   "Prefill of 128 tokens, median of 15 round-robin repeats, bfloat16; removed vs zeroed logits differ "
-                   "by at most 2.0e-06; profile `cpu`.")
+                   "Prefill of 128 tokens, median of 15 round-robin repeats, bfloat16, timed on EPYC (AVX512-BF16, "
+                   "fast bfloat16), 2 threads; removed vs zeroed logits differ by at most 2.0e-06; profile `cpu`.")
+    older = {k: v for k, v in res.items() if k != "machine"}  # a record from before timings named their machine
+    cap = fake_report().removal({"config": {"seqlen": 128, "repeats": 15, "dtype": "bfloat16", "batches": [1]},
+                                 "result": older})[1]
+    assert "bfloat16, timed on a CPU not recorded by name; removed" in cap
 
 
 def test_removal_caption_says_how_many_heads_padding_keeps():

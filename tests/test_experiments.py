@@ -365,7 +365,8 @@ def test_scoring_cost_spread_and_ties_from_constructed_scores():
                                      "calibration": ["none", "16 x 512 tokens", "none"],
                                      "zero-score heads": [3, 0, 0]}  # z = 1.5's record is not the cost of z = 2
     assert cost.method.tolist() == ["mpg", "wanda-head", "random"] and cost.seconds[0] == 0.12345
-    assert cap.startswith("Scoring cost on this machine (") and cap.endswith("threads), profile `t`.")
+    assert cap == ("Scoring cost: each score record's own seconds, as measured on the machine that computed it (not "
+                   "this one), profile `t`.")  # never this machine's threads: the seconds are the records'
     spread, cap = T.spread(scores, ["mpg", "wanda-head"], 0.5)  # g has no scores: no row
     assert spread[["method", "pruned", "layers emptied", "most from one layer", "emptied layers"]].values.tolist() == [
         ["MP-G", 3, 1, 2, "0"], ["Wanda-Head", 3, 0, 1, "-"]]
@@ -482,8 +483,9 @@ def test_zeroshot_and_efficiency_tables_from_constructed_records():
     assert cap.endswith("1 of 2 cells read from cached records.")
     assert T.table3([]) == (None, None)
     t = [0.10, 0.20]
-    rec = {"config": {"method": "mpg", "dtype": "bfloat16", "seqlen": 256, "repeats": 5, "threads": 2, "batches": [1]},
-           "result": {"dense": {"mode": "dense", "sparsity": 0.0, "params": 2e6, "nonzero_params": 2e6,
+    machine = {"cpu": "Xeon", "flags": ["avx2"], "fast_bf16": False, "cores": 4, "threads": 2, "dtype": "bfloat16"}
+    rec = {"config": {"method": "mpg", "dtype": "bfloat16", "seqlen": 256, "repeats": 5, "batches": [1]},
+           "result": {"machine": machine, "dense": {"mode": "dense", "sparsity": 0.0, "params": 2e6, "nonzero_params": 2e6,
                                 "attention_flops": 100, "heads": 8, "prefill_b1": {"median_s": 0.12, "times_s": t}},
                       "removed 0.5": {"mode": "removed", "sparsity": 0.5, "params": 1.5e6, "nonzero_params": 1.4e6,
                                       "attention_flops": 60, "heads": 5, "n_pruned": 4,
@@ -494,7 +496,9 @@ def test_zeroshot_and_efficiency_tables_from_constructed_records():
                                    "attention FLOPs vs dense": [1.0, 0.6], "prefill b=1 (ms)": [120.0, 110.0],
                                    "speed-up b=1": [1.0, 1.2]}  # the claims' paired-by-round speed-up, not 120/110
     assert cap == ("**Efficiency: zeroed (Algorithm 1, shapes kept) against physically removed heads.** MP-G heads, "
-                   "bfloat16, 256 tokens, median of 5 prefill passes timed round-robin on 2 CPU threads; profile `t`.")
+                   "bfloat16, 256 tokens, median of 5 prefill passes timed round-robin on Xeon (AVX2, no fast bfloat16), "
+                   "4 cores, 2 threads (where the record was timed: `repro run --retime` times it on this machine); "
+                   "profile `t`.")  # the machine is the record's, not the reader's
     assert "not run" in T.efficiency({})[1]
     c = {x.setting for x in R.mpg_claims(_frame([]), [], [], [], [], {}, efficiency={"m": rec["result"]})}
     assert c == {"m, removed 50%", "m, removed 50%, batch 1"}

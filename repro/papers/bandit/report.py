@@ -455,7 +455,7 @@ class BanditReport:
                                       f"zero heads by GQA padding, so the parameter drop is {n['removed']} heads' worth)")
         caption = (f"**Removal of {rm['model']}'s {LABELS[rm['method']]} seed-{rm['seed']} selection ({which}): "
                    f"{res['heads']} heads{split} and {res['mlp_channels']} MLP channels.** Prefill of {c['seqlen']} "
-                   f"tokens, median of {c['repeats']} round-robin repeats, {c['dtype']}, timed on {label(res['machine'])}"
+                   f"tokens, median of {c['repeats']} round-robin repeats, {c['dtype']}, timed on {label(res.get('machine') or {})}"
                    f"; removed vs zeroed logits "
                    f"differ by at most {res['removed_vs_zeroed_max_abs_logit_diff']:.1e}; profile "
                    f"`{self.params['profile']}`.")

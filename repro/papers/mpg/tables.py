@@ -360,7 +360,7 @@ class Tables(Readings):
         c, res = next(iter(records.values()))["config"], next(iter(records.values()))["result"]
         caption = (f"**Efficiency: zeroed (Algorithm 1, shapes kept) against physically removed heads.** "
                    f"{LABEL[c['method']]} heads, {c['dtype']}, {c['seqlen']} tokens, median of {c['repeats']} prefill "
-                   f"passes timed round-robin on {label(res['machine'])} (where the record was timed: `repro run --retime` "
+                   f"passes timed round-robin on {label(res.get('machine') or {})} (where the record was timed: `repro run --retime` "
                    f"times it on this machine); profile `{self.profile}`.")
         return pd.DataFrame(rows).round(3), caption
 
