@@ -43,7 +43,8 @@ from repro.cliargs import nonneg as _nonneg
 from repro.cliargs import open_fraction as _open_fraction
 from repro.cliargs import positive as _positive
 from repro.cliargs import positive_number as _positive_number
-from repro.errors import Interrupted, ReproError, UnknownNameError, check_path
+from repro.cliargs import stdout_problem as _stdout_problem
+from repro.errors import INTERRUPTED, Interrupted, ReproError, UnknownNameError, check_path
 
 
 def _model_args(p: argparse.ArgumentParser) -> None:
@@ -471,7 +472,7 @@ def cmd_zeroshot(args) -> dict:
 
 def cmd_notebook(args) -> dict:
     """Every input is checked (source, profile, output folder) before the notebook runs."""
-    from repro.notebooks import DEFAULT_PROFILE, check_output, execute, load_profile, profile_name, run_parameters
+    from repro.notebooks import check_output, execute, load_profile, profile_name, run_parameters, writes_committed
 
     source = check_path("notebook source", args.source)
     if not source.is_file():
@@ -487,14 +488,14 @@ def cmd_notebook(args) -> dict:
 
             resolve_device(params["device"])
     pair = source.with_suffix(".ipynb")
-    out = Path(args.out) if args.out else (pair if name == DEFAULT_PROFILE else
-                                           Path(".cache/executed") / name / pair.name)
+    committed = writes_committed(source, profile, name)
+    out = Path(args.out) if args.out else (pair if committed else Path(".cache/executed") / name / pair.name)
     if not args.out:
         out.parent.mkdir(parents=True, exist_ok=True)
     with _about("--out"):
         check_path("--out", out)
         check_output(source, out)
-        on_purpose = name == DEFAULT_PROFILE and out.resolve() == pair.resolve()  # the committed pair, by its profile
+        on_purpose = committed and out.resolve() == pair.resolve()  # the committed pair, by its profile
         if out.exists() and not (args.force or on_purpose):
             raise ReproError(f"{out} exists: pass --force to overwrite it")
     seconds = execute(args.source, out, profile, overrides=overrides or None)
@@ -534,24 +535,38 @@ def cmd_migrate(args) -> dict:
     from repro.migrate import migrate_folder
     from repro.store import PROTOCOL
 
+    if not args.results.strip():
+        raise ReproError("results folder: an empty name (say '.' for the current folder)")
     if not Path(args.results).is_dir():
         raise ReproError(f"results folder {args.results}: no such folder")
     return {"results": args.results, "protocol": PROTOCOL, "migrated": migrate_folder(args.results)}
 
 
 def _terminated(signum, frame):
+    INTERRUPTED.set()  # seen later even where Python swallows the exception below (inside a __del__)
     raise KeyboardInterrupt  # SIGTERM ends a run the way Ctrl-C does: one line, exit 130, records kept
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    problem = _stdout_problem()
+    if problem:  # before any work: the result has nowhere to go
+        print(f"error: {problem}: the result (one JSON line) has nowhere to go; redirect it to a file", file=sys.stderr)
+        return 2
     main_thread = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, _terminated) if main_thread else None
+    previous = {}
+    if main_thread:
+        INTERRUPTED.clear()
+        previous[signal.SIGTERM] = signal.signal(signal.SIGTERM, _terminated)
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # left alone where SIGINT is ignored
+            previous[signal.SIGINT] = signal.signal(signal.SIGINT, _terminated)
     try:
         return _main(args)
     finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         if main_thread:
-            signal.signal(signal.SIGTERM, previous)
+            INTERRUPTED.clear()
 
 
 def _main(args) -> int:
@@ -572,6 +587,13 @@ def _main(args) -> int:
     except KeyboardInterrupt:
         print(Interrupted(), file=sys.stderr)
         return 130
-    json.dump(out, sys.stdout)
-    sys.stdout.write("\n")
+    if INTERRUPTED.is_set():  # an interrupt Python swallowed mid-command: still one line and exit 130
+        print(Interrupted(), file=sys.stderr)
+        return 130
+    try:
+        sys.stdout.write(json.dumps(out) + "\n")
+        sys.stdout.flush()
+    except OSError as e:
+        print(f"error: cannot write the result to standard output: {e.strerror or e}", file=sys.stderr)
+        return 2
     return 0

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import io
 import json
 import math
+import os
+import stat
+import sys
 from pathlib import Path
 
 # where each command's --method names come from (read when --help is shown: the registries import torch)
@@ -90,3 +94,21 @@ nonneg = number(int, 0, MAX_SEED, "a non-negative integer below 2**63")  # a see
 finite = number(float, -math.inf, math.inf, "a finite number")
 fraction = number(float, 0.0, 1.0, "a number in [0, 1)", hi_open=True)  # a sparsity
 open_fraction = number(float, 0.0, 1.0, "a number in (0, 1)", lo_open=True, hi_open=True)  # a share of units
+
+
+def stdout_problem() -> str | None:
+    """Why the result line could not be written to standard output (closed, or /dev/full), else None."""
+    if sys.stdout is None:
+        return "standard output is closed"
+    try:
+        st = os.fstat(sys.stdout.fileno())
+    except (io.UnsupportedOperation, AttributeError, ValueError):
+        return None  # not a file descriptor (a test's capture): writable as far as we can tell
+    except OSError:
+        return "standard output is closed"
+    try:
+        if stat.S_ISCHR(st.st_mode) and st.st_rdev == os.stat("/dev/full").st_rdev:
+            return "standard output is /dev/full (every write fails)"
+    except OSError:
+        pass
+    return None

@@ -1,4 +1,16 @@
 """Errors that carry a one-line message meant for the user (the CLI prints it and exits 2)."""
+import threading
+
+# Set by the CLI's SIGINT / SIGTERM handler before it raises KeyboardInterrupt: Python drops an exception raised
+# inside a ``__del__`` or a callback ("Exception ignored in ..."), so long loops and output writes check this too
+# and an interrupt is never swallowed.
+INTERRUPTED = threading.Event()
+
+
+def check_interrupted() -> None:
+    """Raise KeyboardInterrupt if an interrupt arrived, even one that Python swallowed."""
+    if INTERRUPTED.is_set():
+        raise KeyboardInterrupt
 
 
 class ReproError(Exception):
@@ -24,6 +36,10 @@ class Interrupted(Exception):
         self.cells = cells
         super().__init__("interrupted: " + (f"{cells} cell(s) written, " if cells is not None else "")
                          + "a rerun resumes from the records written")
+
+
+class RecordWriteError(ReproError):
+    """A record could not be written (a full disk, a folder made read-only mid-run): a run stops at the first."""
 
 
 class HashMismatchError(ReproError):
@@ -97,4 +113,28 @@ def check_path(what: str, path, writable: bool = False):
             raise ReproError(f"{what}: folder {folder} does not exist")
         if not os.access(folder, os.W_OK | os.X_OK):
             raise ReproError(f"{what}: folder {folder} is not writable")
+    return p
+
+
+def check_results_dir(path, min_free_mb: int = 50):
+    """A results folder, before the first cell: it exists or can be created, is a folder, can be written (a
+    file is created and removed in it) and has ``min_free_mb`` MB free. One line naming the folder and the reason."""
+    import os
+    import shutil
+    import tempfile
+
+    if not isinstance(path, (str, os.PathLike)) or not str(path).strip():
+        raise ReproError(f"results_dir must name a folder, got {path!r}")
+    p = check_path("results_dir", path)
+    if p.exists() and not p.is_dir():
+        raise ReproError(f"results_dir {p} is a file, not a folder")
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=p, prefix=".write-check-"):
+            pass
+    except OSError as e:
+        raise ReproError(f"results_dir {p} cannot be written: {e.strerror or e}") from None
+    free = shutil.disk_usage(p).free / 1e6
+    if free < min_free_mb:
+        raise ReproError(f"results_dir {p}: only {free:.0f} MB free (at least {min_free_mb} MB needed)")
     return p

@@ -40,7 +40,14 @@ from pathlib import Path
 
 from repro.engines.base import Experiment
 from repro.engines.plan import Job, Plan
-from repro.errors import Interrupted, ReproError, UnknownNameError
+from repro.errors import (
+    Interrupted,
+    RecordWriteError,
+    ReproError,
+    UnknownNameError,
+    check_interrupted,
+    check_results_dir,
+)
 
 EXECUTORS = ("local", "ray")
 PATH_PARAMS = ("results_dir", "read_results", "figures_dir", "readme", "results_page")  # relative to the notebook's folder, as papermill runs it
@@ -212,6 +219,8 @@ def attempt(ctx: Context, job: Job) -> tuple[float | None, str | None]:
     """Run ``job`` here: its seconds, or its error (reported with the job; the other cells still run)."""
     try:
         return ctx.run(job), None
+    except RecordWriteError:
+        raise  # the run stops: every later record would fail alike
     except Exception as e:  # noqa: BLE001
         return None, f"{type(e).__name__}: {e}"
 
@@ -255,7 +264,7 @@ class Workers:
         f = next(as_completed(handles))
         try:
             return f, f.result(), None
-        except BrokenProcessPool:
+        except (BrokenProcessPool, RecordWriteError):
             raise
         except Exception as e:  # noqa: BLE001
             return f, None, f"{type(e).__name__}: {e}"
@@ -284,6 +293,8 @@ def compute(ctx: Context, start, slots: int, progress: Progress, out, max_retrie
     finished, failed, batches, retries = set(), {}, [], 0
 
     def settle(job: Job, seconds: float | None, error: str | None) -> None:
+        if error and "RecordWriteError" in error.split(":", 1)[0]:  # e.g. from a Ray task
+            raise RecordWriteError(error.split(":", 1)[1].strip())
         if error:
             failed[job.record] = (job, error)
         else:
@@ -320,6 +331,7 @@ def compute(ctx: Context, start, slots: int, progress: Progress, out, max_retrie
     backend = start()
     try:
         while True:
+            check_interrupted()  # one Python swallowed (raised inside a __del__) still stops the run
             if len(pending) < slots and not plan_more(backend):
                 break
             if not pending:
@@ -344,6 +356,12 @@ def compute(ctx: Context, start, slots: int, progress: Progress, out, max_retrie
         ctx.session.store.sweep_partial_writes()
         backend = None
         raise Interrupted(len(finished)) from None
+    except RecordWriteError as e:
+        getattr(backend, "stop", backend.close)()
+        ctx.session.store.sweep_partial_writes()
+        backend = None
+        raise ReproError(f"stopped at the first record that could not be written ({e}); the {len(finished)} "
+                         "record(s) written before it are whole, and a rerun resumes from them") from None
     finally:
         if backend is not None:
             backend.close()
@@ -417,6 +435,7 @@ def run_notebook(source: str | Path, profile: str | Path | None = None, jobs: in
     params = notebook_params(source, profile, overrides)
     if params.get("recompute"):
         raise ReproError("run computes the missing records; to recompute, run the notebook with --recompute")
+    check_results_dir(params["results_dir"])
     cluster = connect_ray(address) if executor == "ray" else None  # an unreachable address fails here
     threads = threads or max(1, (os.cpu_count() or 1) // jobs)
     t0 = time.perf_counter()

@@ -31,6 +31,7 @@ import copy
 import json
 from pathlib import Path
 
+from repro.errors import ReproError
 from repro.store import PROTOCOL, SCHEMA, TIMING_FOLDERS, atomic_write_text, config_key
 
 # record folders whose configs are evaluations or timings on token windows (protocol 2: feeding() at top level)
@@ -153,8 +154,21 @@ def migrate_folder(root: str | Path) -> int:
     number of records moved. Model cards (``models/``) and lock files are not records."""
     root = Path(root)
     paths = [p for p in sorted(root.glob("*/*.json")) if p.parent.name != "models"]
-    records = [json.loads(p.read_text()) for p in paths]
-    migrated, _ = migrate_records(records)
+    records = []
+    for p in paths:  # every record read before any is moved: a bad one stops the migration with nothing touched
+        try:
+            record = json.loads(p.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise ReproError(f"record {p} cannot be read ({getattr(e, 'msg', None) or e}); move it aside (its cell "
+                             "is then computed again) and migrate again: nothing was migrated") from None
+        if not isinstance(record, dict) or not {"experiment", "config", "result", "key"} <= set(record):
+            raise ReproError(f"record {p} is not a record (no experiment, config, result and key); move it aside "
+                             "and migrate again: nothing was migrated")
+        records.append(record)
+    try:
+        migrated, _ = migrate_records(records)
+    except ValueError as e:
+        raise ReproError(f"results folder {root}: {e}; nothing was migrated") from None
     moved = 0
     for src, old, new in zip(paths, records, migrated):
         if new == old:

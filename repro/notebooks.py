@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -20,7 +21,7 @@ import yaml
 
 from repro.assets.models import simulated_note
 from repro.engines.base import Setup, check_keys
-from repro.errors import ReproError
+from repro.errors import ReproError, check_interrupted, check_results_dir
 from repro.report import csv_text, replace_block, save_figure, save_table, to_markdown
 from repro.store import Store, atomic_write_text
 
@@ -231,17 +232,37 @@ def default_parameters(nb) -> dict:
     return out
 
 
+class _StrictLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a key given twice in one mapping (YAML would keep the last silently)."""
+
+
+def _no_duplicates(loader, node, deep=False):
+    seen = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(None, None, f"key {key!r} given twice", key_node.start_mark)
+        seen.add(key)
+    return loader.construct_mapping(node, deep=deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _no_duplicates)
+
+
 def _read_yaml(path: str | Path):
-    """A profile file's YAML; a missing file or a parser error is one line naming the file and,
-    for YAML, the line and column the parser stopped at."""
+    """A profile file's YAML; a missing file, a key given twice or a parser error is one line naming the
+    file and, for YAML, the line and column the parser stopped at."""
     if not Path(path).is_file():
         raise ReproError(f"profile {path}: no such file")
     try:
-        return yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        return yaml.load(Path(path).read_text(encoding="utf-8"), Loader=_StrictLoader)  # noqa: S506 - a SafeLoader
     except UnicodeDecodeError as e:
         raise ReproError(f"profile {path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
+        if isinstance(e, yaml.constructor.ConstructorError) and "given twice" in str(e.problem):
+            raise ReproError(f"profile {path}: {e.problem} (line {mark.line + 1}): the last would win silently; "
+                             "keep one") from None
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         problem = " ".join(str(getattr(e, "problem", None) or e).split())
         raise ReproError(f"profile {path}: not valid YAML{where}: {problem}") from None
@@ -264,11 +285,51 @@ def load_profile(path: str | Path, name: str | None = None) -> dict:
         raise ReproError(f"{path}: 'notebooks' maps each notebook name to a mapping of parameters")
     params = dict(raw)
     if name is not None:
-        if sections and name not in sections:
+        if not sections:
+            raise ReproError(f"profile {path} names no notebook section under 'notebooks' (it would run the "
+                             f"notebook's paper-scale defaults): add one for {name!r}")
+        if name not in sections:
             raise ReproError(f"{path}: no section for notebook {name!r} under 'notebooks' "
                              f"(it has: {', '.join(sorted(sections))})")
         params.update(sections.get(name, {}))
     return params
+
+
+def check_sections(path: str | Path, source: str | Path) -> None:
+    """Every notebook section of the profile ``path`` names a notebook beside ``source`` (a misspelt section
+    would otherwise never run)."""
+    raw = _read_yaml(path)
+    known = sorted(p.stem for p in Path(source).resolve().parent.glob("[0-9]*.py"))
+    sections = (raw or {}).get("notebooks") or {} if isinstance(raw, dict) else {}
+    unknown = sorted(set(sections) - set(known)) if known and isinstance(sections, dict) else []
+    if unknown:
+        raise ReproError(f"profile {path}: section(s) {', '.join(map(repr, unknown))} under 'notebooks' name no "
+                         f"notebook (there are: {', '.join(known)})")
+
+
+def check_types(params: dict, defaults: dict, where: str) -> None:
+    """Each value of the type of the notebook's default for that parameter, in one line naming the key: booleans
+    are booleans (YAML's ``"false"`` is a string, and a string is true), lists are lists (a bare string would be
+    split into characters), numbers numbers; null stands for a number or a string ("none", "all") only. Parameters
+    whose default is None take any value."""
+    kinds = ((bool, "true or false"), (int, "a whole number"), (float, "a number"), (str, "a string"),
+             ((list, tuple), "a list"), (dict, "a mapping"))
+    for k, v in params.items():
+        d = defaults.get(k)
+        if d is None:
+            continue
+        kind, what = next((t, w) for t, w in kinds if isinstance(d, t))
+        if v is None and kind in (int, float, str):
+            continue
+        ok = (isinstance(v, bool) if kind is bool else
+              isinstance(v, (int, float)) and not isinstance(v, bool) if kind is float else
+              isinstance(v, int) and not isinstance(v, bool) if kind is int else
+              isinstance(v, list) if kind == (list, tuple) else isinstance(v, kind))
+        if not ok:
+            raise ReproError(f"{where}parameter {k} must be {what} (the notebook's default is {_short(d)}), got {v!r}")
+    for k in ("results_dir", "figures_dir"):
+        if k in params and k in defaults and (not isinstance(params[k], str) or not params[k].strip()):
+            raise ReproError(f"{where}parameter {k} must name a folder, got {params[k]!r}")
 
 
 DEFAULT_PROFILE = "cpu"  # the one profile whose runs write the committed results, figures and notebooks
@@ -278,6 +339,15 @@ def default_profile(source: str | Path) -> Path:
     """``profiles/cpu.yaml`` beside the notebook: what a run without ``--profile`` uses (never the
     notebook's own paper-scale defaults)."""
     return Path(source).resolve().parent / "profiles" / f"{DEFAULT_PROFILE}.yaml"
+
+
+def writes_committed(source: str | Path, profile: str | Path | None, name: str) -> bool:
+    """Whether a run writes the committed results, figures, notebooks and README blocks: only under the committed
+    profile file itself (``profiles/cpu.yaml`` beside the notebook), never because another file says
+    ``profile: cpu`` (without a profile file: the notebook's own folders, as its parameters cell says)."""
+    if name != DEFAULT_PROFILE:
+        return False
+    return profile is None or Path(profile).resolve() == default_profile(source).resolve()
 
 
 def profile_name(profile: str | Path | None, params: dict) -> str:
@@ -309,17 +379,22 @@ def run_parameters(source: str | Path, profile: str | Path | None = None, overri
                      ("figures_dir", f"../.cache/{name}/figures/{Path(source).stem}"), ("update_readme", False)):
             if k in declared:
                 params[k] = v
-    if name != DEFAULT_PROFILE:
+    if not writes_committed(source, profile, name):  # e.g. a copy of cpu.yaml that still says `profile: cpu`
         for k, v in (("results_dir", f"../.cache/{name}/results"),
-                     ("figures_dir", f"../.cache/{name}/figures/{Path(source).stem}"), ("update_readme", False)):
+                     ("figures_dir", f"../.cache/{name}/figures/{Path(source).stem}")):
             if k in declared:
                 params.setdefault(k, v)
+        if "update_readme" in declared:
+            params["update_readme"] = False  # the README and docs blocks are the committed profile's alone
     params.update(overrides or {})
+    where = f"{profile}: " if profile else ""
     unknown = sorted(set(params) - declared)
     if unknown:
-        where = f"{profile}: " if profile else ""
         raise ReproError(f"{where}unknown parameter(s) {', '.join(unknown)} for {Path(source).stem} "
                          f"(it declares: {', '.join(sorted(declared))})")
+    check_types(params, default_parameters(nb), where)
+    if profile:
+        check_sections(profile, source)
     return params
 
 
@@ -364,6 +439,9 @@ def execute(source: str | Path, output: str | Path, profile: str | Path | None =
     nb = read_source(source)
     params = run_parameters(source, profile, overrides, nb)
     check_output(source, output)  # every check before anything runs
+    if isinstance(params.get("results_dir", default_parameters(nb).get("results_dir")), str):
+        folder = Path(cwd or Path(source).parent) / params.get("results_dir", default_parameters(nb)["results_dir"])
+        check_results_dir(folder)
     output = Path(output)
     defaults = default_parameters(nb)  # for the notebook's "this run" table (Session.this_run)
     params["_run"] = {"defaults": {k: defaults[k] for k in params if k in defaults}}
@@ -382,11 +460,40 @@ def execute(source: str | Path, output: str | Path, profile: str | Path | None =
     with tempfile.TemporaryDirectory() as tmp:
         src, out = Path(tmp) / "in.ipynb", Path(tmp) / "out.ipynb"
         nbformat.write(nb, str(src))
-        pm.execute_notebook(str(src), str(out), parameters=params, cwd=str(cwd or Path(source).parent),
-                            kernel_name="python3", log_output=log_output, progress_bar=False)
+        log = Path(tmp) / "kernel.log"
+        try:
+            pm.execute_notebook(str(src), str(out), parameters=params, cwd=str(cwd or Path(source).parent),
+                                kernel_name="python3", log_output=log_output, progress_bar=False,
+                                kernel_manager_class=_quiet_kernel_manager(log))
+        except KeyboardInterrupt:  # what the kernel logged while it was stopped (a ZMQError) stays in its log,
+            import logging  # and the cell's task that saw the kernel die is not reported as a traceback at exit
+
+            logging.getLogger("asyncio").setLevel(logging.CRITICAL)
+            raise
+        except Exception:
+            text = log.read_text(errors="replace").strip() if log.is_file() else ""
+            if text:  # the kernel process's own complaints, where the notebook failed: they may say why
+                print("kernel log (last lines):\n" + "\n".join(text.splitlines()[-20:]), file=sys.stderr)
+            raise
         executed = clean(nbformat.read(str(out), as_version=4))
+    check_interrupted()  # an interrupt Python swallowed while the notebook ran: no output is written
     atomic_write_text(output, nbformat.writes(executed) + "\n")
     return time.perf_counter() - t0
+
+
+def _quiet_kernel_manager(log: Path):
+    """A kernel manager whose kernel process writes its own stderr to ``log``, not the terminal: its logging
+    only (a TCP warning at start; a ZMQError traceback when an interrupted run closes the sockets it was
+    replying on); cell outputs come through the kernel's messages, unaffected."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    class QuietKernelManager(AsyncKernelManager):
+        async def _async_launch_kernel(self, kernel_cmd, **kw):
+            with open(log, "a") as f:
+                kw["stderr"] = f
+                return await super()._async_launch_kernel(kernel_cmd, **kw)
+
+    return QuietKernelManager
 
 
 def cell_sources(nb) -> list[tuple[str, str]]:

@@ -23,6 +23,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
+from repro.errors import RecordWriteError
+
 SCHEMA = 1
 PROTOCOL = 3  # 2: batch size, weights hash and protocol in every key; 3: every default written (repro.migrate)
 
@@ -210,7 +212,11 @@ class Store:
         if self.root is None:
             self._memory[(experiment, record["key"])] = record
         else:
-            atomic_write_text(self.path(experiment, config), text + "\n")
+            try:
+                atomic_write_text(self.path(experiment, config), text + "\n")
+            except OSError as e:
+                raise RecordWriteError(f"cannot write record {self.path(experiment, config)}: "
+                                       f"{e.strerror or e}") from None
         return record
 
     def run(self, experiment: str, config: dict, compute: Callable[[], dict]) -> dict:

@@ -300,7 +300,7 @@ def test_tripwires_catch_good_input(capsys, tmp_path, tripwires, name):
         args = PRUNE + ["--save", str(tmp_path / "new")]
     if name == "notebook":
         (tmp_path / "nb.py").write_text(NOTEBOOK)
-        (tmp_path / "p.yaml").write_text("x: 2\n")
+        (tmp_path / "p.yaml").write_text("notebooks:\n  nb: {x: 2}\n")
         args = ["notebook", str(tmp_path / "nb.py"), "--profile", str(tmp_path / "p.yaml"), "--out",
                 str(tmp_path / "nb.ipynb")]
     with pytest.raises(Work):
@@ -425,7 +425,7 @@ def _notebook_case(tmp_path, case: str) -> tuple[list[str], list[str]]:
     other inputs are good, so without the check the notebook would run."""
     src, profile, out = tmp_path / "nb.py", tmp_path / "p.yaml", tmp_path / "nb.ipynb"
     src.write_text(NOTEBOOK)
-    profile.write_text("x: 2\n")
+    profile.write_text("notebooks:\n  nb: {x: 2}\n")
     if case == "missing-source":
         return [str(tmp_path / "missing.py"), "--out", str(out)], ["notebook source", "missing.py: no such file"]
     if case == "missing-profile":
@@ -632,7 +632,7 @@ def test_notebook_with_a_device_this_machine_lacks_is_one_line(capsys, tmp_path)
         pytest.skip("this machine has CUDA")
     src, profile = tmp_path / "nb.py", tmp_path / "p.yaml"
     src.write_text(NOTEBOOK.replace("x = 1", "x = 1\ndevice = None"))
-    profile.write_text("device: cuda\n")
+    profile.write_text("notebooks:\n  nb: {device: cuda}\n")
     line = refused(capsys, "notebook", str(src), "--profile", str(profile), "--out", str(tmp_path / "o.ipynb"))
     assert "--profile" in line and "no CUDA device is available" in line
 

@@ -146,7 +146,7 @@ def cli(args) -> int:
 ])
 def test_bad_run_input_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys, args, message):
     src = jobs_paper.write_notebook(tmp_path)
-    (tmp_path / "p.yaml").write_text("profile: test\n")
+    (tmp_path / "p.yaml").write_text("profile: test\nnotebooks:\n  nb: {}\n")
     profile = [] if "--profile" in args else ["--profile", str(tmp_path / "p.yaml")]
     code = cli(["run", str(src), *profile, *args])
     out, err = capsys.readouterr()
@@ -157,7 +157,7 @@ def test_bad_run_input_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys, a
 def test_unreachable_ray_address_is_one_line(tmp_path, capsys):
     pytest.importorskip("ray")
     src = jobs_paper.write_notebook(tmp_path)
-    (tmp_path / "p.yaml").write_text("profile: test\n")
+    (tmp_path / "p.yaml").write_text("profile: test\nnotebooks:\n  nb: {}\n")
     code = cli(["run", str(src), "--profile", str(tmp_path / "p.yaml"), "--executor", "ray", "--address", "127.0.0.1:1"])
     out, err = capsys.readouterr()
     assert code == 2 and out == "" and err.count("\n") == 1 and "Ray cluster at 127.0.0.1:1" in err

@@ -184,7 +184,7 @@ def _context(tmp_path, mlm_models, **more):
 
 
 @pytest.mark.parametrize("override, message", [
-    ({"mlm_models": "FacebookAI/roberta-base"}, "parameter mlm_models must be a list of names"),
+    ({"mlm_models": "FacebookAI/roberta-base"}, "parameter mlm_models must be a list"),
     ({"mlm_seqlen": 1}, "parameter mlm_seqlen"), ({"mlm_seqlen": 64.5}, "parameter mlm_seqlen")])
 def test_bad_parameters_are_refused_before_any_load(tmp_path, monkeypatch, override, message):
     monkeypatch.setenv("REPRO_NO_LOAD", "1")

@@ -90,7 +90,7 @@ def test_profiles_name_only_declared_parameters(profile):
 
 def test_unknown_profile_key_is_an_error(tmp_path):
     p = tmp_path / "bad.yaml"
-    p.write_text("profile: x\nmax_window: 3\n")
+    p.write_text("profile: x\nmax_window: 3\nnotebooks:\n  01_mpg_head_pruning: {}\n")
     with pytest.raises(ReproError, match="unknown parameter.*max_window.*it declares:"):
         run_parameters(SOURCES[0], p)
     assert "max_windows" in declared_parameters(read_source(SOURCES[0]))

@@ -11,14 +11,14 @@ from conftest import ROOT
 SMOKE = ROOT / "notebooks/profiles/smoke.yaml"
 NB = {p.stem[:2]: p for p in (ROOT / "notebooks").glob("[0-9]*.py")}
 BAD = [
-    ("01", {"sparsities": "abc"}, "parameter sparsities must be a list of numbers"),
+    ("01", {"sparsities": "abc"}, "sparsities must be a list (the notebook's default is [0.125, 0.25, 0.5]), got 'abc'"),
     ("01", {"sparsities": [0.25, 1.5, -0.1]}, "parameter sparsities must be a list of numbers in [0, 1), got 1.5"),
     ("01", {"methods": ["mpg", "magic"]}, "unknown methods entry 'magic'"),
     ("01", {"efficiency_batches": [1, 0]}, "parameter efficiency_batches must be a list of integers >= 1, got 0"),
     ("01", {"zeroshot_limit": -3}, "parameter zeroshot_limit"),
     ("02", {"sparsity": 1.2}, "parameter sparsity"),
     ("02", {"curve_sparsities": [0.3, "0.5"]}, "parameter curve_sparsities must be a list of numbers"),
-    ("02", {"methods": "wanda"}, "parameter methods must be a list of names, got 'wanda'"),
+    ("02", {"methods": "wanda"}, "methods must be a list (the notebook's default is ['magnitude', 'wanda', 'ria', 'sparsegpt', 'ogas']), got 'wanda'"),
     ("03", {"seeds": [1, -2]}, "parameter seeds must be a list of integers >= 0, got -2"),
     ("03", {"seeds": [1, 2.5]}, "parameter seeds must be a list of integers"),
     ("03", {"unit_settings": {"tiny-llama": {"neurons": [0.1]}}}, "unknown unit kind in unit_settings 'neurons'"),

@@ -250,6 +250,29 @@ def hub_source(name: str) -> tuple[str | Path, dict] | None:
     return None if folder is None else (folder, hub_identity(name, folder))
 
 
+def _hf_offline() -> bool:
+    """Whether huggingface_hub itself is offline (it then reads its cache and never retries the network)."""
+    import huggingface_hub.constants as constants
+
+    return bool(constants.HF_HUB_OFFLINE)
+
+
+def hub_unreachable(timeout: float = 3.0) -> str | None:
+    """Why the hub (``HF_ENDPOINT``, default huggingface.co) cannot be reached from here, or None: one TCP connection
+    within ``timeout`` seconds; none is tried under ``REPRO_OFFLINE`` (the tests, CI)."""
+    import socket
+    from urllib.parse import urlparse
+
+    if os.environ.get("REPRO_OFFLINE"):
+        return "REPRO_OFFLINE is set"
+    url = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    try:
+        socket.create_connection((url.hostname, url.port or (443 if url.scheme == "https" else 80)), timeout).close()
+    except OSError as e:
+        return f"{url.hostname}: {e.strerror or e}"
+    return None
+
+
 def hub_snapshot(name: str) -> Path | None:
     """The local Hugging Face cache's snapshot folder of hub id ``name`` (its ``refs/main`` commit), or None
     where the cache does not hold it: offline (``HF_HUB_OFFLINE``), a hub id loads from there."""
@@ -356,10 +379,23 @@ def load_model(name: str, dtype: str | torch.dtype = "float32", seed: int = 0,
         identity = json.loads((folder / "identity.json").read_text())
         return _from_folder(folder, identity, dtype, dev)
     if Path(name).exists():
-        return _from_folder(name, {"name": Path(name).name, "source": f"local:{Path(name).resolve()}",
-                                   "quantisation": "unknown", "weights_sha256": folder_weights_sha256(name)},
-                            dtype, dev)
+        try:
+            return _from_folder(name, {"name": Path(name).name, "source": f"local:{Path(name).resolve()}",
+                                       "quantisation": "unknown", "weights_sha256": folder_weights_sha256(name)},
+                                dtype, dev)
+        except ReproError:
+            raise
+        except Exception as e:  # noqa: BLE001 - a truncated safetensors, a malformed config.json, missing weights...
+            first = (str(e).strip().splitlines() or [""])[0][:200]
+            raise ReproError(f"model folder {name} cannot be loaded ({type(e).__name__}: {first}): check its "
+                             "config.json, weights and tokenizer files") from None
     if (hub := hub_source(name)) is not None:
+        why = hub_unreachable() if hub[1].get("source") == "hub" and not _hf_offline() else None
+        if why and (folder := hub_snapshot(name)) is not None:  # the local hub cache holds it: load from there
+            hub, why = (folder, hub_identity(name, folder)), None
+        if why:  # huggingface_hub would retry for about 30 s, a line each time, before failing
+            raise ReproError(f"cannot load {name!r}: the Hugging Face hub is not reachable ({why}); set "
+                             "HF_HUB_OFFLINE=1 to load it from the local hub cache, or give a local folder")
         try:
             return _from_folder(hub[0], hub[1], dtype, dev)
         except OSError as e:

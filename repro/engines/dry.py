@@ -28,7 +28,7 @@ from pathlib import Path
 import torch
 
 from repro.assets.data import TextData, load_text
-from repro.errors import ReproError
+from repro.errors import HashMismatchError, ReproError
 
 # hub id -> (model class, model_type, the published config.json's architecture values)
 HUB_CONFIGS: dict[str, tuple[str, str, dict]] = {
@@ -202,6 +202,8 @@ class DryRun:
         """The corpus ``spec``, or a stand-in (no rows, no sha256) where it cannot be read here."""
         try:
             return load_text(spec)
+        except HashMismatchError:
+            raise  # the file is here and is not the data: the run would fail on it, so the dry run does
         except ReproError as e:
             name, _, split = spec.partition(":")
             why = " ".join(str(e).split(":")[0].split())
