@@ -213,3 +213,36 @@ def test_an_interrupt_python_swallowed_still_ends_the_command_with_130(tmp_path,
     out = capsys.readouterr()
     assert out.out == "" and out.err.strip().startswith("interrupted:")
     assert not INTERRUPTED.is_set()  # cleared for the next command
+
+
+def test_an_interrupted_notebook_is_one_line_without_a_kernel_traceback(tmp_path):
+    """Ctrl-C in a terminal reaches the whole process group, the kernel too: before, ipykernel's ZMQError and
+    nbclient's 'Task exception was never retrieved' tracebacks came before the ``interrupted:`` line."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    marker = tmp_path / "cell-started"
+    header = "# ---\n# jupyter:\n#   kernelspec:\n#     display_name: Python 3\n#     language: python\n#     name: python3\n# ---\n\n"
+    (tmp_path / "nb.py").write_text(header + '# %% tags=["parameters"]\nx = 1\n\n# %%\nimport pathlib, time\n'
+                                    f'pathlib.Path({str(marker)!r}).touch()\ntime.sleep(120)\n')
+    (tmp_path / "p.yaml").write_text("notebooks:\n  nb: {x: 2}\n")
+    proc = subprocess.Popen([sys.executable, "-m", "repro", "notebook", str(tmp_path / "nb.py"), "--profile",
+                             str(tmp_path / "p.yaml"), "--out", str(tmp_path / "nb.ipynb")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert marker.exists(), proc.communicate(timeout=30)
+        os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "Task exception" not in err, err
+    assert err.strip().splitlines()[-1].startswith("interrupted:") and out == ""
+    assert not (tmp_path / "nb.ipynb").exists()
