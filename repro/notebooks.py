@@ -399,7 +399,9 @@ def run_parameters(source: str | Path, profile: str | Path | None = None, overri
 
 
 def clean(nb):
-    """Drop widget state and widget outputs, and tqdm text residue from stderr streams."""
+    """Drop widget state and widget outputs, and tqdm text residue from stderr streams; join consecutive outputs of
+    one stream (a cell's prints arrive as one output or several, depending on how fast the kernel sent them: the
+    executed notebook must not depend on that)."""
     nb.metadata.pop("widgets", None)
     for cell in nb.cells:
         if cell.cell_type != "code":
@@ -413,6 +415,10 @@ def clean(nb):
                 if not "".join(lines).strip():
                     continue
                 out["text"] = "".join(lines)
+            if kept and out.get("output_type") == "stream" and kept[-1].get("output_type") == "stream" \
+                    and kept[-1].get("name") == out.get("name"):  # one stream however the kernel's messages were timed
+                kept[-1]["text"] += out["text"]
+                continue
             kept.append(out)
         cell["outputs"] = kept
     return nb

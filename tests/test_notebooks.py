@@ -126,3 +126,21 @@ def test_clean_drops_widgets_and_progress_only():
     assert "widgets" not in nb.metadata
     assert [o.output_type for o in out] == ["stream", "stream", "display_data"]
     assert out[0].text == "a real warning\n" and out[1].text == "42% of heads\n"
+
+
+def test_clean_joins_a_cells_consecutive_prints_into_one_stream():
+    """A slow cell's prints reach the notebook as one stream output or several, by timing: the committed notebook
+    re-rendered elsewhere differed by that alone. Consecutive outputs of one stream are joined; others stay apart."""
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("x")
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="a\n"),
+                    nbformat.v4.new_output("stream", name="stdout", text="b\n"),
+                    nbformat.v4.new_output("stream", name="stderr", text="w\n"),
+                    nbformat.v4.new_output("stream", name="stdout", text="c\n"),
+                    nbformat.v4.new_output("display_data", data={"image/png": "iVBOR"}),
+                    nbformat.v4.new_output("stream", name="stdout", text="d\n")]
+    nb.cells = [cell]
+    out = clean(nb).cells[0].outputs
+    assert [(o.output_type, o.get("name"), o.get("text")) for o in out] == [
+        ("stream", "stdout", "a\nb\n"), ("stream", "stderr", "w\n"), ("stream", "stdout", "c\n"),
+        ("display_data", None, None), ("stream", "stdout", "d\n")]
