@@ -89,7 +89,6 @@ import pandas as pd
 import seaborn as sns
 from IPython.display import Markdown, display
 
-from repro.methods.heads import excess, select_heads
 from repro.notebooks import start
 from repro.papers import mpg as P
 from repro.papers.mpg import collapse as C
@@ -158,7 +157,7 @@ for ax, role in zip(axes, "qkvo"):
     thr = r.mean() + 2.0 * r.std()
     ax.hist(r, bins=50, color="tab:blue", alpha=.8)
     ax.axvline(thr, color="k", ls="--", lw=1)
-    n_above = int((excess(torch.as_tensor(r), 2.0) > 0).sum())
+    n_above = int((P.excess(torch.as_tensor(r), 2.0) > 0).sum())
     ax.set_title(f"W_{role.upper()} {'columns' if role == 'o' else 'rows'}: {n_above} above mu+2sigma")
     ax.set_xlabel("L2 norm")
 fig.suptitle(f"{name}, layer {layer}: feature-norm profile and the z = 2 threshold", y=1.05)
@@ -225,7 +224,7 @@ name = models[0]
 e = exps[name]
 s, _ = e.scores("mpg")
 s = np.asarray(s, dtype=float)
-pruned = set(map(tuple, select_heads(s, 0.25)))
+pruned = set(map(tuple, P.select_heads(s, 0.25)))
 zero = s == 0  # exact zeros (no row norm above the z threshold) cannot sit on a log scale: grey cells
 fig, ax = plt.subplots(figsize=(1.2 + 0.5 * s.shape[1], 0.25 * s.shape[0] + 1))
 sns.heatmap(s, mask=zero, norm=LogNorm(vmin=s[~zero].min(), vmax=s.max()), ax=ax, cmap="viridis",
@@ -594,18 +593,7 @@ if vexps:
 
 # %%
 if vexps:
-    dense = {m: P.find(vframe, m, "dense") for m in vexps}
-    odd = [r for r in vframe.itertuples() if r.method != "dense" and (r.top1 > dense[r.model].top1 or r.top1 < 0.10)]
-    near = [r for r in vframe.itertuples() if r.method != "dense" and r.top1 < 0.11]
-    for r in odd + [r for r in near if r not in odd]:
-        d = dense[r.model]
-        right = int(np.sum(r.per_image_correct)) - int(np.sum(d.per_image_correct))
-        dce = P.paired_difference(np.asarray(r.per_image_ce, float), np.asarray(d.per_image_ce, float))
-        print(f"{r.model} {P.LABEL[r.method]} z={r.z} at {P.pct(r.sparsity)}: top-1 {100 * r.top1:.2f}% "
-              f"(dense {100 * d.top1:.2f}%, {right:+d} of {r.n_eval} images), CE - dense {dce.estimate:+.4f} "
-              f"[{dce.ci[0]:+.4f}, {dce.ci[1]:+.4f}] nats (CE {r.ce:.2f}; uniform guessing: ln 10 = 2.30)")
-    if not odd:
-        print("No pruned cell above its dense top-1 or below chance.")
+    print(P.surprising_cells(vframe, list(vexps)))
 
 # %% [markdown]
 # ### 9a. The threshold z on MHA models

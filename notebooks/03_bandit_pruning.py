@@ -74,7 +74,6 @@ import numpy as np
 import seaborn as sns
 from IPython.display import Markdown, display
 
-from repro.methods.bandit import reward_summary
 from repro.notebooks import start
 from repro.papers import bandit as P
 from repro.papers.bandit import rescale as RS
@@ -261,7 +260,7 @@ if run is not None:
     allr = np.concatenate([np.asarray(x) for x in rw])
     axes[2].hist(allr, bins=30)
     axes[2].set_xlabel("reward sigmoid(-damage / 0.02)")
-    rs = reward_summary(allr)
+    rs = P.reward_summary(allr)
     axes[2].set_title(f"rewards: harmful {rs['harmful']:.0%}, neutral {rs['neutral']:.0%}, "
                       f"beneficial {rs['beneficial']:.0%}", fontsize=8)
     fig.tight_layout()

@@ -277,7 +277,7 @@ def cmd_ppl(args) -> dict:
 def cmd_heads(args) -> dict:
     """The notebook's pipeline (HeadExperiment: same calibration windows, same scoring), then the
     heads are zeroed (Algorithm 1) or removed and the model evaluated."""
-    from repro.methods.heads import get_method, select_heads
+    from repro.methods.heads import get_method
 
     with _about("--method"):
         get_method(args.method)
@@ -292,7 +292,7 @@ def cmd_heads(args) -> dict:
                    calib_seqlen=args.calib_seqlen, calib_seed=args.calib_seed)
     e = HeadExperiment(args.model, setup, Store(None), grad_nsamples=args.grad_nsamples)
     scores, seconds = e.scores(args.method, z=args.z, seed=args.seed)
-    pruned = select_heads(scores, args.sparsity, args.tie_break, args.seed)
+    pruned = e.selection(scores, args.sparsity, args.tie_break, args.seed)  # as the notebook's cells select
     model = e.model
     (remove_heads if args.remove else zero_heads)(adapter(model), pruned)
     cfg = e.method_config(args.method, args.z, args.seed)
@@ -372,7 +372,7 @@ def cmd_prune(args) -> dict:
         _new_path("--save", args.save)
     params = _prune_params(args)
     from repro.assets import parse_dtype
-    from repro.calib import Calibration, load_windows
+    from repro.calib import load_windows
     from repro.engines.prune import PruneExperiment
     from repro.evaluate.ppl import max_positions
     from repro.store import Store
@@ -385,8 +385,8 @@ def cmd_prune(args) -> dict:
     cfg = e.prune_config(args.method, args.sparsity, args.pattern, params) if not args.calib_file else None
     if args.calib_file:  # identical inputs to another implementation's
         wins = load_windows(args.calib_file, e.model.get_input_embeddings().num_embeddings, max_positions(e.model))
-        e._calib[setup.calib_nsamples, setup.calib_seed] = Calibration(wins, {"file": str(Path(args.calib_file).resolve()),
-                                                            "nsamples": len(wins), "seqlen": wins.shape[1]})
+        e.use_calibration(wins, {"file": str(Path(args.calib_file).resolve()), "nsamples": len(wins),
+                                 "seqlen": wins.shape[1]})
         cfg = e.prune_config(args.method, args.sparsity, args.pattern, params)
     model, report = e.prune(args.method, args.sparsity, args.pattern, params)
     out = {"model": e.name, "model_identity": e.loaded.identity, **cfg, "prune_seconds": report.seconds,

@@ -27,7 +27,6 @@ cells done, to compute and waiting, with estimated device-hours (:mod:`repro.eng
 """
 from __future__ import annotations
 
-import importlib
 import os
 import signal
 import sys
@@ -68,19 +67,6 @@ def notebook_params(source: str | Path, profile: str | Path | None = None, overr
     return params
 
 
-def paper_module(source: str | Path):
-    """The module that builds and plans the notebook ``source`` (its metadata ``repro.module``)."""
-    from repro.notebooks import read_source
-
-    name = (read_source(source).metadata.get("repro") or {}).get("module")
-    if not name:
-        raise ReproError(f"{source} names no paper module (notebook metadata 'repro: module: ...'): it cannot be planned")
-    module = importlib.import_module(name)
-    if not (hasattr(module, "build") and hasattr(module, "plan")):
-        raise ReproError(f"{name} has no build(session) and plan(session, built)")
-    return module
-
-
 def experiments_of(built) -> list[Experiment]:
     """Every experiment in what a paper module's ``build`` returned (dicts, tuples, grids): an
     :class:`Experiment`, or any object with planned cells (an ``address`` and a ``store``, e.g.
@@ -106,6 +92,8 @@ class Context:
         from repro.notebooks import Session
 
         self.source, self.params = str(source), params
+        from repro.notebooks import paper_module
+
         self.module = paper_module(source)
         self.session = Session({**params, "recompute": False})
         self.session.store.dry = dry

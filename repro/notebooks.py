@@ -17,13 +17,13 @@ import tempfile
 import time
 from pathlib import Path
 
-import yaml
-
 from repro.assets.models import simulated_note
 from repro.engines.base import Setup, check_keys
 from repro.errors import ReproError, check_interrupted, check_results_dir
+from repro.profiles import check_sections, check_types, load_profile
 from repro.report import csv_text, replace_block, save_figure, save_table, to_markdown
 from repro.store import Store, atomic_write_text
+from repro.words import short
 
 _PROGRESS = re.compile(r"\r|\d+%\|")  # tqdm text bars: carriage returns, "42%|###"
 WIDGET = "application/vnd.jupyter.widget-view+json"
@@ -136,7 +136,7 @@ class Session:
         from IPython.display import Markdown, display
 
         defaults = (self.params.get("_run") or {}).get("defaults", {})
-        rows = [{"parameter": k, "this run": _short(v), "notebook default": _short(defaults[k])}
+        rows = [{"parameter": k, "this run": short(v, 90), "notebook default": short(defaults[k], 90)}
                 for k, v in self.params.items() if k in defaults and defaults[k] != v]
         table = pd.DataFrame(rows, columns=["parameter", "this run", "notebook default"])
         head = f"**This run.** Profile `{self.profile}`."
@@ -147,11 +147,6 @@ class Session:
 
     def cache(self, keys) -> str:
         return self.store.cache_summary(keys)
-
-
-def _short(v) -> str:
-    text = repr(v)
-    return text if len(text) <= 90 else text[:87] + "..."
 
 
 def start(params: dict, notebook: str | None = None) -> Session:
@@ -232,106 +227,6 @@ def default_parameters(nb) -> dict:
     return out
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """YAML's safe loader, refusing a key given twice in one mapping (YAML would keep the last silently)."""
-
-
-def _no_duplicates(loader, node, deep=False):
-    seen = set()
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        if key in seen:
-            raise yaml.constructor.ConstructorError(None, None, f"key {key!r} given twice", key_node.start_mark)
-        seen.add(key)
-    return loader.construct_mapping(node, deep=deep)
-
-
-_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _no_duplicates)
-
-
-def _read_yaml(path: str | Path):
-    """A profile file's YAML; a missing file, a key given twice or a parser error is one line naming the
-    file and, for YAML, the line and column the parser stopped at."""
-    if not Path(path).is_file():
-        raise ReproError(f"profile {path}: no such file")
-    try:
-        return yaml.load(Path(path).read_text(encoding="utf-8"), Loader=_StrictLoader)  # noqa: S506 - a SafeLoader
-    except UnicodeDecodeError as e:
-        raise ReproError(f"profile {path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
-        if isinstance(e, yaml.constructor.ConstructorError) and "given twice" in str(e.problem):
-            raise ReproError(f"profile {path}: {e.problem} (line {mark.line + 1}): the last would win silently; "
-                             "keep one") from None
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        problem = " ".join(str(getattr(e, "problem", None) or e).split())
-        raise ReproError(f"profile {path}: not valid YAML{where}: {problem}") from None
-
-
-def load_profile(path: str | Path, name: str | None = None) -> dict:
-    """A profile's parameters for the notebook ``name`` (its file stem, e.g. ``02_ogas_unstructured``).
-
-    A profile holds the keys every notebook shares at the top level and one section per notebook
-    under ``notebooks:``; the notebook gets the shared keys updated with its own section. Whether
-    each key is one of the notebook's parameters is :func:`run_parameters`' check."""
-    raw = _read_yaml(path)
-    if raw is None or raw == {}:
-        raise ReproError(f"profile {path} is empty: name the parameters it sets (an empty profile would run the "
-                         "notebook's paper-scale defaults into the committed results)")
-    if not isinstance(raw, dict):
-        raise ReproError(f"{path}: a profile is a mapping of parameter names to values")
-    sections = raw.pop("notebooks", None) or {}
-    if not isinstance(sections, dict) or not all(isinstance(v, dict) for v in sections.values()):
-        raise ReproError(f"{path}: 'notebooks' maps each notebook name to a mapping of parameters")
-    params = dict(raw)
-    if name is not None:
-        if not sections:
-            raise ReproError(f"profile {path} names no notebook section under 'notebooks' (it would run the "
-                             f"notebook's paper-scale defaults): add one for {name!r}")
-        if name not in sections:
-            raise ReproError(f"{path}: no section for notebook {name!r} under 'notebooks' "
-                             f"(it has: {', '.join(sorted(sections))})")
-        params.update(sections.get(name, {}))
-    return params
-
-
-def check_sections(path: str | Path, source: str | Path) -> None:
-    """Every notebook section of the profile ``path`` names a notebook beside ``source`` (a misspelt section
-    would otherwise never run)."""
-    raw = _read_yaml(path)
-    known = sorted(p.stem for p in Path(source).resolve().parent.glob("[0-9]*.py"))
-    sections = (raw or {}).get("notebooks") or {} if isinstance(raw, dict) else {}
-    unknown = sorted(set(sections) - set(known)) if known and isinstance(sections, dict) else []
-    if unknown:
-        raise ReproError(f"profile {path}: section(s) {', '.join(map(repr, unknown))} under 'notebooks' name no "
-                         f"notebook (there are: {', '.join(known)})")
-
-
-def check_types(params: dict, defaults: dict, where: str) -> None:
-    """Each value of the type of the notebook's default for that parameter, in one line naming the key: booleans
-    are booleans (YAML's ``"false"`` is a string, and a string is true), lists are lists (a bare string would be
-    split into characters), numbers numbers; null stands for a number or a string ("none", "all") only. Parameters
-    whose default is None take any value."""
-    kinds = ((bool, "true or false"), (int, "a whole number"), (float, "a number"), (str, "a string"),
-             ((list, tuple), "a list"), (dict, "a mapping"))
-    for k, v in params.items():
-        d = defaults.get(k)
-        if d is None:
-            continue
-        kind, what = next((t, w) for t, w in kinds if isinstance(d, t))
-        if v is None and kind in (int, float, str):
-            continue
-        ok = (isinstance(v, bool) if kind is bool else
-              isinstance(v, (int, float)) and not isinstance(v, bool) if kind is float else
-              isinstance(v, int) and not isinstance(v, bool) if kind is int else
-              isinstance(v, list) if kind == (list, tuple) else isinstance(v, kind))
-        if not ok:
-            raise ReproError(f"{where}parameter {k} must be {what} (the notebook's default is {_short(d)}), got {v!r}")
-    for k in ("results_dir", "figures_dir"):
-        if k in params and k in defaults and (not isinstance(params[k], str) or not params[k].strip()):
-            raise ReproError(f"{where}parameter {k} must name a folder, got {params[k]!r}")
-
-
 DEFAULT_PROFILE = "cpu"  # the one profile whose runs write the committed results, figures and notebooks
 
 
@@ -352,6 +247,24 @@ def writes_committed(source: str | Path, profile: str | Path | None, name: str) 
 
 def profile_name(profile: str | Path | None, params: dict) -> str:
     return str(params.get("profile") or (Path(profile).stem if profile else DEFAULT_PROFILE))
+
+
+def paper_module(source: str | Path, nb=None):
+    """The package of the paper whose notebook is ``source`` (its metadata ``repro: module: ...``, the jupytext
+    header): it builds the notebook's grid (``build(session)``), plans it (``plan(session, grid)``) and types its
+    parameters (``Params``, a :class:`repro.engines.params.NotebookParams`). The three papers are imported here by name; another module (a new paper's package,
+    outside this repository) is imported by the name the header gives."""
+    import importlib
+
+    from repro.papers import bandit, mpg, ogas
+
+    name = ((read_source(source) if nb is None else nb).metadata.get("repro") or {}).get("module")
+    if not name:
+        raise ReproError(f"{source} names no paper module (notebook metadata 'repro: module: ...'): it cannot be planned")
+    module = {m.__name__: m for m in (mpg, ogas, bandit)}.get(name) or importlib.import_module(name)
+    if not (hasattr(module, "build") and hasattr(module, "plan")):
+        raise ReproError(f"{name} has no build(session) and plan(session, built)")
+    return module
 
 
 def run_parameters(source: str | Path, profile: str | Path | None = None, overrides: dict | None = None,
@@ -392,7 +305,11 @@ def run_parameters(source: str | Path, profile: str | Path | None = None, overri
     if unknown:
         raise ReproError(f"{where}unknown parameter(s) {', '.join(unknown)} for {Path(source).stem} "
                          f"(it declares: {', '.join(sorted(declared))})")
-    check_types(params, default_parameters(nb), where)
+    model = getattr(paper_module(source, nb), "Params", None) if (nb.metadata.get("repro") or {}).get("module") else None
+    if model is not None:  # a paper's notebook: its parameters model types them
+        model.of(params, where)
+    else:
+        check_types(params, default_parameters(nb), where)
     if profile:
         check_sections(profile, source)
     return params

@@ -9,6 +9,7 @@ import pandas as pd
 
 from repro.evaluate.stats import pooled_ppl
 from repro.store import atomic_write_text
+from repro.words import num, ordinal
 
 
 def fmt_ci(value: float, ci, digits: int = 2) -> str:
@@ -153,8 +154,9 @@ def provenance(lines: list[str]) -> str:
 
 # ---- what a table shows: one or two generated sentences after it -----------------------------------
 
-def _num(v: float) -> str:
-    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3g}" if abs(v) >= 10 else f"{v:.2f}"
+def group_lines(frame: pd.DataFrame, by: list[str], say) -> str:
+    """One bullet per group of ``frame`` by ``by`` (in the frame's order): ``- **a, b**: `` then ``say(group)``."""
+    return "\n".join(f"- **{', '.join(map(str, key))}**: {say(g)}" for key, g in frame.groupby(by, sort=False))
 
 
 def column_reading(vals: pd.DataFrame, focus: str | None = None, reference: str | None = "Dense",
@@ -174,21 +176,17 @@ def column_reading(vals: pd.DataFrame, focus: str | None = None, reference: str 
                 continue
             ties = [r for r, mark in rank_marks(col, lower_is_better).items() if mark == "best"]
             where = f"at {c[1]} " if isinstance(c, tuple) and len(c) > 1 else ""
-            text = f"{where}{' and '.join(ties)} {_num(col[ties[0]])}"
+            text = f"{where}{' and '.join(ties)} {num(col[ties[0]])}"
             if lower_is_better and ref.get(c):
                 text += f" (x{col[ties[0]] / ref[c]:.2g} {reference.lower()})"
             if focus in col.index and focus not in ties:
                 rank = int(col.rank(ascending=lower_is_better, method="min")[focus])
-                text += f", {focus} {_num(col[focus])} ({_ordinal(rank)} of {len(col)})"
+                text += f", {focus} {num(col[focus])} ({ordinal(rank)} of {len(col)})"
             parts.append(text)
         if parts:
-            head = f"**{g}**" + (f" ({reference.lower()} {_num(ref[cols[0]])})" if pd.notna(ref.get(cols[0])) else "")
+            head = f"**{g}**" + (f" ({reference.lower()} {num(ref[cols[0]])})" if pd.notna(ref.get(cols[0])) else "")
             lines.append(f"- {head}: {'lowest' if lower_is_better else 'highest'} {what} " + "; ".join(parts) + ".")
     return "\n".join(lines)
-
-
-def _ordinal(n: int) -> str:
-    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
 
 
 def ranking_reading(table: pd.DataFrame, by: list[str], value: str, focus: list[str], versus: str | None = None,
@@ -203,7 +201,7 @@ def ranking_reading(table: pd.DataFrame, by: list[str], value: str, focus: list[
             continue
         rank = s.rank(ascending=lower_is_better, method="min")
         best = s.idxmin() if lower_is_better else s.idxmax()
-        said = [f"{m} {s[m]:+.3g}{unit} ({_ordinal(int(rank[m]))} of {len(s)})"
+        said = [f"{m} {s[m]:+.3g}{unit} ({ordinal(int(rank[m]))} of {len(s)})"
                 for m in [*focus, *([versus] if versus else [])] if m in s.index and m != best]
         name = ", ".join(f"{v:.0%}" if isinstance(v, float) and v < 1 else str(v) for v in key)
         lines.append(f"- **{name}**: least damage {best} {s[best]:+.3g}{unit}" + ("; " + ", ".join(said) if said else "")

@@ -57,3 +57,15 @@ SLOW_FIRST = ("test_paper_tiny.py", "test_smoke.py", "test_committed.py", "test_
 def pytest_collection_modifyitems(items):
     rank = {name: i for i, name in enumerate(SLOW_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: every other file keeps its order
+
+
+def ogas_params(ogas_setting: dict, **chosen):
+    """Notebook 2's parameters for a unit test's grid: ``ogas_setting``'s models, no section's cells but those
+    ``chosen`` (the notebook's defaults name the real models of every section)."""
+    from repro.papers.ogas.params import OgasParams
+
+    bare = dict(profile="", methods=[], c4_models=[], exact_rounding_data=[], nm_models=[], nm_patterns=[],
+                nm_methods=[], ablation_models=[], curve_models=[], curve_sparsities=[], s_max_headrooms=[],
+                wide_gamma_bounds=None, gamma_rule_models=[], zeroshot_models=[], zeroshot_tasks=[],
+                zeroshot_limit=None, figure_layer=None, calib_seeds=[None], sparsity=0.5)
+    return OgasParams(**{**bare, "models": list(ogas_setting), "ogas_setting": ogas_setting, **chosen})

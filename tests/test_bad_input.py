@@ -51,7 +51,7 @@ PROFILES = {
     "results_dir empty": ("profile: x\nresults_dir: \"\"\nnotebooks:\n  01_mpg_head_pruning: {seqlen: 64}\n",
                           "results_dir must name a folder, got ''"),
     "results_dir a number": ("profile: x\nresults_dir: 7\nnotebooks:\n  01_mpg_head_pruning: {seqlen: 64}\n",
-                             "results_dir must be a string"),
+                             "results_dir must name a folder, got 7"),
     "no section": ("profile: x\nnotebooks: {}\n", "names no notebook section"),
     "only a name": ("profile: x\n", "names no notebook section"),
     "a section for no notebook": ("profile: x\nnotebooks:\n  01_mpg_head_pruning: {seqlen: 64}\n  01_mpg: {seqlen: 8}\n",

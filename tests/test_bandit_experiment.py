@@ -19,29 +19,23 @@ from repro.engines.bandit import (
 )
 from repro.engines.base import Setup
 from repro.errors import ReproError
-from repro.papers.bandit import (
+from repro.papers.bandit.claims import bandit_claims, claims_summary, readme_blocks
+from repro.papers.bandit.records import bandit_frame, first_run, head_maps, stale_picks, vision_frame
+from repro.papers.bandit.report import BanditReport
+from repro.papers.bandit.tables import (
     DENSE_FAMILY,
     PAPER_FAMILY,
-    BanditReport,
-    bandit_claims,
-    bandit_frame,
     budget_table,
-    claims_summary,
     family_summary,
-    first_run,
     greedy_tests,
-    head_maps,
     layer_profile,
     lm_summary,
     lm_table,
     mab_tests,
     memory_ablation,
     per_seed_table,
-    readme_blocks,
     removal_table,
     reward_table,
-    stale_picks,
-    vision_frame,
     vision_summary,
     vision_table,
     vs_dense,
@@ -184,10 +178,10 @@ def test_discussion_names_pruning_that_lowers_lambada_perplexity():
                        for s, c in ((1, -6.0), (2, -4.0), (3, 1.0))] +
                       [{"model": "m", "kinds": "head", "ratio": 0.1, "method": "random", "seed": 1,
                         "lambada_change_pct": 5.0, "lambada_acc_change": -0.1, "change_pct": 50.0}])
-    from repro.papers.bandit import _below_dense
+    from repro.papers.bandit.claims import below_dense
 
-    assert _below_dense(lm) == "m head 10% Budgeted greedy -3.0% (2 of 3 seeds lower, last-word accuracy +0.020)"
-    assert _below_dense(lm[lm.method == "random"]) == ""
+    assert below_dense(lm) == "m head 10% Budgeted greedy -3.0% (2 of 3 seeds lower, last-word accuracy +0.020)"
+    assert below_dense(lm[lm.method == "random"]) == ""
 
 
 def test_stale_picks_counts_units_without_a_pull_in_their_step():
@@ -653,23 +647,24 @@ def test_rewards_and_removal_readings():
 
 def test_notebook_3_parameters_are_checked_before_any_model_loads():
     """A bad memory or join rule is one line naming the parameter and the known values."""
-    from repro.papers.bandit.grid import BanditParams
+    from repro.papers.bandit.params import BanditParams
 
     good = {"models": ["m"], "unit_settings": {"m": {"head": [0.1]}}, "methods": ["thompson"], "seeds": [1],
             "search": {"budget": 8, "pool_size": 16}, "lambada_limit": None, "vision_models": [], "vision_ratio": 0.1,
             "vision_methods": ["thompson"], "vision_search": {}, "memory": "persist", "memory_ablation": True,
             "join": "posterior", "join_ablation": True, "wide_search": {}, "removal": {}, "seqlen": 8}
-    assert BanditParams.from_params(good).join == "posterior"
+    assert BanditParams.of(good).join == "posterior"
     with pytest.raises(ReproError, match="unknown join 'median'; known: mean, posterior"):
-        BanditParams.from_params({**good, "join": "median"})
+        BanditParams.of({**good, "join": "median"})
     with pytest.raises(ReproError, match="unknown memory 'forever'"):
-        BanditParams.from_params({**good, "memory": "forever"})
+        BanditParams.of({**good, "memory": "forever"})
 
 
 def test_ablations_run_on_the_ablation_settings_only():
     """``ablation_settings`` restricts sections 5b and 5d to part of ``unit_settings`` (the 8% MLP cells run
     the notebook's rule only); None keeps every setting; a setting outside unit_settings is refused."""
-    from repro.papers.bandit.grid import BanditGrid, BanditParams
+    from repro.papers.bandit.grid import BanditGrid
+    from repro.papers.bandit.params import BanditParams
 
     calls = []
     params = {"models": ["m"], "unit_settings": {"m": {"head": [0.1], "mlp": [0.03, 0.08]}}, "methods": ["thompson"],
@@ -682,8 +677,8 @@ def test_ablations_run_on_the_ablation_settings_only():
     for ablation, expected in ((None, {"head": [0.1], "mlp": [0.03, 0.08]}),
                                ({"m": {"mlp": [0.03]}}, {"mlp": [0.03]})):
         calls.clear()
-        grid.p = BanditParams.from_params({**params, "ablation_settings": ablation})
+        grid.p = BanditParams.of({**params, "ablation_settings": ablation})
         grid.memory_ablation(), grid.join_ablation()
         assert calls == [expected] * 5  # UCB and TS under "step" and "carry", then TS under the other join
     with pytest.raises(ReproError, match=r"ablation_settings\['m'\] must be a part of unit_settings"):
-        BanditParams.from_params({**params, "ablation_settings": {"m": {"mlp": [0.05]}}})
+        BanditParams.of({**params, "ablation_settings": {"m": {"mlp": [0.05]}}})

@@ -103,14 +103,15 @@ def test_a_search_is_priced_by_its_own_parameters():
     """k steps of budget paired evaluations (batches_per_eval mini-batches each) plus a baseline pass over
     the mini-batches after each join, to the largest k of the ratios one run serves."""
     ks = {0.1: 5, 0.2: 10}
-    e = SimpleNamespace(_dtype_for=lambda m: "float32",
+    e = SimpleNamespace(search_dtype_for=lambda m: "float32",
                         select_config=lambda m, kinds, r, seed, params: {"k": ks[r], "params": {
                             "budget": 32, "batches_per_eval": 2, "pool_size": 48}})
-    p = {"method": "thompson", "kinds": ["head"], "ratio": 0.1, "ratios": (0.1, 0.2), "seed": 1, "params": None}
+    p = dict(method="thompson", kinds=["head"], ratio=0.1, ratios=(0.1, 0.2), seed=1, params=None)
     forwards = 10 * 32 * 2 + 10 * 8
-    assert E._search(e, p, n=1e6, batch_tokens=1024, n_batches=8) == E.Cost(fp32=2 * 1e6 * forwards * 1024)
-    assert E._search(e, {**p, "method": "magnitude"}, 1e6, 1024, 8) == E.Cost()  # weights only
-    taylor = E._search(e, {**p, "method": "taylor"}, 1e6, 1024, 8)  # one pass with gradients
+    assert E._search(e, SimpleNamespace(**p), n=1e6, batch_tokens=1024, n_batches=8) == E.Cost(
+        fp32=2 * 1e6 * forwards * 1024)
+    assert E._search(e, SimpleNamespace(**{**p, "method": "magnitude"}), 1e6, 1024, 8) == E.Cost()  # weights only
+    taylor = E._search(e, SimpleNamespace(**{**p, "method": "taylor"}), 1e6, 1024, 8)  # one pass with gradients
     assert taylor == E.Cost(fp32=6 * 1e6 * 8 * 1024)
 
 

@@ -14,7 +14,28 @@ from repro.engines.base import Experiment, Setup, check_keys, model_key
 from repro.engines.heads import HeadExperiment
 from repro.errors import ReproError
 from repro.methods.heads import score_heads
-from repro.papers import mpg as R
+from repro.papers.mpg.claims import downstream_claims, efficiency_claims, mpg_claims
+from repro.papers.mpg.records import (
+    CALIBRATED,
+    EXTRA_METHODS,
+    LABEL,
+    PAPER_METHODS,
+    Z_METHODS,
+    curve,
+    describe,
+    draws,
+    grid,
+    main_cells,
+    metrics,
+    paired_vs,
+    pool_draws,
+    ppl_frame,
+    rank_counts,
+    readme_blocks,
+    scores_frame,
+)
+from repro.papers.mpg.records import find as find_cell
+from repro.papers.mpg.tables import Tables
 from repro.store import PROTOCOL, Store, config_key
 
 SMALL = Setup(data="wiki-sample", seqlen=32, max_windows=2, calib_data="wiki-sample", calib_nsamples=2, calib_seqlen=16)
@@ -144,22 +165,22 @@ def test_head_experiment_cells_and_frame(tmp_path):
     e.dense()
     e.cell("mpg", 0.25)
     e.cell("wanda-head", 0.25)
-    frame = R.ppl_frame(store, {"tiny-llama": e})
+    frame = ppl_frame(store, {"tiny-llama": e})
     assert sorted(frame.method) == ["dense", "mpg", "wanda-head"]
-    assert R.find(frame, "tiny-llama", "mpg", 0.25).z == 2.0
-    assert R.find(frame, "tiny-llama", "wanda-head", 0.25).calibration["nsamples"] == 2
+    assert find_cell(frame, "tiny-llama", "mpg", 0.25).z == 2.0
+    assert find_cell(frame, "tiny-llama", "wanda-head", 0.25).calibration["nsamples"] == 2
     old = {**e.base_config(), "protocol": 1, "method": "dense"}
     store.put("heads-ppl", old, {"ppl": 1.0, "ci95": None, "window_nll": [0.0], "n_windows": 1, "n_tokens": 1,
                                  "dtype": "bfloat16", "seqlen": 32})
-    assert len(R.ppl_frame(store, {"tiny-llama": e})) == 3
+    assert len(ppl_frame(store, {"tiny-llama": e})) == 3
     # gradient-head draws grad_nsamples windows, the others calib_nsamples; the key says which
     assert e.method_config("gradient-head")["calibration"]["nsamples"] == 1
     assert "z" not in e.method_config("wanda-head") and e.method_config("mp", z=2.5)["z"] == 2.5
 
 
 def _frame(rows):
-    """A pooled perplexity frame (as R.ppl_frame returns) of constructed cells."""
-    return R.pool_draws(pd.DataFrame([{"key": ("heads-ppl", str(i)), "tie_break": "index", "tie_seed": None,
+    """A pooled perplexity frame (as ppl_frame returns) of constructed cells."""
+    return pool_draws(pd.DataFrame([{"key": ("heads-ppl", str(i)), "tie_break": "index", "tie_seed": None,
                                        "z": r.get("z"), "sparsity": 0.0, "draw": 0, "ppl": math.exp(np.mean(r["nll"])),
                                        "ci95": None, "window_nll": r["nll"], **r} for i, r in enumerate(rows)]))
 
@@ -175,13 +196,13 @@ def test_tables_and_claims_from_constructed_records():
                  dict(model="m", method="sparsegpt-head", sparsity=sp, nll=w + 5), dict(model="m", method="hybrid",
                                                                                          sparsity=sp, nll=w + 4)]
     frame = _frame(rows)
-    vals = R.grid(frame, "ppl", ["mpg", "wanda-head", "gradient-head"], ["m"], [0.25, 0.5])
+    vals = grid(frame, "ppl", ["mpg", "wanda-head", "gradient-head"], ["m"], [0.25, 0.5])
     assert vals.loc["Dense", ("m", "25.0%")] == vals.loc["Dense", ("m", "50.0%")] == pytest.approx(math.exp(w.mean()))
-    counts = R.rank_counts(vals.drop(index="Dense"), ["MP-G", "Wanda-Head", "Gradient-Head"])
+    counts = rank_counts(vals.drop(index="Dense"), ["MP-G", "Wanda-Head", "Gradient-Head"])
     assert counts.loc["Gradient-Head", "best"] == 2 and counts.loc["MP-G", "second"] == 2
-    p = R.paired_vs(frame, "m", "mpg", "wanda-head", 0.25)
+    p = paired_vs(frame, "m", "mpg", "wanda-head", 0.25)
     assert p.estimate == pytest.approx(math.exp(-1.0)) and p.n_better == 20
-    claims = R.mpg_claims(frame, ["m"], [0.25, 0.5], [2.0], [], {"m": 3})
+    claims = mpg_claims(frame, ["m"], [0.25, 0.5], [2.0], [], {"m": 3})
 
     def find(prefix, setting):
         (c,) = [c for c in claims if c.claim.startswith(prefix) and c.setting == setting]
@@ -207,7 +228,7 @@ def test_collapse_random_seeds_and_identical_selections_in_the_claims():
             dict(model="m", method="mpg", sparsity=0.5, z=2.0, nll=w + 2.5, pruned=heads),  # x12 dense: collapsed
             dict(model="m", method="mp", sparsity=0.5, z=2.0, nll=w + 2.0, pruned=[[0, 0]])]
     rows += [dict(model="m", method="random", sparsity=0.25, draw=d, nll=w + 0.1 + 0.05 * (d - 1)) for d in range(3)]
-    claims = R.mpg_claims(_frame(rows), ["m"], [0.25, 0.5], [2.0], [], {"m": 3})
+    claims = mpg_claims(_frame(rows), ["m"], [0.25, 0.5], [2.0], [], {"m": 3})
     (collapse,) = [c for c in claims if c.claim.startswith("MP-G never collapses")]
     assert collapse.verdict == FAILS and "1 of 2 MP-G cells above 10x dense" in collapse.measured
     (rnd,) = [c for c in claims if c.claim.startswith("(beyond the paper) MP-G beats Random")]
@@ -229,7 +250,7 @@ def test_top_two_counted_by_point_estimate_and_paired_can_differ():
                  dict(model="m", method="sparsegpt-head", sparsity=sp, nll=w + 0.1 + np.tile([-0.3, 0.28, -0.3, 0.3], 5)),
                  dict(model="m", method="wanda-head", sparsity=sp, nll=w + 1), dict(model="m", method="hybrid",
                                                                                   sparsity=sp, nll=w + 2)]
-    claims = R.mpg_claims(_frame(rows), ["m"], [0.25, 0.5], [2.0], [], {"m": 1})
+    claims = mpg_claims(_frame(rows), ["m"], [0.25, 0.5], [2.0], [], {"m": 1})
     table4, paired = [c for c in claims if c.claim.startswith("MP-G ranks in the top two")]
     assert table4.verdict == FAILS and "in 0 of 2" in table4.measured
     (firsts,) = [c for c in claims if c.claim.startswith("Gradient-Head has the most first places")]
@@ -239,11 +260,11 @@ def test_top_two_counted_by_point_estimate_and_paired_can_differ():
 
 def test_method_lists_come_from_the_registry():
     """The paper's set, our baselines and the calibrated methods, in the order the tables show them."""
-    assert R.PAPER_METHODS == ["mpg", "wanda-head", "sparsegpt-head", "gradient-head", "hybrid"]
-    assert R.EXTRA_METHODS == ["mp", "magnitude-head", "random"]
-    assert R.CALIBRATED == ["wanda-head", "sparsegpt-head", "gradient-head", "hybrid"]
-    assert R.Z_METHODS == ["mpg", "mp"]
-    assert R.LABEL["dense"] == "Dense" and R.LABEL["sparsegpt-head"] == "SparseGPT-Head"
+    assert PAPER_METHODS == ["mpg", "wanda-head", "sparsegpt-head", "gradient-head", "hybrid"]
+    assert EXTRA_METHODS == ["mp", "magnitude-head", "random"]
+    assert CALIBRATED == ["wanda-head", "sparsegpt-head", "gradient-head", "hybrid"]
+    assert Z_METHODS == ["mpg", "mp"]
+    assert LABEL["dense"] == "Dense" and LABEL["sparsegpt-head"] == "SparseGPT-Head"
 
 
 def test_spread_windows_and_full_split_are_their_own_cells():
@@ -287,26 +308,26 @@ def test_grid_draws_random_seeds_and_calibration_draws():
     e = HeadExperiment("tiny-llama", SMALL, store, grad_nsamples=1, progress=False)
     recs = e.grid(["mpg", "wanda-head", "random"], [0.25], random_seeds=[0, 1, 2], calib_seeds=[0, 1])
     assert [r["config"]["method"] for r in recs] == ["mpg"] + ["wanda-head"] * 2 + ["random"] * 3
-    frame = R.ppl_frame(store, {"tiny-llama": e}, pool=False)
-    assert sorted(R.draws(frame, "tiny-llama", "random", 0.25).draw) == [0, 1, 2]
-    assert list(R.draws(frame, "tiny-llama", "wanda-head", 0.25).draw) == [0, 1]
-    assert R.find(frame, "tiny-llama", "random", 0.25).draw == 0  # find: the first draw
-    assert len({tuple(map(tuple, p)) for p in R.draws(frame, "tiny-llama", "random", 0.25).pruned}) == 3
-    pooled = R.ppl_frame(store, {"tiny-llama": e})  # one row per cell, the draws inside it
+    frame = ppl_frame(store, {"tiny-llama": e}, pool=False)
+    assert sorted(draws(frame, "tiny-llama", "random", 0.25).draw) == [0, 1, 2]
+    assert list(draws(frame, "tiny-llama", "wanda-head", 0.25).draw) == [0, 1]
+    assert find_cell(frame, "tiny-llama", "random", 0.25).draw == 0  # find: the first draw
+    assert len({tuple(map(tuple, p)) for p in draws(frame, "tiny-llama", "random", 0.25).pruned}) == 3
+    pooled = ppl_frame(store, {"tiny-llama": e})  # one row per cell, the draws inside it
     assert len(pooled) == 3
-    rnd = R.find(pooled, "tiny-llama", "random", 0.25)
-    per_draw = np.array(list(R.draws(frame, "tiny-llama", "random", 0.25).window_nll))
+    rnd = find_cell(pooled, "tiny-llama", "random", 0.25)
+    per_draw = np.array(list(draws(frame, "tiny-llama", "random", 0.25).window_nll))
     assert rnd.n_draws == 3 and rnd.ppl == pytest.approx(math.exp(per_draw.mean()))
     np.testing.assert_allclose(rnd.window_nll, per_draw.mean(0))
-    assert R.find(pooled, "tiny-llama", "mpg", 0.25).ppl == R.find(frame, "tiny-llama", "mpg", 0.25).ppl
-    assert sorted(rnd["keys"]) == sorted(R.draws(frame, "tiny-llama", "random", 0.25).key)
+    assert find_cell(pooled, "tiny-llama", "mpg", 0.25).ppl == find_cell(frame, "tiny-llama", "mpg", 0.25).ppl
+    assert sorted(rnd["keys"]) == sorted(draws(frame, "tiny-llama", "random", 0.25).key)
 
 
 def test_grid_asks_every_cell_and_the_scores_frame_reads_only_this_models_records():
     store = Store(None)
     e = HeadExperiment("tiny-llama", SMALL, store, grad_nsamples=1, progress=False, tie_seeds=[0, 1])
     assert e.grid(["mpg", "wanda-head"]) == []  # no sparsity: the scores only
-    scores = R.scores_frame(store, {"tiny-llama": e})
+    scores = scores_frame(store, {"tiny-llama": e})
     assert sorted(scores.method) == ["mpg", "wanda-head"] and scores.scores.iloc[0].shape == e.shape
     # a score record names its calibration windows; telling whose it is draws none
     fresh = HeadExperiment("tiny-llama", SMALL, Store(None), grad_nsamples=1, progress=False)
@@ -318,16 +339,16 @@ def test_grid_asks_every_cell_and_the_scores_frame_reads_only_this_models_record
     store.put("heads-scores", other, {"scores": [[0.0]], "seconds": 1.0})
     store.status[("heads-scores", config_key(other))] = "cached"
     assert not e.owns(other) and HeadExperiment("tiny-llama", SMALL.replace(calib_nsamples=3), Store(None)).owns(other)
-    assert len(R.scores_frame(store, {"tiny-llama": e})) == 2
+    assert len(scores_frame(store, {"tiny-llama": e})) == 2
     recs = e.grid(["mpg", "random"], [0.25, 0.5], dense=True)
     assert [r["config"]["method"] for r in recs] == ["dense", "mpg", "mpg", "random", "random"]
     assert len(e.grid(["mpg", "wanda-head"], [0.25], z_values=[1.5, 2.0])) == 3  # wanda-head takes no z
     assert [r["config"]["tie_seed"] for r in e.grid(["mpg"], [0.25], tie_break="random")] == [0, 1]
-    frame = R.ppl_frame(store, {"tiny-llama": e})
-    assert len(frame) == 9 and len(R.main_cells(frame)) == 6  # no z = 1.5, no random tie-break
-    assert R.find(frame, "tiny-llama", "mpg", 0.25, tie_seed=1).tie_break == "random"
-    assert R.find(frame, "tiny-llama", "mpg", 0.25, z=1.5).z == 1.5
-    assert R.find(frame, "tiny-llama", "mpg", 0.125) is None
+    frame = ppl_frame(store, {"tiny-llama": e})
+    assert len(frame) == 9 and len(main_cells(frame)) == 6  # no z = 1.5, no random tie-break
+    assert find_cell(frame, "tiny-llama", "mpg", 0.25, tie_seed=1).tie_break == "random"
+    assert find_cell(frame, "tiny-llama", "mpg", 0.25, z=1.5).z == 1.5
+    assert find_cell(frame, "tiny-llama", "mpg", 0.125) is None
 
 
 def _scores(rows):
@@ -346,7 +367,7 @@ def _fake_experiment(tie_seeds=(), group_size=3):
 
 def _tables(experiments, store=None):
     params = {"seqlen": 32, "calib_data": "cal", "calib_seqlen": 16, "data": "wiki:val"}
-    return R.Tables(SimpleNamespace(store=store or Store(None), profile="t", params=params), experiments)
+    return Tables(SimpleNamespace(store=store or Store(None), profile="t", params=params), experiments)
 
 
 MODELS_CAPTION = "m; wiki:val, 2 x 32 tokens; float32; profile `t`"  # one line; the rest is in 'This run'
@@ -405,7 +426,7 @@ def test_tables_with_captions_from_constructed_cells():
              for m in ("mpg", "mp") for z in (1.5, 2.5)]
     rows += [dict(model="m", method="mpg", sparsity=0.5, z=2.0, nll=w + 7, tie_break="random", tie_seed=0)]
     frame = _frame(rows)
-    main = R.main_cells(frame)
+    main = main_cells(frame)
     assert len(main) == 17  # dense + 8 methods x 2 sparsities; no z sweep, no random tie-break
     T = _tables({"m": _fake_experiment()})
     methods = list(gaps)
@@ -417,8 +438,8 @@ def test_tables_with_captions_from_constructed_cells():
     assert cap1 == ("**Table I. WikiText-2 validation perplexity (lower is better) at 25/50% head sparsity.** "
                     f"{MODELS_CAPTION}; 17 of 17 cells read from cached records. The paper's models need the hub "
                     "and a GPU: `paper` profile, not run here.")
-    assert R.curve(main, "m", "mpg", [0.125, 0.25])[0] == pytest.approx(math.exp(3.25))
-    assert np.isnan(R.curve(main, "m", "mpg", [0.125, 0.25])[1])
+    assert curve(main, "m", "mpg", [0.125, 0.25])[0] == pytest.approx(math.exp(3.25))
+    assert np.isnan(curve(main, "m", "mpg", [0.125, 0.25])[1])
     paired, cap = T.paired(main, [0.25])
     assert paired.vs.tolist() == ["Wanda-Head", "SparseGPT-Head", "Gradient-Head", "Hybrid", "MP", "Magnitude-Head",
                                   "Random"]
@@ -454,10 +475,10 @@ def test_tables_with_captions_from_constructed_cells():
     assert summary.startswith(f"- **Dense references.** m: {math.exp(3.25):.2f} (first 2 x 32 tokens) of wiki:val.")
     assert "Table IV counts: MP-G best 0 / second 2, Wanda-Head best 0 / second 0" in summary
     assert "On m at 25% the paired ratio is x1.000, MP-G better on 0 of 20 windows" in summary
-    m = R.metrics(main, frame, claims, ["m"])
+    m = metrics(main, frame, claims, ["m"])
     assert m["dense_ppl"] == {"m": pytest.approx(math.exp(3.25))} and m["n_cells"] == len(frame) == 22
     assert m["n_claims"] == len(claims) and sum(m["verdicts"].values()) == len(claims)
-    blocks = R.readme_blocks(table1, cap1, claims, cap)
+    blocks = readme_blocks(table1, cap1, claims, cap)
     assert set(blocks) == {"mpg-headline", "mpg-table1", "mpg-claims"} and blocks["mpg-table1"].startswith(cap1)
     assert "| Dense " in blocks["mpg-table1"] and "\n| claim " in blocks["mpg-claims"]
     assert blocks["mpg-headline"].startswith("*Calibration-free MP-G matches or beats")
@@ -500,12 +521,12 @@ def test_zeroshot_and_efficiency_tables_from_constructed_records():
                    "4 cores, 2 threads (where the record was timed: `repro run --retime` times it on this machine); "
                    "profile `t`.")  # the machine is the record's, not the reader's
     assert "not run" in T.efficiency({})[1]
-    c = {x.setting for x in R.mpg_claims(_frame([]), [], [], [], [], {}, efficiency={"m": rec["result"]})}
+    c = {x.setting for x in mpg_claims(_frame([]), [], [], [], [], {}, efficiency={"m": rec["result"]})}
     assert c == {"m, removed 50%", "m, removed 50%, batch 1"}
 
 
 def test_describe_names_each_model():
-    assert R.describe({"m": _fake_experiment()}) == "m: hub; L x H = 3 x 2, KV heads 1; eval wiki:val, first 2 windows of 32"
+    assert describe({"m": _fake_experiment()}) == "m: hub; L x H = 3 x 2, KV heads 1; eval wiki:val, first 2 windows of 32"
 
 
 def test_efficiency_claims_use_paired_rounds():
@@ -518,7 +539,7 @@ def test_efficiency_claims_use_paired_rounds():
                           "attention_flops": 100, "heads": 8, "prefill_b1": {"times_s": [x * 1.001 for x in t]}},
            "removed 0.5": {"mode": "removed", "sparsity": 0.5, "params": 95, "nonzero_params": 94, "n_pruned": 4,
                            "attention_flops": 60, "heads": 5, "prefill_b1": {"times_s": [x / 1.2 for x in t]}}}
-    c = {(x.claim, x.setting): x for x in R.efficiency_claims(eff, "m")}
+    c = {(x.claim, x.setting): x for x in efficiency_claims(eff, "m")}
     assert c[("Zeroing heads speeds up inference by at most 3.5%", "m, zeroed 50%, batch 1")].verdict == HOLDS
     assert c[("(beyond the paper) Physically removing the heads speeds up prefill", "m, removed 50%, batch 1")
              ].verdict == HOLDS
@@ -552,7 +573,7 @@ def test_optimal_z_is_chosen_on_half_the_windows_and_tested_on_the_other():
                                 ("b", w, w + 1.0)):
         rows += [dict(model=model, method="mpg", sparsity=0.5, z=1.5, nll=nll15),
                  dict(model=model, method="mpg", sparsity=0.5, z=2.0, nll=nll20)]
-    claims = R.mpg_claims(_frame(rows), ["a", "b"], [0.5], [1.5, 2.0], [0.5], {"a": 1, "b": 1})
+    claims = mpg_claims(_frame(rows), ["a", "b"], [0.5], [1.5, 2.0], [0.5], {"a": 1, "b": 1})
     z = {c.setting: c for c in claims if c.claim == "The optimal z is model-dependent"}
     assert "own best z=2.0 / another model's best z=1.5" in z["a, 50.0%"].measured
     assert z["a, 50.0%"].effect == pytest.approx(np.exp(0.3)) and z["a, 50.0%"].verdict == FAILS
@@ -568,7 +589,7 @@ def test_downstream_claim_pairs_documents_across_tasks():
     ones = [1.0] * 20
     records = [rec("dense", 0.0, ones, ones), rec("sparsegpt-head", 0.25, ones, ones),
                rec("mpg", 0.25, [0.0] * 5 + [1.0] * 15, [0.0] * 5 + [1.0] * 15), rec("mpg", 0.5, ones, ones)]
-    [c] = R.downstream_claims(records)
+    [c] = downstream_claims(records)
     assert c.setting == "m, 25.0%, vs MP-G" and c.verdict == HOLDS and c.n == 40
     assert c.effect == pytest.approx(25.0) and "over 40 paired documents" in c.measured
 
@@ -585,17 +606,17 @@ def test_table2_reading_names_the_best_row_and_mpg_best_z():
 def test_paired_and_table4_readings_count_from_the_table():
     paired = pd.DataFrame({"model": ["m"] * 3, "sparsity": ["25%"] * 3, "vs": ["A", "B", "C"],
                            "95% CI": ["[0.5, 0.9]", "[1.1, 1.3]", "[0.9, 1.2]"]})
-    assert R.Tables.paired_reading(paired) == ("- **m**: MP-G is better in 1, worse in 1 and not separable in 1 of 3 "
+    assert Tables.paired_reading(paired) == ("- **m**: MP-G is better in 1, worse in 1 and not separable in 1 of 3 "
                                                "paired comparisons; worse than B at 25%.")
     t4 = pd.DataFrame({"best": [2, 0, 2], "second": [0, 3, 1]}, index=["MP-G", "Wanda-Head", "Gradient-Head"])
-    assert R.Tables.table4_reading(t4) == ("- Most first places: MP-G and Gradient-Head (2 each, of 4 first places "
+    assert Tables.table4_reading(t4) == ("- Most first places: MP-G and Gradient-Head (2 each, of 4 first places "
                                            "over Table I's columns); second places: Wanda-Head 3, Gradient-Head 1.")
 
 
 def test_efficiency_reading_gives_the_parameter_drop_and_speed_ups():
     eff = pd.DataFrame({"model": ["m", "m"], "model state": ["dense", "removed 50%"],
                         "nonzero params (M)": [100.0, 90.0], "speed-up b=1": [1.0, 1.2], "speed-up b=4": [1.0, 1.1]})
-    assert R.Tables.efficiency_reading(eff) == ("- **m, removed 50%**: 10.0% fewer non-zero parameters; prefill x1.200 "
+    assert Tables.efficiency_reading(eff) == ("- **m, removed 50%**: 10.0% fewer non-zero parameters; prefill x1.200 "
                                                 "at b=1, x1.100 at b=4.")
 
 
@@ -612,7 +633,7 @@ def test_the_same_best_z_everywhere_is_decided_only_on_the_held_out_half():
     for model, later in (("a", w + 0.5), ("b", w + 0.5 + noise - 0.5 * (np.arange(8) >= 4))):
         rows += [dict(model=model, method="mpg", sparsity=0.5, z=2.0, nll=w),
                  dict(model=model, method="mpg", sparsity=0.5, z=1.5, nll=later)]
-    claims = R.mpg_claims(_frame(rows), ["a", "b"], [0.5], [1.5, 2.0], [0.5], {"a": 1, "b": 1})
+    claims = mpg_claims(_frame(rows), ["a", "b"], [0.5], [1.5, 2.0], [0.5], {"a": 1, "b": 1})
     z = {c.setting: c for c in claims if c.claim == "The optimal z is model-dependent"}
     assert z["a, 50.0%"].verdict == FAILS and "best z = 2.0 on every model" in z["a, 50.0%"].measured
     assert z["b, 50.0%"].verdict == "inconclusive" and "not decided" in z["b, 50.0%"].measured

@@ -2,6 +2,7 @@
 local imports included), and the notebooks stay thin (they call experiments and readers, never the
 floors below them, and never build a record key)."""
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -11,9 +12,9 @@ from repro.notebooks import cell_sources, read_source
 from conftest import ROOT
 
 # each top-level part of repro and its floor; a module imports only from its own floor or below
-LAYERS = {"errors": -1, "progress": -1, "assets": 0, "arch": 1, "structure": 2, "calib": 3, "methods": 4,
+LAYERS = {"errors": -1, "progress": -1, "words": -1, "assets": 0, "arch": 1, "structure": 2, "calib": 3, "methods": 4,
           "evaluate": 5, "store": 6, "report": 6, "claims": 6, "migrate": 6, "engines": 7, "papers": 8, "notebooks": 9, "jobs": 9,
-          "cli": 9, "cliargs": 9, "__main__": 10}
+          "cli": 9, "cliargs": 9, "profiles": 9, "__main__": 10}
 PACKAGE = ROOT / "repro"
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9]*.py"))
 # repro.methods functions a notebook may call because they teach the paper's equation
@@ -176,3 +177,42 @@ def test_notebook_setup_cell_is_short(src):
     first = next(i for i, c in enumerate(code) if "parameters" in c.metadata.get("tags", []))
     setup = code[first + 1].source.strip().splitlines()
     assert len(setup) <= 15, f"setup cell has {len(setup)} lines"
+
+
+def test_no_private_name_crosses_a_module_boundary():
+    """A ``_name`` is its module's own: no repro module imports one from another, or reads one off another module
+    (``module._name``), so a helper two modules need is public, named and documented once."""
+    modules = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+    crossing = []
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text())
+        aliases = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("repro"):
+                for a in node.names:
+                    if a.name.startswith("_") and not a.name.startswith("__"):
+                        crossing.append(f"{name} imports {node.module}.{a.name}")
+                    if f"{node.module}.{a.name}" in modules:
+                        aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+            elif isinstance(node, ast.Import):
+                aliases.update({a.asname or a.name: a.name for a in node.names if a.name.startswith("repro")})
+        crossing += [f"{name} reads {aliases[n.value.id]}.{n.attr}" for n in ast.walk(tree)
+                     if isinstance(n, ast.Attribute) and n.attr.startswith("_") and not n.attr.startswith("__")
+                     and isinstance(n.value, ast.Name) and n.value.id in aliases]
+    assert crossing == []
+
+
+def test_notebooks_import_only_their_papers_public_api():
+    """A notebook imports repro.notebooks (its session) and its own paper's package (and that package's modules);
+    the package's ``__all__`` lists every name the notebook reads off it."""
+    import importlib
+
+    for nb in NOTEBOOKS:
+        source = nb.read_text()
+        paper = read_source(nb).metadata["repro"]["module"]
+        tree = ast.parse("\n".join(line for line in source.splitlines() if not line.startswith("%")))
+        imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module.startswith("repro")}
+        assert imported <= {"repro.notebooks", paper, "repro.papers"}, (nb.name, imported)
+        api = set(importlib.import_module(paper).__all__)
+        used = set(re.findall(r"\bP\.([A-Za-z_]\w*)", source))
+        assert used <= api, (nb.name, used - api)

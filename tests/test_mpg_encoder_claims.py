@@ -11,7 +11,9 @@ from repro.claims import FAILS, HOLDS, claims_frame, with_sources
 from repro.engines.base import Setup
 from repro.engines.heads import VisionHeadExperiment
 from repro.engines.plan import Plan
-from repro.papers import mpg as R
+from repro.papers.mpg.claims import PAPER_SOURCES, mha_claims
+from repro.papers.mpg.grid import MpgGrid
+from repro.papers.mpg.mha import vision_table, vision_z_table
 from repro.store import Store
 
 
@@ -27,7 +29,7 @@ def test_plan_lists_the_section_without_computing(tmp_path):
                              n_eval=40, progress=False, loaded=loaded("tiny-vit"))
     store.plan = Plan()
     try:
-        R.MpgGrid(session(store), lm={}, vision={"tiny-vit": e}).mha()
+        MpgGrid(session(store), lm={}, vision={"tiny-vit": e}).mha()
         plan = store.plan
     finally:
         store.plan = None
@@ -71,7 +73,7 @@ def constructed(n: int = 200, seed: int = 0):
 
 def test_mha_claims_on_constructed_records():
     frame, scores = constructed()
-    claims = R.mha_claims(frame, scores, ["m"], [0.25, 0.5], [1.5, 2.0, 2.5], [0.25, 0.5], {"m": (3, 4, 4)})
+    claims = mha_claims(frame, scores, ["m"], [0.25, 0.5], [1.5, 2.0, 2.5], [0.25, 0.5], {"m": (3, 4, 4)})
     by = {(c.claim.split(":")[0] if c.claim.startswith("MP-G reduces") else c.claim, c.setting): c for c in claims}
     exact = [c for c in claims if c.claim.startswith("MP-G reduces to MP for MHA")]
     assert len(exact) == 2 and all(c.verdict == HOLDS for c in exact)
@@ -82,26 +84,50 @@ def test_mha_claims_on_constructed_records():
     assert by[(best, "m, 50.0%")].verdict == FAILS and "Wanda-Head" in by[(best, "m, 50.0%")].measured
     # a model whose MP-G and MP scores differ does not hold the exact claim
     scores.loc[scores.method.eq("mp") & scores.z.eq(2.0), "scores"] = [np.ones((3, 4))]
-    bad = R.mha_claims(frame, scores, ["m"], [0.25], [1.5, 2.0, 2.5], [], {"m": (3, 4, 4)})
+    bad = mha_claims(frame, scores, ["m"], [0.25], [1.5, 2.0, 2.5], [], {"m": (3, 4, 4)})
     assert [c.verdict for c in bad if c.claim.startswith("MP-G reduces")] == [FAILS, FAILS]
     # every row carries the paper's sentence it tests, in quotation marks only where the issues quote it
-    shown = claims_frame(with_sources(claims, R.PAPER_SOURCES))
+    shown = claims_frame(with_sources(claims, PAPER_SOURCES))
     assert shown.source.str.len().gt(0).all()
     assert set(shown.source) >= {'Table II: "MHA models prefer z = 1.5"', 'eq. 3: "MP-G reduces to MP for MHA"'}
 
 
 def test_every_paper1_claim_has_a_source():
-    quoted = [v for v in R.PAPER_SOURCES.values() if '"' in v]
-    for v in R.PAPER_SOURCES.values():
+    quoted = [v for v in PAPER_SOURCES.values() if '"' in v]
+    for v in PAPER_SOURCES.values():
         assert v.startswith(("paraphrase:", "beyond the paper:")) or '"' in v, v
     assert all(v.count('"') == 2 for v in quoted)
 
 
 def test_vision_tables(monkeypatch):
     frame, _ = constructed()
-    table, raw = R.vision_table(frame, ["m"], [0.25, 0.5], ["mpg", "mp", "wanda-head"])
+    table, raw = vision_table(frame, ["m"], [0.25, 0.5], ["mpg", "mp", "wanda-head"])
     assert list(table.method[:4]) == ["Dense", "MP-G", "MP", "Wanda-Head"]
     mp = table[(table.method == "MP") & (table.sparsity == "25.0%")].iloc[0]
     assert mp["CE - MP-G (nats)"].startswith("+0.0000") and mp["top-1 - MP-G (pp)"].startswith("+0.00")
-    z, ce = R.vision_z_table(frame, ["m"], [1.5, 2.0, 2.5], [0.5])
+    z, ce = vision_z_table(frame, ["m"], [1.5, 2.0, 2.5], [0.5])
     assert ce.loc["MP-G, z = 1.5", "m @ 50.0%"] == ce["m @ 50.0%"].min() and "**" in z.at["MP-G, z = 1.5", "m @ 50.0%"]
+
+
+def test_surprising_cells_names_each_cell_above_dense_or_near_chance():
+    """Section 9's check, moved out of the notebook: a pruned cell with a higher top-1 than dense, or one at chance,
+    is named with its images right against dense and its paired cross-entropy difference; none, and it says so."""
+    from repro.evaluate.stats import paired_difference
+    from repro.papers.mpg.mha import surprising_cells
+
+    full, _ = constructed()
+    dense = full[full.method == "dense"].iloc[0]
+    n = len(dense.per_image_ce)
+    worse = dict(dense, method="mpg", z=2.0, sparsity=0.25, top1=dense.top1 - 0.01)  # below dense, above chance
+    frame = pd.DataFrame([dict(dense), worse])
+    assert surprising_cells(frame, ["m"]) == "No pruned cell above its dense top-1 or below chance."
+    lucky = dict(worse, method="random", z=None, sparsity=0.25, per_image_correct=[1] * n, top1=1.0,
+                 per_image_ce=(np.asarray(dense.per_image_ce) + 0.5).tolist(), ce=dense.ce + 0.5)
+    broken = dict(lucky, sparsity=0.5, per_image_correct=[0] * n, top1=0.105)
+    text = surprising_cells(pd.concat([frame, pd.DataFrame([lucky, broken])], ignore_index=True), ["m"]).splitlines()
+    right = n - int(np.sum(dense.per_image_correct))
+    d = paired_difference(np.asarray(lucky["per_image_ce"]), np.asarray(dense.per_image_ce))
+    assert text[0] == (f"m Random z=None at 25.0%: top-1 100.00% (dense {100 * dense.top1:.2f}%, {right:+d} of {n} "
+                       f"images), CE - dense {d.estimate:+.4f} [{d.ci[0]:+.4f}, {d.ci[1]:+.4f}] nats (CE "
+                       f"{lucky['ce']:.2f}; uniform guessing: ln 10 = 2.30)")
+    assert len(text) == 2 and text[1].startswith("m Random z=None at 50.0%: top-1 10.50%")

@@ -18,7 +18,7 @@ from repro.engines.mlm import MASK_RATE, MlmHeadExperiment
 from repro.errors import ReproError
 from repro.evaluate.mlm import pseudo_perplexity
 from repro.evaluate.ppl import tokenize
-from repro.papers import mpg as P
+from repro.papers.mpg.report import Report
 from repro.store import Store
 
 from conftest import ROOT, load_tool
@@ -199,7 +199,7 @@ def test_no_masked_lm_plans_nothing_and_loads_nothing(tmp_path, monkeypatch):
     frame = ctx.built.encoder_rows()
     assert frame is not None and frame.empty
     session = SimpleNamespace(store=ctx.session.store, profile="test", params=ctx.session.params)
-    assert P.Report(session, ctx.built).encoder_table(frame) == (None, None, None)
+    assert Report(session, ctx.built).encoder_table(frame) == (None, None, None)
 
 
 def test_the_notebook_plans_and_runs_the_encoder_rows(offline, tmp_path):
@@ -223,7 +223,7 @@ def test_the_notebook_plans_and_runs_the_encoder_rows(offline, tmp_path):
     assert set(frame.method) == {"dense", "mpg", "gradient-head", "random"}
     assert int(frame[frame.method == "random"].n_draws.iloc[0]) == 2
     session = SimpleNamespace(store=ctx.session.store, profile="test", params=ctx.session.params)
-    table, caption, vals = P.Report(session, ctx.built).encoder_table(frame)
+    table, caption, vals = Report(session, ctx.built).encoder_table(frame)
     dense = frame[frame.method == "dense"].ppl.iloc[0]
     assert vals.loc["Dense", (ROBERTA, "25.0%")] == dense and list(vals.index) == ["Dense", "MP-G", "Gradient-Head",
                                                                                     "Random"]

@@ -11,9 +11,37 @@ import pytest
 from repro.engines.base import Setup
 from repro.engines.prune import QUANTILES, PruneExperiment
 from repro.errors import ReproError
-from repro.papers import ogas as O
-from repro.papers.ogas.grid import OgasGrid, own_headroom
+from repro.papers.ogas.claims import claims_table, metrics, ogas_claims, readme_blocks, summary
+from repro.papers.ogas.grid import OgasGrid, frame, own_headroom, prune_frame
+from repro.papers.ogas.records import (
+    PAPER_ZEROSHOT,
+    caption,
+    dense_ppl,
+    find,
+    headroom_row,
+    paired_to,
+    row_name,
+    zeroshot_paired,
+)
+from repro.papers.ogas.tables import (
+    ablation_table,
+    achieved_table,
+    chance_summary,
+    curve_frame,
+    curve_table,
+    dense_vs_chance,
+    figure2_axes,
+    figure2_channels,
+    gamma_bounds_table,
+    gamma_frames,
+    nm_table,
+    rounding_table,
+    table12,
+    zeroshot_tables,
+)
 from repro.store import Store
+
+from conftest import ogas_params
 
 SMALL = Setup(data="wiki-sample", seqlen=32, max_windows=20, calib_data="wiki-sample", calib_nsamples=2, calib_seqlen=32)
 
@@ -32,24 +60,24 @@ def run(tmp_path_factory):
 
 def test_cells_land_in_the_frame_with_their_rows(run):
     store, e = run
-    f = O.prune_frame(store, [e])
-    assert sorted(O.row_name(m, p) for m, p in zip(f.method, f.params)) == \
+    f = prune_frame(store, [e])
+    assert sorted(row_name(m, p) for m, p in zip(f.method, f.params)) == \
         ["dense", "magnitude", "ogas", "ogas-exact", "wanda", "wanda"]
-    wanda = O.find(f, "tiny-llama", "wiki-sample", "wanda", 0.5)
+    wanda = find(f, "tiny-llama", "wiki-sample", "wanda", 0.5)
     assert wanda.achieved == pytest.approx(0.5, abs=1e-6) and len(wanda.zeros_sha256) == 64
-    assert O.find(f, "tiny-llama", "wiki-sample", "wanda", 0.5, "2:4").zeros_sha256 != wanda.zeros_sha256
-    exact = O.find(f, "tiny-llama", "wiki-sample", "ogas-exact", 0.5)
-    paper = O.find(f, "tiny-llama", "wiki-sample", "ogas", 0.5)
+    assert find(f, "tiny-llama", "wiki-sample", "wanda", 0.5, "2:4").zeros_sha256 != wanda.zeros_sha256
+    exact = find(f, "tiny-llama", "wiki-sample", "ogas-exact", 0.5)
+    paper = find(f, "tiny-llama", "wiki-sample", "ogas", 0.5)
     assert exact.achieved == pytest.approx(0.5, abs=1e-3) and paper.achieved <= exact.achieved
     assert paper.channel_quantiles and all(len(q) == len(QUANTILES) for q in paper.channel_quantiles.values())
-    p = O.paired_to(f, "tiny-llama", "wiki-sample", "ogas", "wanda")
+    p = paired_to(f, "tiny-llama", "wiki-sample", "ogas", "wanda")
     assert p.n == 20 and p.estimate > 0
 
 
 def test_claims_run_on_the_frame(run):
     store, e = run
-    f = O.prune_frame(store, [e])
-    claims = O.ogas_claims(f, ["tiny-llama"], 0.5, [], [], [])
+    f = prune_frame(store, [e])
+    claims = ogas_claims(f, ["tiny-llama"], 0.5, [], [], [])
     assert {c.claim for c in claims} == {"OGAS below Wanda at 50%", "OGAS below RIA at 50%",
                                          "OGAS at or below SparseGPT at 50%"}
     assert [c.verdict for c in claims if "RIA" in c.claim] == ["inconclusive"]  # RIA not run: "not run"
@@ -72,8 +100,8 @@ def test_kept_layer_has_per_channel_arrays_and_frame_is_per_session(run):
     assert set(ch) == {"energy", "peak_ratio", "channel_sparsity"}
     assert all(len(v) == rows for v in ch.values()) and min(ch["peak_ratio"]) >= 1.0  # max >= RMS
     # a later session that asks for nothing sees nothing from the same folder
-    assert O.prune_frame(Store(store.root), [e]).empty
-    assert len(O.prune_frame(Store(store.root), [e], session=False)) == len(O.prune_frame(store, [e]))
+    assert prune_frame(Store(store.root), [e]).empty
+    assert len(prune_frame(Store(store.root), [e], session=False)) == len(prune_frame(store, [e]))
 
 
 def test_down_projections_are_one_per_block(run):
@@ -115,26 +143,26 @@ def grid(run):
                                                                     calib_data="c4-sample:calib"),
                                         store, progress=False, loaded=e.loaded)}
     wt["tiny-llama"].zeroshot = fake_zeroshot
-    params = {"profile": "unit", "sparsity": 0.5, "ogas_setting": {"tiny-llama": "mistral"},
+    params = {"profile": "unit", "sparsity": 0.5,
               "methods": ["magnitude", "wanda", "ogas"], "c4_models": ["tiny-llama"],
               "exact_rounding_data": ["wiki-sample"], "nm_models": ["tiny-llama"], "nm_patterns": ["2:4"],
               "nm_methods": ["wanda"], "ablation_models": ["tiny-llama"], "curve_models": ["tiny-llama"],
               "curve_sparsities": [0.5, 0.7], "s_max_headrooms": [0.05], "zeroshot_models": ["tiny-llama"],
-              "zeroshot_tasks": TASKS, "zeroshot_limit": 20, "seqlen": 999}  # seqlen: not a grid field
-    g = OgasGrid.from_params(wt, c4, params)
+              "zeroshot_tasks": TASKS, "zeroshot_limit": 20}
+    g = OgasGrid(wt, c4, ogas_params({"tiny-llama": "mistral"}, **params))
     g.run_main()
     return g
 
 
 def config_of(g, data, row, sparsity=0.5):
     """The record config of the grid's cell (data, row name, sparsity)."""
-    c = O.find(O.frame(g), "tiny-llama", data, row, sparsity)
+    c = find(frame(g), "tiny-llama", data, row, sparsity)
     return next(r["config"] for r in g.store.records("prune-ppl") if r["key"] == c.key[1])
 
 
 def test_grid_from_params_and_names(grid):
     assert grid.models == ["tiny-llama"] and grid.wt_name == "wiki-sample" and grid.c4_name == "c4-sample"
-    assert grid.methods == ["magnitude", "wanda", "ogas"] and grid.zeroshot_limit == 20 and grid.profile == "unit"
+    assert grid.p.methods == ["magnitude", "wanda", "ogas"] and grid.p.zeroshot_limit == 20 and grid.p.profile == "unit"
     assert grid.experiment("tiny-llama", "c4-sample") is grid.c4["tiny-llama"]
     assert grid.params_for("tiny-llama", "ogas", rounding="exact") == {"lam": 0.2, "gamma": 0.2, "rounding": "exact"}
     assert grid.params_for("tiny-llama", "wanda") == {}
@@ -143,8 +171,8 @@ def test_grid_from_params_and_names(grid):
 
 
 def test_run_main_asks_for_each_table_cell_once(grid):
-    f = O.frame(grid)
-    rows = sorted((d, O.row_name(m, p)) for d, m, p in zip(f.data, f.method, f.params))
+    f = frame(grid)
+    rows = sorted((d, row_name(m, p)) for d, m, p in zip(f.data, f.method, f.params))
     assert rows == sorted([(d, r) for d in ("wiki-sample", "c4-sample") for r in ("dense", "magnitude", "wanda", "ogas")]
                           + [("wiki-sample", "ogas-exact")])
     assert config_of(grid, "wiki-sample", "ogas")["keep_layers"] == ["model.layers.1.mlp.down_proj"]  # Figure 2's
@@ -162,18 +190,18 @@ def test_further_calibration_draws_are_their_own_cells_and_stay_out_of_the_table
     wt = {"tiny-llama": PruneExperiment("tiny-llama", SMALL, store, progress=False, loaded=e.loaded)}
     c4 = {"tiny-llama": PruneExperiment("tiny-llama", SMALL.replace(data="c4-sample:eval", calib_data="c4-sample:calib"),
                                         store, progress=False, loaded=e.loaded)}
-    g = OgasGrid(wt, c4, {"tiny-llama": "llama"}, methods=["magnitude", "wanda"], calib_seeds=[0, 1])  # no C4 rows
+    g = OgasGrid(wt, c4, ogas_params({"tiny-llama": "llama"}, methods=["magnitude", "wanda"], calib_seeds=[0, 1]))  # no C4 rows
     assert g.extra_draws("tiny-llama", "wiki-sample", "wanda") == [1]
     assert g.extra_draws("tiny-llama", "wiki-sample", "magnitude") == []  # reads no data: one draw
     g.run_main()
-    every = O.frame(g, draws=True)
+    every = frame(g, draws=True)
     wanda = every[every.method == "wanda"]
     assert sorted(wanda.draw) == [0, 1] and wanda.ppl.nunique() == 2  # another sample, another pruned model
-    pooled = O.frame(g)
+    pooled = frame(g)
     (row,) = pooled[pooled.method == "wanda"].itertuples()  # one row: the draws pooled
     assert row.n_draws == 2 and row.ppl == pytest.approx(np.exp(np.mean(list(wanda.window_nll))))
-    p = O.paired_to(pooled, "tiny-llama", "wiki-sample", "wanda", "magnitude")
-    one = O.paired_to(every[every.draw.eq(0)], "tiny-llama", "wiki-sample", "wanda", "magnitude")
+    p = paired_to(pooled, "tiny-llama", "wiki-sample", "wanda", "magnitude")
+    one = paired_to(every[every.draw.eq(0)], "tiny-llama", "wiki-sample", "wanda", "magnitude")
     assert p.estimate != one.estimate  # both draws count, not the first alone
 
 
@@ -184,12 +212,12 @@ def test_run_zeroshot_and_its_tables(grid):
     e = grid.wt["tiny-llama"]
     assert dense["config"] == {**e.zeroshot_config(TASKS, 20), "method": "dense"}  # the key of the committed records
     assert e.dense_zeroshot(TASKS, 20)["key"] == dense["key"] and len(list(grid.store.records("prune-zeroshot"))) == 1
-    [(stem, table, cap)] = O.zeroshot_tables(results, grid)
+    [(stem, table, cap)] = zeroshot_tables(results, grid)
     assert stem == "table3_zeroshot_tiny-llama" and cap.startswith("**Table 3. Zero-shot accuracy, tiny-llama")
     assert list(table.index) == ["Dense", "Magnitude", "Wanda", "OGAS"]
     assert list(table.columns) == [*TASKS, "mean", "mean of the paper's tasks", "same, acc_norm where reported",
                                    "vs Wanda (paired)"]
-    paper = [t for t in TASKS if t in O.PAPER_ZEROSHOT]
+    paper = [t for t in TASKS if t in PAPER_ZEROSHOT]
     assert 0 < len(paper) < len(TASKS)  # the fixture mixes the paper's tasks with others
     assert table.at["OGAS", "mean of the paper's tasks"] == round(float(np.mean([table.at["OGAS", t] for t in paper])), 3)
     assert table.at["Dense", "vs Wanda (paired)"] == "—" and table.at["Wanda", "vs Wanda (paired)"] == "—"
@@ -199,17 +227,17 @@ def test_run_nm_ablation_and_curve_ask_for_their_cells(grid):
     grid.run_nm()
     grid.run_ablation()
     grid.run_curve()
-    f = O.frame(grid)
-    assert O.find(f, "tiny-llama", "wiki-sample", "wanda", 0.5, "2:4") is not None
-    energy = O.find(f, "tiny-llama", "wiki-sample", "ogas-energy")
+    f = frame(grid)
+    assert find(f, "tiny-llama", "wiki-sample", "wanda", 0.5, "2:4") is not None
+    energy = find(f, "tiny-llama", "wiki-sample", "ogas-energy")
     assert energy.params["lam"] == 0.0 and energy.params["gamma"] == 0.2  # the model's setting's gamma
     for m in ("magnitude", "wanda", "ogas", "ogas-h0.05"):
-        assert O.find(f, "tiny-llama", "wiki-sample", m, 0.7) is not None, m
-    assert O.find(f, "tiny-llama", "wiki-sample", "ogas-h0.05", 0.5) is None  # headrooms only above 60%
-    table5, cap5 = O.ablation_table(f, grid)
+        assert find(f, "tiny-llama", "wiki-sample", m, 0.7) is not None, m
+    assert find(f, "tiny-llama", "wiki-sample", "ogas-h0.05", 0.5) is None  # headrooms only above 60%
+    table5, cap5 = ablation_table(f, grid)
     assert list(table5.variant) == ["Wanda", "OGAS energy-only (lambda 0)", "OGAS PAPR-only (lambda 1)", "OGAS"]
     assert "4 of 4 cells read from cached records" not in cap5  # computed here, in this session
-    ch = O.figure2_channels(f, grid)
+    ch = figure2_channels(f, grid)
     assert ch[:2] == ("tiny-llama", "model.layers.1.mlp.down_proj") and set(ch[2]) == {"energy", "peak_ratio",
                                                                                         "channel_sparsity"}
 
@@ -231,11 +259,12 @@ def fake_grid():
     wt = {m: fake_experiment("wikitext2:test", "wikitext2-train", store, q, w)
           for m, q, w in (("a", "q4_0", "4 x 64 tokens"), ("b", "q8", "2 x 64 tokens, <bos> + text windows"))}
     c4 = {m: fake_experiment("c4-sample:eval", "c4-sample:calib", store) for m in wt}
-    return OgasGrid(wt, c4, {"a": "llama", "b": "mistral"}, profile="unit", methods=["magnitude", "wanda", "ogas"],
-                    nm_models=["a"], nm_patterns=["2:4"], nm_methods=["wanda"], ablation_models=["a"],
-                    curve_models=["a"], curve_sparsities=[0.5, 0.7, 0.9], s_max_headrooms=[0.05],
-                    zeroshot_models=["a"], zeroshot_tasks=["t1", "t2"], zeroshot_limit=2,
-                    figure_layer="model.layers.1.mlp.down_proj")
+    return OgasGrid(wt, c4, ogas_params({"a": "llama", "b": "mistral"}, profile="unit",
+                                        methods=["magnitude", "wanda", "ogas"], nm_models=["a"], nm_patterns=["2:4"],
+                                        nm_methods=["wanda"], ablation_models=["a"], curve_models=["a"],
+                                        curve_sparsities=[0.5, 0.7, 0.9], s_max_headrooms=[0.05], zeroshot_models=["a"],
+                                        zeroshot_tasks=["t1", "t2"], zeroshot_limit=2,
+                                        figure_layer="model.layers.1.mlp.down_proj"))
 
 
 def row(model, data, method, nll, sparsity=0.5, pattern="unstructured", params=None, **extra):
@@ -282,29 +311,29 @@ def constructed_frame():
 
 def test_find_tells_rows_apart_and_headrooms_fall_back_to_the_default_cell():
     f = constructed_frame()
-    assert O.find(f, "a", "wikitext2", "ogas").params == OGAS_A
-    assert O.find(f, "a", "wikitext2", "ogas-exact").ppl == pytest.approx(np.exp(np.mean(BASE + 0.7)))
-    assert O.find(f, "a", "wikitext2", "ogas-h0.05", 0.7).params["s_max_headroom"] == 0.05
-    assert O.find(f, "a", "wikitext2", "wanda", 0.5, "2:4").ppl == pytest.approx(np.exp(np.mean(BASE + 0.5)))
-    assert O.find(f, "a", "wikitext2", "wanda", 0.5, lam=1) is None and O.find(f, "b", "c4-sample", "ogas") is None
-    assert O.find(f, "a", "wikitext2", "ogas", gamma="search") is not None
-    assert O.find(f.iloc[:0], "a", "wikitext2", "dense") is None
+    assert find(f, "a", "wikitext2", "ogas").params == OGAS_A
+    assert find(f, "a", "wikitext2", "ogas-exact").ppl == pytest.approx(np.exp(np.mean(BASE + 0.7)))
+    assert find(f, "a", "wikitext2", "ogas-h0.05", 0.7).params["s_max_headroom"] == 0.05
+    assert find(f, "a", "wikitext2", "wanda", 0.5, "2:4").ppl == pytest.approx(np.exp(np.mean(BASE + 0.5)))
+    assert find(f, "a", "wikitext2", "wanda", 0.5, lam=1) is None and find(f, "b", "c4-sample", "ogas") is None
+    assert find(f, "a", "wikitext2", "ogas", gamma="search") is not None
+    assert find(f.iloc[:0], "a", "wikitext2", "dense") is None
     # S_max = max(0.6, min(0.95, s + h)): above 60% a headroom is its own cell unless the cap makes it the default
     assert not own_headroom(0.5, 0.2) and own_headroom(0.7, 0.05) and not own_headroom(0.9, 0.05)
-    assert [O.headroom_row(s, 0.05) for s in (0.5, 0.7, 0.9)] == ["ogas", "ogas-h0.05", "ogas"]
+    assert [headroom_row(s, 0.05) for s in (0.5, 0.7, 0.9)] == ["ogas", "ogas-h0.05", "ogas"]
 
 
 def test_caption_names_the_setups_and_the_cache(fake_grid):
     f = constructed_frame()
-    cap = O.caption(fake_grid, "Title.", f)
+    cap = caption(fake_grid, "Title.", f)
     assert cap == ("**Title.** a, b (<bos> first); wikitext2:test / c4-sample:eval, 20 x 64 tokens; float32; profile "
                    f"`unit`; {len(f)} of {len(f)} cells read from cached records.")
-    assert O.caption(fake_grid, "Title.").endswith("float32; profile `unit`.")
+    assert caption(fake_grid, "Title.").endswith("float32; profile `unit`.")
 
 
 def test_table12_marks_ranks_and_pairs_to_wanda(fake_grid):
     f = constructed_frame()
-    table, cap, vals = O.table12(f, fake_grid)
+    table, cap, vals = table12(f, fake_grid)
     assert list(vals.columns) == ["a wikitext2", "a c4-sample", "b wikitext2", "a average"]  # b: no C4 cell, no average
     both = vals[["a wikitext2", "a c4-sample"]].astype(float)
     np.testing.assert_allclose(vals["a average"].astype(float), (both.iloc[:, 0] + both.iloc[:, 1]) / 2)
@@ -321,11 +350,11 @@ def test_table12_marks_ranks_and_pairs_to_wanda(fake_grid):
 
 def test_achieved_and_rounding_tables(fake_grid):
     f = constructed_frame()
-    achieved, cap = O.achieved_table(f, fake_grid)
+    achieved, cap = achieved_table(f, fake_grid)
     assert len(achieved) == 3 + 3 + 1 + 2  # a: 4 rows on WikiText-2, 3 on C4; b: Wanda, OGAS
     assert achieved.loc[(achieved.model == "a") & (achieved.method == "OGAS"), "achieved"].tolist() == [0.4993] * 2
     assert achieved["prune seconds"].unique().tolist() == [1.3] and cap.startswith("**Achieved sparsity")
-    worth, cap = O.rounding_table(f, fake_grid)
+    worth, cap = rounding_table(f, fake_grid)
     assert worth[["model", "data"]].values.tolist() == [["a", "wikitext2"]]  # only where both ran
     ratio = np.exp(np.mean([0.2, 0.1, 0.25, 0.15]))
     assert worth.iloc[0, 2].startswith(f"x{ratio:.4f} [")
@@ -333,7 +362,7 @@ def test_achieved_and_rounding_tables(fake_grid):
 
 
 def test_nm_table(fake_grid):
-    table, cap, vals = O.nm_table(constructed_frame(), fake_grid)
+    table, cap, vals = nm_table(constructed_frame(), fake_grid)
     assert list(table.columns) == ["a wikitext2 2:4"] and list(table.index) == ["Dense", "Wanda"]
     assert vals.at["Wanda", "a wikitext2 2:4"] == pytest.approx(np.exp(np.mean(BASE + 0.5)))
     assert "2:4 and 4:8" in cap
@@ -345,13 +374,13 @@ def test_zeroshot_tables_from_results(fake_grid):
                           for t, d in (("t1", docs1), ("t2", docs2))}}
     results = {"a": {"dense": result([1, 1] * 5, [1, 0] * 5), "wanda": result([1, 0] * 5, [0, 0] * 5),
                      "ogas": result([1, 1] * 5, [1, 0] * 5)}}  # 20 documents: the fewest a paired bootstrap accepts
-    [(stem, table, cap)] = O.zeroshot_tables(results, fake_grid)
+    [(stem, table, cap)] = zeroshot_tables(results, fake_grid)
     assert stem == "table3_zeroshot_a" and "first 2 documents per task, float32, profile `unit`" in cap
     assert table.at["Dense", "mean"] == 0.75 and table.at["Wanda", "mean"] == 0.25
     assert table.at["OGAS", "vs Wanda (paired)"].startswith("+0.500")  # 10 of 20 documents better, none worse
-    assert O.zeroshot_paired(results["a"]["wanda"], results["a"]["ogas"], ["t1", "t2"]).estimate == -0.5
+    assert zeroshot_paired(results["a"]["wanda"], results["a"]["ogas"], ["t1", "t2"]).estimate == -0.5
     # a second zero-shot model is Table 4 (the paper's Mistral setting)
-    both = O.zeroshot_tables({**results, "b": results["a"]}, fake_grid)
+    both = zeroshot_tables({**results, "b": results["a"]}, fake_grid)
     assert [stem for stem, _, _ in both] == ["table3_zeroshot_a", "table4_zeroshot_b"]
     assert both[1][2].startswith("**Table 4. Zero-shot accuracy, b")
 
@@ -360,52 +389,52 @@ def test_dense_vs_chance_places_each_interval_against_a_uniform_guess():
     def result(**docs):
         return {"tasks": {t: {"per_doc": {"acc": d}} for t, d in docs.items()}}
     dense = result(hellaswag=[1, 0, 0, 0] * 25, boolq=[1] * 90 + [0] * 10, winogrande=[0] * 90 + [1] * 10)
-    table, cap = O.dense_vs_chance({"g": {"dense": dense}}, ["hellaswag", "boolq", "winogrande"])
+    table, cap = dense_vs_chance({"g": {"dense": dense}}, ["hellaswag", "boolq", "winogrande"])
     t = table.set_index("task")
     assert t["chance"].tolist() == [0.25, 0.5, 0.5] and t["documents"].tolist() == [100] * 3
     assert t["dense vs chance"].tolist() == ["at chance", "above chance", "below chance"]
     assert t.at["boolq", "dense accuracy"] == 0.9 and t["paper's task"].all() and "uniform" in cap
-    text = O.chance_summary(table)
+    text = chance_summary(table)
     assert text.startswith("- **g** dense: above chance on boolq* 0.90; at chance on hellaswag* 0.25; below chance "
                            "on winogrande* 0.10.")
 
 
 def test_ablation_table_pairs_each_variant_to_wanda(fake_grid):
     f = constructed_frame()
-    table, cap = O.ablation_table(f, fake_grid)
+    table, cap = ablation_table(f, fake_grid)
     assert list(table.columns) == ["model", "variant", "lambda", "gamma", "ppl", "vs Wanda (paired)"]
     assert table["lambda"].tolist() == ["-", 0.0, 1.0, 0.4]
     assert table["vs Wanda (paired)"].iloc[0] == "x1.000 [1.000, 1.000]"
     assert table["vs Wanda (paired)"].iloc[1] == f"x{np.exp(-0.05):.3f} [{np.exp(-0.05):.3f}, {np.exp(-0.05):.3f}]"
     assert table.ppl.iloc[3] == round(np.exp(np.mean(BASE + OGAS_NLL)), 3)
     assert cap.endswith("4 of 4 cells read from cached records.")
-    fake_grid.ablation_models = []
-    table, cap = O.ablation_table(f, fake_grid)
+    fake_grid.p = fake_grid.p.model_copy(update={"ablation_models": []})
+    table, cap = ablation_table(f, fake_grid)
     assert table.empty and "cells read" not in cap
 
 
 def test_figure_data(fake_grid):
     f = constructed_frame()
-    name, layer, ch = O.figure2_channels(f, fake_grid)
+    name, layer, ch = figure2_channels(f, fake_grid)
     assert (name, layer, ch["channel_sparsity"]) == ("a", "model.layers.1.mlp.down_proj", [0.6, 0.4])
-    [(name, layers, q)] = O.gamma_frames(f, fake_grid)  # b's OGAS cell searched no gamma
+    [(name, layers, q)] = gamma_frames(f, fake_grid)  # b's OGAS cell searched no gamma
     assert name == "a" and layers.at_bound.tolist() == [True, False] and layers.type.unique().tolist() == ["q_proj"]
     assert q["quantile"].between(0.05, 0.95).all() and len(q) == 2 * 18  # 0.05..0.90 (0.95 is 0.9500...01)
-    curve = O.curve_frame(f, fake_grid)
+    curve = curve_frame(f, fake_grid)
     ogas = curve[curve.label == "OGAS"]
     assert ogas.sparsity.tolist() == [0.5, 0.7, 0.9] and ogas.headroom.isna().all()
     h = curve[curve.label == "OGAS, S_max headroom 0.05"]
     assert h.sparsity.tolist() == [0.7, 0.9] and h.row.tolist() == ["ogas-h0.05", "ogas"]  # at 90%: the 0.95 cap
     assert h.ppl.iloc[1] == ogas.ppl.iloc[2] and h.ppl.iloc[0] != ogas.ppl.iloc[1]
-    table, cap = O.curve_table(curve, f, fake_grid)
+    table, cap = curve_table(curve, f, fake_grid)
     assert list(table.index) == ["Magnitude", "OGAS", "OGAS headroom 0.05", "Wanda"]
     assert math.isnan(table.at["OGAS headroom 0.05", 0.5]) and cap.startswith("**Figure 4 data")
-    assert O.dense_ppl(f, fake_grid) == {"a": pytest.approx(np.exp(2.75)), "b": pytest.approx(np.exp(2.25))}
+    assert dense_ppl(f, fake_grid) == {"a": pytest.approx(np.exp(2.75)), "b": pytest.approx(np.exp(2.25))}
 
 
 def test_claims_summary_metrics_and_readme(fake_grid):
     f = constructed_frame()
-    shown, cap, claims = O.claims_table(f, fake_grid)
+    shown, cap, claims = claims_table(f, fake_grid)
     assert list(shown.columns) == ["claim", "paper says", "setting", "measured", "verdict", "power", "n", "paper effect",
                                    "half-width"] and len(claims) == len(shown)
     below = claims[(claims.claim == "OGAS below Wanda at 50%") & (claims.setting == "a, wikitext2")]
@@ -419,7 +448,7 @@ def test_claims_summary_metrics_and_readme(fake_grid):
     collapse = claims[claims.claim.str.startswith("Magnitude and SparseGPT collapse")]
     assert collapse.verdict.tolist() == ["holds", "inconclusive"] and collapse.threshold.iloc[0] == 10.0
     assert "models a, b" in cap
-    text = O.summary(claims, 0.5)
+    text = summary(claims, 0.5)
     assert "**OGAS vs Wanda** at 50%: holds: 3 (on average" in text and "**Zero-shot mean above Wanda**: not run" in text
     avg = claims[claims.claim.str.startswith("OGAS below Wanda on average")]
     assert len(avg) == 1 and avg.n.iloc[0] == 60 and avg["paper effect"].iloc[0] == pytest.approx(0.9116)
@@ -428,9 +457,9 @@ def test_claims_summary_metrics_and_readme(fake_grid):
     wt = claims[(claims.claim == "OGAS below Wanda at 50%") & claims.setting.str.contains("wikitext2")]
     assert c4["paper effect"].iloc[0] == pytest.approx(16.25 / 17.75) and wt["paper effect"].iloc[0] == pytest.approx(7.99 / 8.85)
     assert claims.claim.str.startswith("OGAS does not collapse").sum() == 1
-    m = O.metrics(f, claims, fake_grid)
+    m = metrics(f, claims, fake_grid)
     assert m["n_cells"] == len(f) and m["n_claims"] == len(claims) and sum(m["verdicts"].values()) == len(claims)
-    blocks = O.readme_blocks((pd.DataFrame({"x": [1]}, index=["r"]), "cap"), (claims, cap))
+    blocks = readme_blocks((pd.DataFrame({"x": [1]}, index=["r"]), "cap"), (claims, cap))
     assert blocks["ogas-tables"].startswith("cap\n\n|    |   x |") and "\n| r  |" in blocks["ogas-tables"]
     assert blocks["ogas-claims"].startswith(cap + "\n\n**") and "\n| claim" in blocks["ogas-claims"]
     assert blocks["ogas-headline"].startswith("*OGAS below Wanda")
@@ -445,10 +474,10 @@ def test_zeroshot_claim_reads_the_papers_tasks_only():
                       row("a", "wikitext2:test", "ogas", BASE, params=OGAS_A,
                           zeroshot=zs([1, 1, 1, 0] * 5, [0, 0, 0, 0] * 5))])
     f["data"] = "wikitext2"
-    [c] = [c for c in O.ogas_claims(f, ["a"], 0.5, ["boolq", "arc_easy"], [], [])
+    [c] = [c for c in ogas_claims(f, ["a"], 0.5, ["boolq", "arc_easy"], [], [])
            if c.claim.startswith("OGAS zero-shot mean")]
     assert c.verdict == "holds" and c.effect == pytest.approx(0.75) and "(boolq)" in c.measured and c.n == 20
-    below = [c for c in O.ogas_claims(f, ["a"], 0.5, ["boolq", "arc_easy"], [], []) if c.claim.startswith("OGAS below")]
+    below = [c for c in ogas_claims(f, ["a"], 0.5, ["boolq", "arc_easy"], [], []) if c.claim.startswith("OGAS below")]
     assert below and all(c.paper_effect is None for c in below)  # attached by claims_table, not here
 
 
@@ -457,7 +486,7 @@ def test_gamma_bounds_count_each_end_separately(fake_grid):
     j = f.index[f.method == "ogas-papr"][0]
     f.at[j, "extras"] = {"l.0.q_proj": {"gamma": 0.06, "gamma_evals": 4}, "l.1.q_proj": {"gamma": 0.07, "gamma_evals": 4},
                          "l.2.q_proj": {"gamma": 1.09, "gamma_evals": 4}}
-    table, cap = O.gamma_bounds_table(f, fake_grid)
+    table, cap = gamma_bounds_table(f, fake_grid)
     t = table.set_index("variant")
     assert list(t.index) == ["OGAS", "OGAS PAPR-only (lambda 1)"]  # energy-only's cell has no searched layers here
     assert t.loc["OGAS", ["layers", "at the lower bound", "at the upper bound"]].tolist() == [2, 1, 0]
@@ -474,7 +503,7 @@ def test_figure2_boundary_separates_channels_pruned_more_and_less_than_wanda():
     energy, papr = rng.lognormal(0, 1, 300), rng.lognormal(1, 0.5, 300)
     lam = 0.4
     s, _, _ = channel_sparsity(channel_importance(energy, papr, lam), 0.5, 0.5, 0.01, 0.6)
-    ax = O.figure2_axes({"energy": energy, "peak_ratio": papr, "channel_sparsity": s}, lam, 0.5)
+    ax = figure2_axes({"energy": energy, "peak_ratio": papr, "channel_sparsity": s}, lam, 0.5)
     above = (1 - lam) * ax["x"] + lam * ax["y"] > ax["boundary"] + 1e-9
     below = (1 - lam) * ax["x"] + lam * ax["y"] < ax["boundary"] - 1e-9
     assert (s[above] <= 0.5 + 1e-9).all() and (s[below] >= 0.5 - 1e-9).all()
@@ -487,12 +516,12 @@ def with_zeroshot(f: pd.DataFrame) -> pd.DataFrame:
     """``f`` with zero-shot results on model a's WikiText-2 Wanda and OGAS cells (the paper's tasks)."""
     def zs(shift):
         return {"tasks": {t: {"per_doc": {"acc": [float((i + shift) % 3 == 0) for i in range(20)]}}
-                          for t in O.PAPER_ZEROSHOT}}
+                          for t in PAPER_ZEROSHOT}}
     f = f.copy()
     for method, shift in (("wanda", 0), ("ogas", 1)):
         i = f.index[(f.model == "a") & (f.data == "wikitext2") & (f.method == method) & (f.sparsity == 0.5)
                     & (f.pattern == "unstructured")
-                    & np.array([O.row_name(m, p) == method for m, p in zip(f.method, f.params)])]
+                    & np.array([row_name(m, p) == method for m, p in zip(f.method, f.params)])]
         f.at[i[0], "zeroshot"] = zs(shift)
     return f
 
@@ -501,9 +530,9 @@ def test_every_claim_row_carries_the_paper_statement_it_tests(fake_grid):
     """Every Paper 2 claim row built on constructed records (perplexity, ablation, zero-shot mean and
     HellaSwag, the 80/90% and collapse rows of Figure 4, the flattest curve) gets a source; only the
     words issue 15 quotes from the paper are in quotation marks, everything else is a located paraphrase."""
-    fake_grid.zeroshot_tasks = list(O.PAPER_ZEROSHOT)
+    fake_grid.p = fake_grid.p.model_copy(update={"zeroshot_tasks": list(PAPER_ZEROSHOT)})
     f = with_zeroshot(constructed_frame())
-    shown, _, claims = O.claims_table(f, fake_grid)
+    shown, _, claims = claims_table(f, fake_grid)
     prefixes = ("OGAS below Wanda", "OGAS below RIA", "OGAS at or below SparseGPT", "Each single signal improves",
                 "Each single signal is improved", "OGAS zero-shot mean", "OGAS beats Wanda on HellaSwag",
                 "OGAS has the lowest perplexity", "Magnitude and SparseGPT collapse", "OGAS degrades least")
@@ -531,15 +560,15 @@ def test_a_comparison_of_two_destroyed_models_is_uninformative():
     f = pd.DataFrame([row("a", "wikitext2", "dense", BASE), row("a", "wikitext2", "wanda", hi),
                       row("a", "wikitext2", "ogas", hi - 0.05, params=OGAS_A),
                       row("a", "wikitext2", "ogas", BASE + 0.2, sparsity=0.7, params=OGAS_A)])
-    claims = O.ogas_claims(f, ["a"], 0.5, [], [], [], uniform={"a": 1000})
+    claims = ogas_claims(f, ["a"], 0.5, [], [], [], uniform={"a": 1000})
     row_ = next(c for c in claims if c.claim.startswith("OGAS below Wanda"))
     assert row_.kind == UNINFORMATIVE and row_.why_uninformative.endswith("over the 1,000-word vocabulary")
     # without the uniform bound both sides are still above 10x the dense 15.6: collapsed, the same rule for all
-    assert next(c for c in O.ogas_claims(f, ["a"], 0.5, [], [], [])
+    assert next(c for c in ogas_claims(f, ["a"], 0.5, [], [], [])
                 if c.claim.startswith("OGAS below Wanda")).why_uninformative.startswith("both models collapsed")
     f.loc[f.method == "ogas", "window_nll"] = pd.Series([list(BASE + 1.0)] * 2, index=f.index[f.method == "ogas"])
     f.loc[f.method == "ogas", "ppl"] = float(np.exp(np.mean(BASE + 1.0)))  # OGAS at 2.7x dense: informative
-    assert next(c for c in O.ogas_claims(f, ["a"], 0.5, [], [], [], uniform={"a": 1000})
+    assert next(c for c in ogas_claims(f, ["a"], 0.5, [], [], [], uniform={"a": 1000})
                 if c.claim.startswith("OGAS below Wanda")).kind != UNINFORMATIVE
 
 
@@ -580,14 +609,14 @@ def test_the_other_gamma_rule_is_its_own_row_and_both_directions_read_searched_o
     f = pd.concat([f, pd.DataFrame([row("a", "wikitext2", "ogas", BASE + OGAS_NLL + 0.1, params={"lam": 0.4, "gamma": 0.2}),
                                     row("b", "wikitext2", "ogas", BASE - 0.2, params={"lam": 0.2, "gamma": "search"})])],
                   ignore_index=True)
-    assert O.find(f, "a", "wikitext2", "ogas-gamma-fixed") is None  # no model's own rule known: not told apart
+    assert find(f, "a", "wikitext2", "ogas-gamma-fixed") is None  # no model's own rule known: not told apart
     f["own_gamma"] = ["search" if m == "a" else 0.2 for m in f.model]
-    assert O.find(f, "a", "wikitext2", "ogas-gamma-fixed").params["gamma"] == 0.2
-    assert O.find(f, "a", "wikitext2", "ogas").params == OGAS_A and O.find(f, "b", "wikitext2", "ogas").params["gamma"] == 0.2
-    claims = [c for c in O.ogas_claims(f, ["a", "b"], 0.5, [], [], ["a"]) if c.claim.startswith("Searching gamma")]
+    assert find(f, "a", "wikitext2", "ogas-gamma-fixed").params["gamma"] == 0.2
+    assert find(f, "a", "wikitext2", "ogas").params == OGAS_A and find(f, "b", "wikitext2", "ogas").params["gamma"] == 0.2
+    claims = [c for c in ogas_claims(f, ["a", "b"], 0.5, [], [], ["a"]) if c.claim.startswith("Searching gamma")]
     assert [c.setting for c in claims] == ["a, fixed gamma 0.2", "b, fixed gamma 0.2"]
     assert all(c.effect < 1 and c.verdict == "holds" for c in claims)  # searched is 0.1 nats better on both
-    papr = next(c for c in O.ogas_claims(f, ["a"], 0.5, [], [], ["a"]) if c.claim.startswith("PAPR-only is comparable"))
+    papr = next(c for c in ogas_claims(f, ["a"], 0.5, [], [], ["a"]) if c.claim.startswith("PAPR-only is comparable"))
     assert papr.threshold == pytest.approx(1.021) and papr.verdict == "does not hold"  # x1.105 on every window
 
 
@@ -595,15 +624,15 @@ def test_the_zero_shot_mean_is_also_tested_without_the_tasks_where_dense_is_at_c
     """Dense right on every document of three tasks and at chance (half right) on WinoGrande: a second row
     drops WinoGrande; each row counts the discordant documents and the sample the paper's +1.63 needs."""
     f = with_zeroshot(constructed_frame())
-    docs = {t: [1.0] * 20 for t in O.PAPER_ZEROSHOT}
+    docs = {t: [1.0] * 20 for t in PAPER_ZEROSHOT}
     docs["winogrande"] = [float(i % 2) for i in range(20)]
     dense = {"a": {"tasks": {t: {"per_doc": {"acc": d}} for t, d in docs.items()}}}
-    rows = [c for c in O.ogas_claims(f, ["a"], 0.5, list(O.PAPER_ZEROSHOT), [], [], dense_zeroshot=dense)
+    rows = [c for c in ogas_claims(f, ["a"], 0.5, list(PAPER_ZEROSHOT), [], [], dense_zeroshot=dense)
             if c.claim.startswith("OGAS zero-shot mean")]
     assert [c.claim.split("(")[1] for c in rows] == ["the paper's four tasks)", "those where the dense model is above chance)"]
     assert rows[0].n == 80 and rows[1].n == 60 and "winogrande" not in rows[1].measured
     assert "discordant (one side right); a paired test needs" in rows[0].measured
-    assert len([c for c in O.ogas_claims(f, ["a"], 0.5, list(O.PAPER_ZEROSHOT), [], []) if
+    assert len([c for c in ogas_claims(f, ["a"], 0.5, list(PAPER_ZEROSHOT), [], []) if
                 c.claim.startswith("OGAS zero-shot mean")]) == 1  # no dense result: one row
 
 

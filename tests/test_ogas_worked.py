@@ -22,6 +22,8 @@ from repro.papers.ogas.grid import OgasGrid, plan
 from repro.store import Store
 from repro.structure.sparsity import prunable_linears
 
+from conftest import ogas_params
+
 SMALL = Setup(data="wiki-sample", seqlen=32, max_windows=20, calib_data="wiki-sample", calib_nsamples=2, calib_seqlen=32)
 LAYER = "model.layers.1.mlp.down_proj"
 SEARCH, FIXED = {}, {"lam": 0.2, "gamma": 0.2}  # the LLaMA and Mistral settings
@@ -269,13 +271,13 @@ def test_the_grid_plans_and_reads_the_worked_cell(run):
     wt = {"tiny-llama": PruneExperiment("tiny-llama", SMALL, store, progress=False, loaded=e.loaded)}
     c4 = {"tiny-llama": PruneExperiment("tiny-llama", SMALL.replace(data="c4-sample:eval", calib_data="c4-sample:calib"),
                                         store, progress=False, loaded=e.loaded)}
-    g = OgasGrid(wt, c4, {"tiny-llama": "mistral"}, sparsity=0.5)
+    g = OgasGrid(wt, c4, ogas_params({"tiny-llama": "mistral"}))
     assert g.worked()["key"] == recs["fixed"][0]["key"]  # the figure layer, the model's setting: read, not computed
     store2 = Store(None)  # nothing recorded: the plan lists the worked cell as a job
     fresh = OgasGrid({"tiny-llama": PruneExperiment("tiny-llama", SMALL, store2, progress=False, loaded=e.loaded)},
                      {"tiny-llama": PruneExperiment("tiny-llama", SMALL.replace(data="c4-sample:eval",
                                                     calib_data="c4-sample:calib"), store2, progress=False,
-                                                    loaded=e.loaded)}, {"tiny-llama": "llama"}, sparsity=0.5)
+                                                    loaded=e.loaded)}, ogas_params({"tiny-llama": "llama"}))
     store2.plan = Plan()
     try:
         plan(None, fresh)

@@ -1,6 +1,8 @@
 """A bad parameter value is refused in one line naming it, before any model is loaded or cell computed
 (each notebook's typed parameters check themselves when its grid is built: ``repro run`` and the notebook
 build the grid first)."""
+import re
+
 import pytest
 
 from repro.errors import ReproError, check_list
@@ -11,16 +13,16 @@ from conftest import ROOT
 SMOKE = ROOT / "notebooks/profiles/smoke.yaml"
 NB = {p.stem[:2]: p for p in (ROOT / "notebooks").glob("[0-9]*.py")}
 BAD = [
-    ("01", {"sparsities": "abc"}, "sparsities must be a list (the notebook's default is [0.125, 0.25, 0.5]), got 'abc'"),
+    ("01", {"sparsities": "abc"}, "parameter sparsities must be a list of numbers (the notebook's default is [0.125, 0.25, 0.5]), got 'abc'"),
     ("01", {"sparsities": [0.25, 1.5, -0.1]}, "parameter sparsities must be a list of numbers in [0, 1), got 1.5"),
     ("01", {"methods": ["mpg", "magic"]}, "unknown methods entry 'magic'"),
     ("01", {"efficiency_batches": [1, 0]}, "parameter efficiency_batches must be a list of integers >= 1, got 0"),
     ("01", {"zeroshot_limit": -3}, "parameter zeroshot_limit"),
     ("02", {"sparsity": 1.2}, "parameter sparsity"),
     ("02", {"curve_sparsities": [0.3, "0.5"]}, "parameter curve_sparsities must be a list of numbers"),
-    ("02", {"methods": "wanda"}, "methods must be a list (the notebook's default is ['magnitude', 'wanda', 'ria', 'sparsegpt', 'ogas']), got 'wanda'"),
+    ("02", {"methods": "wanda"}, "parameter methods must be a list of names (the notebook's default is ['magnitude', 'wanda', 'ria', 'sparsegpt', 'ogas']), got 'wanda'"),
     ("03", {"seeds": [1, -2]}, "parameter seeds must be a list of integers >= 0, got -2"),
-    ("03", {"seeds": [1, 2.5]}, "parameter seeds must be a list of integers"),
+    ("03", {"seeds": [1, 2.5]}, "parameter seeds must be a list of whole numbers"),
     ("03", {"unit_settings": {"tiny-llama": {"neurons": [0.1]}}}, "unknown unit kind in unit_settings 'neurons'"),
     ("03", {"unit_settings": {"tiny-llama": {"head": [1.0]}}}, "unit_settings['tiny-llama']['head']"),
     ("03", {"search": {"budget": 0, "pool_size": 4}}, "parameter search['budget']"),
@@ -70,3 +72,37 @@ def test_an_interactive_run_without_its_profile_says_so_and_changes_nothing(tmp_
     g = {"profile": "cpu", "seqlen": 1024}
     assert apply_profile(g, "01_mpg_head_pruning", tmp_path) == [] and g == {"profile": "cpu", "seqlen": 1024}
     assert "not found" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("nb", sorted(NB))
+def test_each_default_is_declared_once_and_the_parameters_cell_says_it(nb):
+    """The notebook's parameters cell names exactly its paper's parameters model's fields, with the model's
+    defaults: a default changed in one place only (or a parameter added to one) fails here."""
+    from repro.notebooks import default_parameters, paper_module, read_source
+
+    source = read_source(NB[nb])
+    params = paper_module(NB[nb], source).Params
+    cell = default_parameters(source)
+    assert set(cell) == set(params.model_fields)
+    assert cell == params.defaults()
+
+
+def test_a_parameters_model_types_the_values_and_keeps_numbers_as_written():
+    from repro.papers.bandit.params import BanditParams
+    from repro.papers.mpg.params import MpgParams
+
+    p = MpgParams.of({"sparsities": [0, 0.5], "max_windows": None, "spread": False, "not a parameter": 1})
+    assert p.sparsities == [0, 0.5] and type(p.sparsities[0]) is int  # a key never changes by validation
+    assert p.max_windows is None and p.spread is False and p.models == MpgParams.defaults()["models"]
+    for bad, says in [({"spread": "false"}, "parameter spread must be true or false"),
+                      ({"anatomy": "no"}, "parameter anatomy must be true or false"),
+                      ({"models": "tiny-llama"}, "parameter models must be a list of names"),
+                      ({"max_windows": 1.5}, "parameter max_windows must be a whole number or null"),
+                      ({"calib_seeds": [0, "a"]}, "parameter calib_seeds must be a list of whole numbers (or null)"),
+                      ({"results_dir": " "}, "parameter results_dir must name a folder")]:
+        with pytest.raises(ReproError, match=f"^{re.escape(says)}"):
+            MpgParams.of(bad)
+    with pytest.raises(ReproError, match=r"^parameter memory_ablation must be true or false .* got 'yes'$"):
+        BanditParams.of({"memory_ablation": "yes"})
+    assert BanditParams.of({"memory": "step"}).ablation_memories() == ["carry"]
+    assert BanditParams.of({"join_ablation": False}).ablation_join() is None

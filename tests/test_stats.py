@@ -338,3 +338,30 @@ def test_bootstraps_equal_scipys_paired_bootstrap_bit_for_bit(n):
                           n_resamples=N_RESAMPLES, method="percentile", rng=np.random.default_rng(0))
     want = (math.exp(ref.confidence_interval.low), math.exp(ref.confidence_interval.high))
     assert paired_ratio(la, lb, 0.95).ci == want and paired_ratio(la, lb, 0.95, seed=1).ci != want
+
+
+def test_a_paired_comparison_scaled_to_points_keeps_its_counts_and_p():
+    from repro.evaluate.stats import Paired
+
+    p = Paired(0.012, (-0.001, 0.02), 50, 20, 10, 0.04).scaled(100)
+    assert (p.estimate, p.ci, p.n, p.n_better, p.n_worse, p.p) == (1.2, (-0.1, 2.0), 50, 20, 10, 0.04)
+    assert Paired(0.5, None, 3, 0, 0).scaled(100).ci is None
+
+
+def test_a_weighted_bootstrap_resamples_units_whole():
+    """The pseudo-perplexity interval: sequences resampled with their token counts, the statistic sum / sum; the
+    same numbers as scipy's paired bootstrap of that ratio (an independent computation), None when every
+    sequence has the same per-token value."""
+    from scipy import stats as st
+
+    from repro.evaluate.stats import bootstrap_ci
+
+    rng = np.random.default_rng(3)
+    n_tokens = rng.integers(10, 40, 30).astype(float)
+    totals = n_tokens * rng.gamma(3.0, 0.5, 30)
+    ci = bootstrap_ci(totals, weights=n_tokens, transform=np.exp)
+    ref = st.bootstrap((totals, n_tokens), lambda a, b, axis=-1: a.sum(axis) / b.sum(axis), paired=True,
+                       vectorized=True, n_resamples=2000, method="percentile", rng=np.random.default_rng(0))
+    assert ci == (float(np.exp(ref.confidence_interval.low)), float(np.exp(ref.confidence_interval.high)))
+    assert ci[0] < np.exp(totals.sum() / n_tokens.sum()) < ci[1]
+    assert bootstrap_ci(2 * n_tokens, weights=n_tokens) is None

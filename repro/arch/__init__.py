@@ -25,7 +25,6 @@ from torch import nn
 
 from repro.arch.base import MLP, REGISTRY, Adapter, Attention, Site, register, unregister
 from repro.arch.families import Fused, Separate  # defining the families registers them
-from repro.assets.feeding import bos_families, bos_token, needs_bos
 from repro.errors import UnsupportedArchitectureError
 
 
@@ -36,6 +35,36 @@ def adapter(model: nn.Module) -> Adapter:
         raise UnsupportedArchitectureError(
             f"no adapter for model_type {config.model_type!r}; supported: {', '.join(sorted(REGISTRY))}")
     return cls(model)
+
+
+def _text_config(config):
+    return config.get_text_config() if hasattr(config, "get_text_config") else config
+
+
+def bos_families() -> frozenset[str]:
+    """The model_types whose family requires ``<bos>`` first (its adapter's ``bos_first``)."""
+    return frozenset(t for t, cls in REGISTRY.items() if cls.bos_first)
+
+
+def needs_bos(config) -> bool:
+    """Whether this model's family requires ``<bos>`` first (its adapter's ``bos_first``; False for a model_type no
+    adapter claims)."""
+    cls = REGISTRY.get(getattr(_text_config(config), "model_type", None))
+    return bool(cls is not None and cls.bos_first)
+
+
+def bos_token(config, tokenizer) -> int | None:
+    """The token every window starts with for this model (None: windows are plain text,
+    :mod:`repro.assets.feeding`)."""
+    if not needs_bos(config):
+        return None
+    text = _text_config(config)
+    bos = getattr(tokenizer, "bos_token_id", None)
+    if bos is None:
+        bos = getattr(text, "bos_token_id", None)
+    if bos is None:
+        raise ValueError(f"{text.model_type} needs a BOS token, but neither its tokenizer nor its config has one")
+    return int(bos)
 
 
 def down_projection_names() -> tuple[str, ...]:

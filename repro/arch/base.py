@@ -26,8 +26,6 @@ from typing import Callable, Sequence
 import torch
 from torch import nn
 
-from repro.assets import feeding
-
 Layout = Callable[[dict], list]  # counts {role: n} -> [(role, index), ...] in storage order
 
 
@@ -124,14 +122,13 @@ REGISTRY: dict[str, type["Adapter"]] = {}
 
 
 def register(cls: type["Adapter"]) -> type["Adapter"]:
-    """Make ``cls`` the adapter of its ``model_types`` and tell :mod:`repro.assets.feeding` its
-    ``bos_first``. Runs by itself for every subclass of :class:`Adapter` whose own body sets
+    """Make ``cls`` the adapter of its ``model_types`` (its ``bos_first`` then decides their ``<bos>`` rule:
+    :func:`repro.arch.needs_bos`). Runs by itself for every subclass of :class:`Adapter` whose own body sets
     ``model_types``; a model_type already taken by another family is an error."""
     taken = {t: REGISTRY[t].__name__ for t in cls.model_types if REGISTRY.get(t, cls) is not cls}
     if taken:
         raise ValueError(f"{cls.__name__}: model_types already adapted: {taken}")
     REGISTRY.update(dict.fromkeys(cls.model_types, cls))
-    feeding.register_family(cls.model_types, cls.bos_first)
     return cls
 
 
@@ -140,7 +137,6 @@ def unregister(cls: type["Adapter"]) -> None:
     mine = [t for t in cls.model_types if REGISTRY.get(t) is cls]
     for t in mine:
         del REGISTRY[t]
-    feeding.unregister_family(mine)
 
 
 class Adapter:

@@ -4,9 +4,9 @@ Gemma models are trained with ``<bos>`` at the start of every sequence and are n
 without it (notebook 1 shows what its dense perplexity is with and without). Llama-like models (SmolLM2, LLaMA, Mistral...) keep the SparseGPT / Wanda
 protocol exactly, since their published dense numbers depend on it: windows cut from one token
 stream, no BOS. Evaluation windows, calibration windows, the bandit search's mini-batches, timing
-inputs and lm-eval requests all follow :func:`bos_token` through :func:`cut`, so they can never
-disagree. Which families need ``<bos>`` is their adapters' ``bos_first`` (:mod:`repro.arch`
-registers them here); this module keeps the rule for cutting windows given a BOS id.
+inputs and lm-eval requests all take their BOS id from :func:`repro.arch.bos_token` (None: plain text), so they
+can never disagree. Which families need ``<bos>`` is their adapters' ``bos_first``, read off :mod:`repro.arch`'s
+registry; this module keeps the rule for cutting windows given a BOS id.
 
 With a BOS token the rule is: tokenize the joined split once, drop the tokenizer's own leading BOS,
 take windows of ``seqlen`` *text* tokens, prepend BOS to each (``seqlen + 1`` positions), and score
@@ -15,51 +15,6 @@ all ``seqlen`` text tokens.
 from __future__ import annotations
 
 import torch
-
-from repro.errors import ReproError
-
-# model_type (of the text config) -> whether its family requires <bos> first. Which families do is
-# their adapters' ``bos_first`` (repro.arch, a layer above, which cannot be imported from here):
-# defining an adapter class registers it (register_family), so importing repro.arch fills this.
-FAMILY_BOS: dict[str, bool] = {}
-
-
-def register_family(model_types, bos_first: bool) -> None:
-    FAMILY_BOS.update(dict.fromkeys(model_types, bool(bos_first)))
-
-
-def unregister_family(model_types) -> None:
-    for t in model_types:
-        FAMILY_BOS.pop(t, None)
-
-
-def bos_families() -> frozenset[str]:
-    """The model_types whose family requires ``<bos>`` first."""
-    return frozenset(t for t, bos in FAMILY_BOS.items() if bos)
-
-
-def needs_bos(config) -> bool:
-    """Whether this model's family requires ``<bos>`` first (its adapter's ``bos_first``; False for a
-    model_type no adapter claims). Import it from :mod:`repro.arch`, which registers the families;
-    asked before any family is registered, it raises rather than guess."""
-    if not FAMILY_BOS:
-        raise ReproError("no model family registered yet: the <bos> rule comes from repro.arch's adapters "
-                         "(import needs_bos / bos_token from repro.arch)")
-    text = config.get_text_config() if hasattr(config, "get_text_config") else config
-    return FAMILY_BOS.get(getattr(text, "model_type", None), False)
-
-
-def bos_token(config, tokenizer) -> int | None:
-    """The token every window starts with for this model (None: windows are plain text)."""
-    if not needs_bos(config):
-        return None
-    text = config.get_text_config() if hasattr(config, "get_text_config") else config
-    bos = getattr(tokenizer, "bos_token_id", None)
-    if bos is None:
-        bos = getattr(text, "bos_token_id", None)
-    if bos is None:
-        raise ValueError(f"{text.model_type} needs a BOS token, but neither its tokenizer nor its config has one")
-    return int(bos)
 
 
 def rule(bos: int | None) -> str:

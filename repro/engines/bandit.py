@@ -21,7 +21,6 @@ import torch
 
 from repro.arch import adapter as get_adapter
 from repro.assets import parse_dtype
-from repro.assets.machine import describe
 from repro.calib import sample_windows
 from repro.engines import plan
 from repro.engines.base import Experiment, Setup
@@ -29,10 +28,10 @@ from repro.engines.images import Images
 from repro.errors import ReproError
 from repro.evaluate.ppl import tokenize
 from repro.evaluate.prefix import UnitEvaluator, image_batches, lm_batches
-from repro.evaluate.speed import count_params, prefill_seconds
+from repro.evaluate.speed import count_params, with_prefill, zeroed_and_removed
 from repro.methods.bandit import SELECTORS, Unit, candidates, check_kinds, select_units
 from repro.store import PROTOCOL, Store
-from repro.structure import remove_channels, remove_heads, save_pruned, zero_channels, zero_heads
+from repro.structure import save_pruned
 from repro.structure.masks import KINDS, Masks, group_range, n_groups
 
 LAMBADA = "lambada_openai"
@@ -127,9 +126,9 @@ class BanditExperiment(Experiment):
         return {"protocol": PROTOCOL, "model": self.base_config()["model"], "method": method, "kinds": kinds,
                 "ratio": ratio, "k": k, "candidates": n, "group_size": self.group_size, "seed": seed,
                 "params": full, "calibration": source,
-                "search_dtype": self._dtype_for(method)}
+                "search_dtype": self.search_dtype_for(method)}
 
-    def _dtype_for(self, method: str) -> str | None:
+    def search_dtype_for(self, method: str) -> str | None:
         sel = SELECTORS[method]
         if sel.calibration_free:
             return None  # no loss is computed
@@ -138,7 +137,7 @@ class BanditExperiment(Experiment):
     def search_model(self, method: str):
         """The model a selector computes its losses on (the evaluation copy when the search
         runs in the evaluation dtype)."""
-        dtype = self._dtype_for(method)
+        dtype = self.search_dtype_for(method)
         if dtype is None or parse_dtype(dtype) == torch.float32:
             return self.model
         if dtype == self.setup.eval_dtype:
@@ -254,14 +253,7 @@ def removal_cell(e: BanditExperiment, method: str, parts, seed: int, params: dic
         dtype = parse_dtype(e.setup.eval_dtype)
         units = list(dict.fromkeys(tuple(u) for s in sels for u in s["result"]["units"]))
         heads, chans = structural_plan(e.adapter, units, e.group_size)
-        pruned = {}
-        for mode, (on_heads, on_chans) in {"zeroed": (zero_heads, zero_channels),
-                                           "removed": (remove_heads, remove_channels)}.items():
-            model = copy.deepcopy(e.model)
-            ad = get_adapter(model)
-            on_heads(ad, heads)
-            on_chans(ad, chans)
-            pruned[mode] = model.eval()
+        pruned = {mode: model.eval() for mode, model in zeroed_and_removed(e.model, heads, chans).items()}
         ids = torch.randint(4, e.model.get_input_embeddings().num_embeddings, (2, seqlen),
                             generator=torch.Generator().manual_seed(0))
         with torch.inference_mode():  # exactness in float32 (the timing dtype would add its own rounding)
@@ -274,11 +266,7 @@ def removal_cell(e: BanditExperiment, method: str, parts, seed: int, params: dic
                 size = sum(f.stat().st_size for f in Path(folder).rglob("*") if f.is_file())
             out[name] = {"params": count_params(model), "checkpoint_bytes": size}
         out["removed_vs_zeroed_max_abs_logit_diff"] = float((z - r).abs().max())  # float32
-        for b in batches:
-            for name, t in prefill_seconds(variants, b, seqlen, repeats, bos=e.bos).items():
-                out[name][f"prefill_b{b}"] = t
-        out["machine"] = describe(e.setup.eval_dtype)  # data, never the key: any machine reads the record
-        return out
+        return with_prefill(out, variants, batches, seqlen, repeats, e.bos, e.setup.eval_dtype)
     return e.run("bandit-removal", cfg, compute)
 
 

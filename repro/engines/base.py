@@ -14,8 +14,9 @@ from dataclasses import asdict, dataclass, fields
 import torch
 
 from repro.arch import adapter as get_adapter
+from repro.arch import bos_token
 from repro.assets import load_model, load_text, parse_dtype, resolve_dtype
-from repro.assets.feeding import bos_token, rule
+from repro.assets.feeding import rule
 from repro.calib import Calibration, sample_windows
 from repro.errors import ReproError
 from repro.evaluate.ppl import max_positions, perplexity, tokenize
@@ -295,6 +296,11 @@ class Experiment:
         if (n, seed) not in self._calib:
             self._calib[n, seed] = Calibration(self.calibration_windows(n, seed), self.calibration_key(n, seed=seed))
         return self._calib[n, seed]
+
+    def use_calibration(self, windows: torch.Tensor, source: dict) -> None:
+        """Calibrate on ``windows`` (e.g. another implementation's, read from a file) instead of the setup's draw
+        of the corpus; ``source`` names them in configurations."""
+        self._calib[self.setup.calib_nsamples, self.setup.calib_seed] = Calibration(windows, source)
 
     def calibration_windows(self, nsamples: int, seed: int) -> torch.Tensor:
         """``nsamples`` seeded windows of ``calib_seqlen`` text tokens under the family's window rule."""

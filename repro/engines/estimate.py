@@ -181,30 +181,30 @@ def _scores(e, method: str, n: float, tokens_per_sample: float) -> Cost:
     kind = get_method(method).calibration
     if kind is None:
         return Cost()
-    samples = e._calib_nsamples(method)  # grad_nsamples for a gradient scorer
+    samples = e.calib_nsamples_for(method)  # grad_nsamples for a gradient scorer
     return flops(n, samples * tokens_per_sample, "float32", TRAINING if kind == "gradients" else FORWARD)
 
 
-def _head_cell(e, call: str, p: dict, n: float) -> Cost | None:
+def _head_cell(e, call: str, p, n: float) -> Cost | None:
     if call in ("dense", "cell"):
         return _evaluation(e, n)
     if call == "scores":
-        return _scores(e, p["method"], n, e.setup.calib_seqlen + (e.bos is not None))
+        return _scores(e, p.method, n, e.setup.calib_seqlen + (e.bos is not None))
     if call in ("norm_profile", "worked"):
         return Cost()
     if call == "zeroshot_cell":
-        return task_cost(n, p["tasks"], p["limit"], e.setup.eval_dtype)
+        return task_cost(n, p.tasks, p.limit, e.setup.eval_dtype)
     if call == "anatomy":  # each pruned head restored alone, each head of one layer pruned too, dense and pruned
         layers, heads = e.shape
-        evaluations = round(p["sparsity"] * layers * heads) + heads + 2
-        return flops(n, evaluations * p["n_windows"] * p["seqlen"], e.setup.eval_dtype)
+        evaluations = round(p.sparsity * layers * heads) + heads + 2
+        return flops(n, evaluations * p.n_windows * p.seqlen, e.setup.eval_dtype)
     if call == "efficiency":  # dense, zeroed and removed at each sparsity; one warm-up pass each
-        variants = 1 + 2 * len(p["sparsities"])
-        return flops(n, variants * sum(p["batches"]) * p["seqlen"] * (p["repeats"] + 1), e.setup.eval_dtype)
+        variants = 1 + 2 * len(p.sparsities)
+        return flops(n, variants * sum(p.batches) * p.seqlen * (p.repeats + 1), e.setup.eval_dtype)
     return None
 
 
-def _mlm_cell(e, call: str, p: dict, n: float) -> Cost | None:
+def _mlm_cell(e, call: str, p, n: float) -> Cost | None:
     """A masked LM's cells: pseudo-perplexity (every text token of a window masked in turn: ``seqlen`` copies of
     ``seqlen + 2`` tokens per window), scores on calibration windows of ``calib_seqlen + 2`` tokens."""
     s = e.setup
@@ -212,62 +212,62 @@ def _mlm_cell(e, call: str, p: dict, n: float) -> Cost | None:
         windows = s.max_windows if s.max_windows is not None else int(split_tokens(e) // s.seqlen)
         return flops(n, windows * s.seqlen * (s.seqlen + 2), s.eval_dtype)
     if call == "scores":
-        return _scores(e, p["method"], n, s.calib_seqlen + 2)
+        return _scores(e, p.method, n, s.calib_seqlen + 2)
     return Cost() if call in ("norm_profile", "worked") else None
 
 
-def _prune_cell(e, call: str, p: dict, n: float) -> Cost | None:
+def _prune_cell(e, call: str, p, n: float) -> Cost | None:
     from repro.methods.unstructured import get_pruner
 
     if call == "dense":
         return _evaluation(e, n)
     if call == "dense_zeroshot":
-        return task_cost(n, p["tasks"], p["limit"], e.setup.eval_dtype)
-    pruning = flops(n, 2 * calib_tokens(e), "float32") if get_pruner(p["method"]).calibrated else Cost()
+        return task_cost(n, p.tasks, p.limit, e.setup.eval_dtype)
+    pruning = flops(n, 2 * calib_tokens(e), "float32") if get_pruner(p.method).calibrated else Cost()
     if call == "worked_layer":
         return pruning
     if call == "cell":
-        return pruning + _evaluation(e, n) + task_cost(n, p["zeroshot_tasks"] or (), p["zeroshot_limit"],
+        return pruning + _evaluation(e, n) + task_cost(n, p.zeroshot_tasks or (), p.zeroshot_limit,
                                                        e.setup.eval_dtype)
     return None
 
 
-def _bandit_cell(e, call: str, p: dict, n: float) -> Cost | None:
+def _bandit_cell(e, call: str, p, n: float) -> Cost | None:
     if call in ("dense", "cell"):
-        lambada = task_cost(n, ["lambada_openai"], p["lambada_limit"], e.setup.eval_dtype) if p["lambada_limit"] else Cost()
+        lambada = task_cost(n, ["lambada_openai"], p.lambada_limit, e.setup.eval_dtype) if p.lambada_limit else Cost()
         return _evaluation(e, n) + lambada
     if call == "select":
         batch = e.calib_batch_size * (e.setup.calib_seqlen + (e.bos is not None))
         return _search(e, p, n, batch, -(-e.setup.calib_nsamples // e.calib_batch_size))
     if call == "removal":  # dense, zeroed and removed, each timed with a warm-up pass
-        return flops(n, 3 * sum(p["batches"]) * p["seqlen"] * (p["repeats"] + 1), e.setup.eval_dtype)
+        return flops(n, 3 * sum(p.batches) * p.seqlen * (p.repeats + 1), e.setup.eval_dtype)
     return None
 
 
-def _search(e, p: dict, n: float, batch_tokens: float, n_batches: int) -> Cost:
+def _search(e, p, n: float, batch_tokens: float, n_batches: int) -> Cost:
     """One unit selection, to the largest ``k`` of its ratios (one run serves them all)."""
     from repro.methods.bandit import SELECTORS
 
-    sel = SELECTORS[p["method"]]
+    sel = SELECTORS[p.method]
     if sel.calibration_free:  # random, magnitude: no loss is computed
         return Cost()
-    dtype = e._dtype_for(p["method"])
+    dtype = e.search_dtype_for(p.method)
     if not sel.sequential:  # one pass over the calibration mini-batches (a backward too for gradients)
         return flops(n, n_batches * batch_tokens, dtype, TRAINING if sel.needs_gradients else FORWARD)
-    cfgs = [e.select_config(p["method"], p["kinds"], r, p["seed"], p["params"]) for r in {p["ratio"], *p["ratios"]}]
+    cfgs = [e.select_config(p.method, p.kinds, r, p.seed, p.params) for r in {p.ratio, *p.ratios}]
     k, full = max(c["k"] for c in cfgs), cfgs[0]["params"]
     forwards = k * full["budget"] * full["batches_per_eval"] + k * n_batches
     return flops(n, forwards * batch_tokens, dtype)
 
 
-def _vision_cell(e, call: str, p: dict, n: float) -> Cost | None:
+def _vision_cell(e, call: str, p, n: float) -> Cost | None:
     per_image = image_tokens(e)
     if per_image is None:
         return None
     if call in ("dense", "cell"):
         return flops(n, e.n_eval * per_image, e.setup.eval_dtype)
     if call == "scores":
-        return _scores(e, p["method"], n, per_image)
+        return _scores(e, p.method, n, per_image)
     if call == "select":
         return _search(e, p, n, e.calib_batch_size * per_image, -(-e.n_calib // e.calib_batch_size))
     return Cost() if call in ("norm_profile", "worked") else None

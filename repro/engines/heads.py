@@ -21,7 +21,6 @@ import torch
 
 from repro.arch import adapter as get_adapter
 from repro.assets import parse_dtype
-from repro.assets.machine import describe
 from repro.calib import Calibration, image_windows
 from repro.engines import plan
 from repro.engines.base import Experiment, Setup, model_key
@@ -30,11 +29,11 @@ from repro.errors import ReproError, UnknownNameError
 from repro.evaluate.anatomy import anatomy, head_mask
 from repro.evaluate.ppl import tokenize, windows
 from repro.evaluate.rescale import out_inputs, remaining_rms
-from repro.evaluate.speed import attention_flops, attention_params, count_params, prefill_seconds
+from repro.evaluate.speed import attention_flops, attention_params, count_params, with_prefill, zeroed_and_removed
 from repro.methods import head_terms as T
 from repro.methods.heads import SCALES, get_method, norms, score_heads, select_heads
 from repro.store import PROTOCOL, Store
-from repro.structure import Masks, remove_heads, zero_heads
+from repro.structure import Masks
 
 
 def _number(v):
@@ -67,7 +66,7 @@ class HeadExperiment(Experiment):
     def shape(self) -> tuple[int, int]:
         return self.structure["n_layers"], self.structure["heads_per_layer"][0]
 
-    def _calib_nsamples(self, method: str) -> int | None:
+    def calib_nsamples_for(self, method: str) -> int | None:
         """How many calibration windows ``method`` reads (None: it reads no data)."""
         kind = get_method(method).calibration
         if kind is None:
@@ -76,14 +75,14 @@ class HeadExperiment(Experiment):
 
     def method_calibration(self, method: str, calib_seed: int | None = None) -> Calibration | None:
         """The calibration windows ``method`` reads (``calib_seed``: another draw than the setup's)."""
-        n = self._calib_nsamples(method)
+        n = self.calib_nsamples_for(method)
         return None if n is None else self.calibration(n, calib_seed)
 
     def method_source(self, method: str, calib_seed: int | None = None) -> dict | None:
         """``method_calibration(method, calib_seed).source`` without drawing the windows (tokenizing the
         calibration corpus takes seconds and the model's tokenizer; telling which score records are
         this model's must not)."""
-        n = self._calib_nsamples(method)
+        n = self.calib_nsamples_for(method)
         return None if n is None else self.calibration_source(n, calib_seed)
 
     def owner_fields(self, config: dict) -> dict:
@@ -184,9 +183,18 @@ class HeadExperiment(Experiment):
             cfg["tie_seed"] = seed
 
         def compute():
-            pruned = select_heads(SCALES[scale](scores), sparsity, tie_break, seed)
+            pruned = self.selection(scores, sparsity, tie_break, seed, scale)
             return {**self._evaluate(pruned), "pruned": [list(p) for p in pruned], "n_pruned": len(pruned)}
         return self.run(self.records, cfg, compute)
+
+    @staticmethod
+    def selection(scores, sparsity: float, tie_break: str = "index", seed: int = 0, scale: str = "global") -> list:
+        """The (layer, head) pairs a cell prunes: the lowest ``sparsity`` share of ``scores`` (ranked globally, or
+        within each layer: ``scale="layer"``), ties broken by index or by ``seed``. A cell and ``repro heads`` both
+        select through here."""
+        if scale not in SCALES:
+            raise UnknownNameError("scale", scale, list(SCALES))
+        return select_heads(SCALES[scale](scores), sparsity, tie_break, seed)
 
     def grid(self, methods, sparsities=(), z_values=(2.0,), tie_break: str = "index",
              dense: bool = False, random_seeds=(0,), calib_seeds=(None,)) -> list[dict]:
@@ -278,9 +286,7 @@ class HeadExperiment(Experiment):
             out = {"dense": {"sparsity": 0.0, "mode": "dense", "n_pruned": 0}}
             for sp in sparsities:
                 pruned = select_heads(scores, sp)
-                for mode, op in (("zeroed", zero_heads), ("removed", remove_heads)):
-                    model = copy.deepcopy(self.model)
-                    op(get_adapter(model), pruned)
+                for mode, model in zeroed_and_removed(self.model, pruned).items():
                     variants[f"{mode} {sp:g}"] = model.to(dtype)
                     out[f"{mode} {sp:g}"] = {"sparsity": sp, "mode": mode, "n_pruned": len(pruned)}
             for name, model in variants.items():
@@ -288,11 +294,7 @@ class HeadExperiment(Experiment):
                                  attention_params=attention_params(model),
                                  attention_flops=attention_flops(model, seqlen),
                                  heads=sum(get_adapter(model).heads_per_layer()))
-            for b in batches:
-                for name, t in prefill_seconds(variants, b, seqlen, repeats, bos=self.bos).items():
-                    out[name][f"prefill_b{b}"] = t
-            out["machine"] = describe(self.setup.eval_dtype)
-            return out
+            return with_prefill(out, variants, batches, seqlen, repeats, self.bos, self.setup.eval_dtype)
         return self.run("heads-efficiency", cfg, compute)
 
 
@@ -327,7 +329,7 @@ class VisionHeadExperiment(HeadExperiment):
         """K/V heads per layer (first layer), from the model card."""
         return self.structure["kv_heads_per_layer"][0]
 
-    def _calib_nsamples(self, method: str) -> int | None:
+    def calib_nsamples_for(self, method: str) -> int | None:
         kind = get_method(method).calibration
         if kind is None:
             return None

@@ -28,8 +28,10 @@ from __future__ import annotations
 import functools
 import inspect
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 from repro.store import Pending
+from repro.words import short
 
 
 class Blocked(Exception):
@@ -51,7 +53,7 @@ class Job:
 
     @property
     def label(self) -> str:
-        args = ", ".join([*map(_short, self.args), *(f"{k}={_short(v)}" for k, v in self.kwargs)])
+        args = ", ".join([*map(short, self.args), *(f"{k}={short(v)}" for k, v in self.kwargs)])
         return f"{self.model} {self.call}({args})"
 
     @property
@@ -59,17 +61,12 @@ class Job:
         """The call itself (experiment, method, arguments): one cell however often the notebook asks for it."""
         return repr((self.address, self.call, self.args, self.kwargs))
 
-    def parameters(self, experiment) -> dict:
-        """Every parameter of the call by name, defaults filled in (``experiment``: the object at
-        :attr:`address`), e.g. for a cost estimate (:mod:`repro.engines.estimate`)."""
+    def parameters(self, experiment) -> SimpleNamespace:
+        """Every parameter of the call by name (``.method``, ``.sparsity``), defaults filled in (``experiment``: the
+        object at :attr:`address`), e.g. for a cost estimate (:mod:`repro.engines.estimate`)."""
         bound = inspect.signature(getattr(experiment, self.call)).bind(*self.args, **dict(self.kwargs))
         bound.apply_defaults()
-        return dict(bound.arguments)
-
-
-def _short(v) -> str:
-    text = repr(v)
-    return text if len(text) <= 40 else text[:37] + "..."
+        return SimpleNamespace(**bound.arguments)
 
 
 @dataclass
@@ -146,3 +143,22 @@ def shown(store, read):
     no table is shown then, and replanning, which runs whenever workers run low, reads no record it does
     not need."""
     return None if store.plan is not None else read()
+
+
+class Sections:
+    """A paper's grid: one method per notebook section that asks for that section's cells (computing them, or
+    while the store plans, listing them) and returns what the section shows. ``sections`` names those methods in
+    the notebook's order, as data: :meth:`plan` walks the list, so ``repro run`` asks for every cell by the calls
+    the notebook makes (``tests/test_papers.py`` checks that the notebook calls each one)."""
+    sections: tuple[str, ...] = ()
+
+    def all_experiments(self) -> list:
+        """Every experiment of the grid, each once (:mod:`repro.jobs` finds a cell's experiment by its address):
+        here, those held in the grid's dict attributes (``{model: experiment}``); a grid may list them itself."""
+        found = [e for v in vars(self).values() if isinstance(v, dict) for e in v.values() if hasattr(e, "address")]
+        return list({id(e): e for e in found}.values())
+
+    def plan(self) -> None:
+        """Every section, in the notebook's order."""
+        for name in self.sections:
+            getattr(self, name)()

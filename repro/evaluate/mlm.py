@@ -11,11 +11,10 @@ from typing import Sequence
 
 import numpy as np
 import torch
-from scipy import stats
 
 from repro.errors import ReproError
 from repro.evaluate.ppl import max_positions
-from repro.evaluate.stats import MIN_BOOTSTRAP_UNITS
+from repro.evaluate.stats import MIN_BOOTSTRAP_UNITS, bootstrap_ci
 from repro.progress import tqdm
 
 
@@ -60,20 +59,6 @@ def _as_sequences(sequences) -> list[torch.Tensor]:
     return seqs
 
 
-def _pppl_ci(total_nll: np.ndarray, n_tokens: np.ndarray, level: float = 0.95, n_resamples: int = 2000,
-             seed: int = 0) -> tuple[float, float] | None:
-    """Percentile bootstrap CI of exp(sum NLL / sum tokens), resampling whole sequences (paired
-    NLL totals and token counts). None below ``MIN_BOOTSTRAP_UNITS`` sequences (no false interval)
-    or with equal per-token NLLs."""
-    means = total_nll / n_tokens
-    if means.size < MIN_BOOTSTRAP_UNITS or np.all(means == means[0]):
-        return None
-    res = stats.bootstrap((total_nll, n_tokens.astype(float)), lambda a, b, axis=-1: a.sum(axis) / b.sum(axis),
-                          paired=True, vectorized=True, confidence_level=level, n_resamples=n_resamples,
-                          method="percentile", rng=np.random.default_rng(seed))
-    return float(np.exp(res.confidence_interval.low)), float(np.exp(res.confidence_interval.high))
-
-
 @torch.inference_mode()
 def pseudo_perplexity(model: torch.nn.Module, sequences: torch.Tensor | Sequence[torch.Tensor], mask_token_id: int,
                       special_ids: set[int] = frozenset(), batch_size: int = 32, progress: bool = True) -> dict:
@@ -105,5 +90,7 @@ def pseudo_perplexity(model: torch.nn.Module, sequences: torch.Tensor | Sequence
         totals.append(torch.cat(nll).double().sum().item())
         counts.append(len(pos))
     total_nll, n_tokens = np.array(totals), np.array(counts)
-    return {"pppl": math.exp(total_nll.sum() / n_tokens.sum()), "ci95": _pppl_ci(total_nll, n_tokens),
+    ci = None if total_nll.size < MIN_BOOTSTRAP_UNITS else bootstrap_ci(  # whole sequences resampled
+        total_nll, weights=n_tokens, transform=lambda v: float(np.exp(v)))
+    return {"pppl": math.exp(total_nll.sum() / n_tokens.sum()), "ci95": ci,
             "sequence_nll": (total_nll / n_tokens).tolist(), "n_tokens": counts, "n_sequences": len(seqs)}

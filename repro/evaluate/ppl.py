@@ -248,7 +248,7 @@ class PPLResult:
 def perplexity(model, tokenizer, data: TextData, seqlen: int = 1024, max_windows: int | None = None,
                batch_size: int = 1, progress: bool = True, bos: int | None = None, spread: bool = False) -> PPLResult:
     """Perplexity of ``model`` on ``data`` (in the model's current dtype); ``bos``: the family's
-    window rule (:func:`repro.assets.feeding.bos_token`); ``spread``: windows spread over the whole split
+    window rule (:func:`repro.arch.bos_token`); ``spread``: windows spread over the whole split
     (:func:`windows`). ``n_tokens`` counts text tokens."""
     wins = windows(tokenize(tokenizer, data), seqlen, max_windows, bos, spread)
     nll = window_nll(model, wins, batch_size, progress)

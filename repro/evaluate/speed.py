@@ -1,6 +1,7 @@
 """Wall-clock prefill timing and analytic attention cost, for dense vs zeroed vs removed models."""
 from __future__ import annotations
 
+import copy
 import statistics
 import time
 
@@ -8,6 +9,8 @@ import torch
 
 from repro.arch import adapter as get_adapter
 from repro.assets.devices import input_device, model_devices, sync
+from repro.assets.machine import describe
+from repro.structure import remove_channels, remove_heads, zero_channels, zero_heads
 
 
 @torch.inference_mode()
@@ -41,6 +44,34 @@ def prefill_seconds(models: dict[str, torch.nn.Module], batch: int, seqlen: int,
                 times[name].append(time.perf_counter() - t0)
     return {name: {"median_s": statistics.median(t), "times_s": t, "batch": batch, "seqlen": seqlen,
                    "threads": torch.get_num_threads()} for name, t in times.items()}
+
+
+def zeroed_and_removed(model: torch.nn.Module, heads, channels: dict | None = None) -> dict[str, torch.nn.Module]:
+    """Two copies of ``model`` without the units: ``zeroed`` (their weights set to 0, shapes kept) and
+    ``removed`` (physically removed, :mod:`repro.structure`); ``heads``: (layer, head) pairs, ``channels``:
+    ``{layer: MLP channels}``."""
+    out = {}
+    for mode, (on_heads, on_channels) in {"zeroed": (zero_heads, zero_channels),
+                                          "removed": (remove_heads, remove_channels)}.items():
+        copied = copy.deepcopy(model)
+        ad = get_adapter(copied)
+        on_heads(ad, heads)
+        if channels is not None:
+            on_channels(ad, channels)
+        out[mode] = copied
+    return out
+
+
+def with_prefill(out: dict, variants: dict[str, torch.nn.Module], batches, seqlen: int, repeats: int,
+                 bos: int | None, dtype: str) -> dict:
+    """A timing record's result: ``out`` with each variant's prefill seconds at every batch size
+    (``out[variant]["prefill_b{batch}"]``, timed round-robin by :func:`prefill_seconds`) and the machine that
+    timed them (``out["machine"]``: the record's data, never its key, so any machine reads it)."""
+    for b in batches:
+        for name, t in prefill_seconds(variants, b, seqlen, repeats, bos=bos).items():
+            out[name][f"prefill_b{b}"] = t
+    out["machine"] = describe(dtype)
+    return out
 
 
 def attention_flops(model: torch.nn.Module, seqlen: int) -> int:

@@ -53,16 +53,26 @@ def require_units(n: int, what: str = "units") -> None:
 
 
 def bootstrap_ci(values, statistic=np.mean, level: float = LEVEL, n_resamples: int = N_RESAMPLES // 2,
-                 seed: int = 0, transform=None) -> tuple[float, float] | None:
+                 seed: int = 0, transform=None, weights=None) -> tuple[float, float] | None:
     """Percentile bootstrap CI of ``statistic(values)``; ``transform`` maps the ends (e.g. exp for
-    perplexity from mean NLL). None when all values are equal; :class:`TooFewUnits` below
+    perplexity from mean NLL). With ``weights`` (e.g. each sequence's scored tokens) the statistic is the
+    weighted mean sum(values) / sum(weights) of per-unit totals ``values``, units resampled whole (value and
+    weight together). None when all values (per weight) are equal; :class:`TooFewUnits` below
     :data:`MIN_BOOTSTRAP_UNITS` values."""
     x = np.asarray(values, dtype=float)
     require_units(x.size, "values")
-    if np.all(x == x[0]):
+    if weights is not None:
+        w = np.asarray(weights, dtype=float)
+        if np.all(x / w == x[0] / w[0]):
+            return None
+        res = stats.bootstrap((x, w), lambda a, b, axis=-1: a.sum(axis) / b.sum(axis), paired=True, vectorized=True,
+                              confidence_level=level, n_resamples=n_resamples, method="percentile",
+                              rng=np.random.default_rng(seed))
+    elif np.all(x == x[0]):
         return None
-    res = stats.bootstrap((x,), statistic, confidence_level=level, n_resamples=n_resamples,
-                          method="percentile", rng=np.random.default_rng(seed))
+    else:
+        res = stats.bootstrap((x,), statistic, confidence_level=level, n_resamples=n_resamples,
+                              method="percentile", rng=np.random.default_rng(seed))
     lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
     return (transform(lo), transform(hi)) if transform else (lo, hi)
 
@@ -93,6 +103,11 @@ class Paired:
     def as_dict(self) -> dict:
         return {"estimate": self.estimate, "ci": self.ci, "n": self.n, "n_better": self.n_better,
                 "n_worse": self.n_worse, "p": self.p}
+
+    def scaled(self, factor: float) -> "Paired":
+        """The same comparison in other units (``factor`` 100: a difference of shares in percentage points)."""
+        ci = None if self.ci is None else (factor * self.ci[0], factor * self.ci[1])
+        return Paired(factor * self.estimate, ci, self.n, self.n_better, self.n_worse, self.p)
 
 
 def _paired_log_ratio(a: np.ndarray, b: np.ndarray, statistic, level: float, seed: int) -> Paired:

@@ -35,11 +35,6 @@ def _rank(scores) -> np.ndarray:
     return rankdata(-np.asarray(scores, dtype=float), method="min").astype(int)
 
 
-def _ordinal(n: int) -> str:
-    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
-    return f"{n}{suffix}"
-
-
 # ---- the scores taken apart ---------------------------------------------------------------------------------
 
 def layer_terms(model, layer: int, z: float = 2.0) -> pd.DataFrame:

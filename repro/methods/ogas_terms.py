@@ -72,7 +72,7 @@ class OGASTrace(OGAS):
     def observers(self, name, module):
         obs = super().observers(name, module)
         if module is self._module and not self.search:
-            obs.append(Gram(limit=int(self.params["subset"])))  # L(gamma) needs it; OGAS with a fixed gamma does not
+            obs.append(Gram(limit=int(self.params.subset)))  # L(gamma) needs it; OGAS with a fixed gamma does not
         return obs
 
     def compress(self, name, module, obs):
@@ -106,10 +106,10 @@ class OGASTrace(OGAS):
                 return path[-1][1]
             self.search_gamma(logged)
         p = self.params
-        return {"layer": self.trace_layer, "rows": int(w.shape[0]), "cols": int(w.shape[1]), "lam": float(p["lam"]),
-                "target": self.sparsity, "s_min": self.s_min, "s_max": self.s_max, "rounding": p["rounding"],
-                "search": self.search, "gamma": used, "gamma_bounds": [float(b) for b in p["gamma_bounds"]],
-                "gamma_tol": float(p["gamma_tol"]), "subset_windows": min(int(p["subset"]), obs[1].n_windows),
+        return {"layer": self.trace_layer, "rows": int(w.shape[0]), "cols": int(w.shape[1]), "lam": float(p.lam),
+                "target": self.sparsity, "s_min": self.s_min, "s_max": self.s_max, "rounding": p.rounding,
+                "search": self.search, "gamma": used, "gamma_bounds": [float(b) for b in p.gamma_bounds],
+                "gamma_tol": float(p.gamma_tol), "subset_windows": min(int(p.subset), obs[1].n_windows),
                 "energy": energy, "peak_ratio": peak, "x": x, "y": y, "importance": imp,
                 "settings": [at(g) for g in dict.fromkeys((*GAMMAS, used))],
                 "grid": {"gamma": list(self.gamma_grid),

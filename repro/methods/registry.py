@@ -82,6 +82,17 @@ class Registry(dict):
 
 # ---- small helpers every method family shares ------------------------------------------------
 
+class Hyper(dict):
+    """A method's parameters (its registry defaults with the caller's values): a dict, which records store, read by
+    name (``params.gamma``)."""
+
+    def __getattr__(self, name: str):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
 def check_params(kind: str, name: str, allowed, params: dict | None) -> dict:
     """``params`` if every key is in ``allowed``; else a one-line error naming what is taken."""
     unknown = sorted(set(params or {}) - set(allowed))

@@ -64,7 +64,7 @@ from torch import nn
 from repro.assets.devices import input_device
 from repro.calib.blocks import Gram, InputSumSq, OutputStats, Timer, sequential, threads
 from repro.errors import ReproError, UnknownNameError, check_fraction
-from repro.methods.registry import Method, Registry, check_params, minmax, n_lowest
+from repro.methods.registry import Hyper, Method, Registry, check_params, minmax, n_lowest
 from repro.structure.sparsity import fraction_zero, out_in, prunable_linears
 
 COUNTS = ("exact", "reference")
@@ -172,9 +172,9 @@ class Pruner:
             if abs(check_fraction("sparsity", sparsity) - nm) > 1e-9:
                 raise ReproError(f"pattern {self.pattern} removes {nm:g} of the weights; sparsity={sparsity!r} contradicts it")
         self.sparsity = check_fraction("sparsity", sparsity)
-        self.params = {**self.defaults, **params}
+        self.params = Hyper({**self.defaults, **params})
         if self.params.get("count", "exact") not in COUNTS:
-            raise UnknownNameError("count rule", self.params["count"], COUNTS)
+            raise UnknownNameError("count rule", self.params.count, COUNTS)
         stats = self.params.pop("stats", "exact")
         if stats not in STATS:
             raise UnknownNameError("stats rule", stats, STATS)
@@ -249,10 +249,10 @@ class RIA(Pruner):
         a = w.abs()
         col, row = a.sum(0, keepdim=True), a.sum(1, keepdim=True)
         rel = torch.where(col > 0, a / col, 0.0) + torch.where(row > 0, a / row, 0.0)
-        return rel * obs[0].norm.to(w)[None, :] ** float(self.params["a"])
+        return rel * obs[0].norm.to(w)[None, :] ** float(self.params.a)
 
     def mask(self, w, obs):
-        if self.pattern.unstructured and self.params["per_row"]:
+        if self.pattern.unstructured and self.params.per_row:
             s = self.scores(w, obs)
             return lowest_per_row(s, n_lowest(self.sparsity, s.shape[1]))
         return super().mask(w, obs)
@@ -273,12 +273,12 @@ class SparseGPT(Pruner):
         dead = H.diagonal() == 0
         H[dead, dead] = 1
         W[:, dead] = 0
-        H.diagonal().add_(self.params["percdamp"] * torch.diag(H).mean())  # contiguous mean, as the reference
+        H.diagonal().add_(self.params.percdamp * torch.diag(H).mean())  # contiguous mean, as the reference
         try:
             U = torch.linalg.cholesky(torch.cholesky_inverse(torch.linalg.cholesky(H)), upper=True)
         except torch.linalg.LinAlgError:
             raise ReproError(f"{name}: the damped Hessian is not positive definite; raise percdamp") from None
-        bs, count = int(self.params["blocksize"]), self.params["count"]
+        bs, count = int(self.params.blocksize), self.params.count
         for i1 in range(0, W.shape[1], bs):
             i2 = min(i1 + bs, W.shape[1])
             U1 = U[i1:i2, i1:i2]
@@ -410,26 +410,26 @@ class OGAS(Pruner):
         if not self.pattern.unstructured:
             raise ReproError("OGAS gives each output channel its own sparsity, which does not define an N:M "
                              f"pattern; use pattern='unstructured' (got {self.pattern})")
-        if p["rounding"] not in ("paper", "exact"):
-            raise UnknownNameError("OGAS rounding", p["rounding"], ("paper", "exact"))
-        if not 0.0 <= float(p["lam"]) <= 1.0:
-            raise ReproError(f"OGAS lam must be in [0, 1], got {p['lam']!r}")
-        if p["gamma"] != "search" and not (isinstance(p["gamma"], (int, float)) and p["gamma"] > 0):
-            raise ReproError(f"OGAS gamma must be 'search' or a positive number, got {p['gamma']!r}")
-        if int(p["subset"]) < 1:
-            raise ReproError(f"OGAS subset must be at least 1 window, got {p['subset']!r}")
-        self.s_min = check_fraction("s_min", p["s_min"])
-        self.s_max = auto_s_max(self.sparsity, p["s_max_headroom"]) if p["s_max"] == "auto" else float(p["s_max"])
+        if p.rounding not in ("paper", "exact"):
+            raise UnknownNameError("OGAS rounding", p.rounding, ("paper", "exact"))
+        if not 0.0 <= float(p.lam) <= 1.0:
+            raise ReproError(f"OGAS lam must be in [0, 1], got {p.lam!r}")
+        if p.gamma != "search" and not (isinstance(p.gamma, (int, float)) and p.gamma > 0):
+            raise ReproError(f"OGAS gamma must be 'search' or a positive number, got {p.gamma!r}")
+        if int(p.subset) < 1:
+            raise ReproError(f"OGAS subset must be at least 1 window, got {p.subset!r}")
+        self.s_min = check_fraction("s_min", p.s_min)
+        self.s_max = auto_s_max(self.sparsity, p.s_max_headroom) if p.s_max == "auto" else float(p.s_max)
         if self.sparsity > 0 and not self.s_min <= self.sparsity < self.s_max <= 1.0:
             raise ReproError(f"OGAS needs s_min <= sparsity < s_max <= 1; got s_min={self.s_min:g}, "
                              f"sparsity={self.sparsity:g}, s_max={self.s_max:g}")
 
     @property
     def search(self) -> bool:
-        return self.params["gamma"] == "search"
+        return self.params.gamma == "search"
 
     def observers(self, name, module):
-        subset = int(self.params["subset"])
+        subset = int(self.params.subset)
         return [InputSumSq(), OutputStats(limit=subset)] + ([Gram(limit=subset)] if self.search else [])
 
     def layer_plan(self, w: torch.Tensor, obs: list):
@@ -437,7 +437,7 @@ class OGAS(Pruner):
         weights): ``plan(gamma)`` -> ``(s, alpha, alpha_at_bound, mask)``, kept per gamma unless ``keep=False``."""
         p = self.params
         energy, peak_ratio = obs[1].rms.cpu().numpy(), obs[1].peak_ratio.cpu().numpy()
-        imp = channel_importance(energy, peak_ratio, float(p["lam"]))
+        imp = channel_importance(energy, peak_ratio, float(p.lam))
         ranks = row_ranks(w.abs() * obs[0].norm.to(w)[None, :])
         cache: dict[float, tuple] = {}
 
@@ -445,7 +445,7 @@ class OGAS(Pruner):
             if gamma in cache:
                 return cache[gamma]
             s, alpha, at_bound = channel_sparsity(imp, gamma, self.sparsity, self.s_min, self.s_max)
-            k = torch.as_tensor(row_counts(s, w.shape[1], p["rounding"], self.sparsity), device=w.device)
+            k = torch.as_tensor(row_counts(s, w.shape[1], p.rounding, self.sparsity), device=w.device)
             out = (s, alpha, at_bound, ranks < k[:, None])
             if keep:
                 cache[gamma] = out
@@ -466,24 +466,24 @@ class OGAS(Pruner):
         """``minimize_scalar``'s result of ``rel_error(gamma)`` on ``gamma_bounds`` (tolerance ``gamma_tol``)."""
         from scipy.optimize import minimize_scalar
 
-        lo, hi = self.params["gamma_bounds"]
-        return minimize_scalar(rel_error, bounds=(lo, hi), method="bounded", options={"xatol": self.params["gamma_tol"]})
+        lo, hi = self.params.gamma_bounds
+        return minimize_scalar(rel_error, bounds=(lo, hi), method="bounded", options={"xatol": self.params.gamma_tol})
 
     def compress(self, name, module, obs):
         view, p = out_in(module), self.params
         w = view.float()
         energy, peak_ratio, imp, plan = self.layer_plan(w, obs)
-        extras: dict = {"subset_windows": min(int(p["subset"]), obs[1].n_windows)}
+        extras: dict = {"subset_windows": min(int(p.subset), obs[1].n_windows)}
         if self.search:
             t0 = time.perf_counter()
             error = self.error_of(w, obs)
             res = self.search_gamma(lambda gamma: error(plan(gamma)[3]))
-            gamma, (lo, hi) = float(res.x), p["gamma_bounds"]
+            gamma, (lo, hi) = float(res.x), p.gamma_bounds
             extras.update(rel_error=float(res.fun), gamma_evals=int(res.nfev),
-                          gamma_at_bound=bool(gamma - lo < p["gamma_tol"] or hi - gamma < p["gamma_tol"]))
+                          gamma_at_bound=bool(gamma - lo < p.gamma_tol or hi - gamma < p.gamma_tol))
             self.timer.add("gamma_search", time.perf_counter() - t0)
         else:
-            gamma = float(p["gamma"])
+            gamma = float(p.gamma)
         s, alpha, alpha_at_bound, mask = plan(gamma)
         view[mask.to(view.device)] = 0
         extras.update(gamma=gamma, alpha=alpha, alpha_at_bound=bool(alpha_at_bound), s_min=self.s_min,

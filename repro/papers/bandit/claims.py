@@ -152,7 +152,7 @@ def discussion(frame: pd.DataFrame, lm: pd.DataFrame, vis: pd.DataFrame, claims:
                      f"*Inconclusive* means the 95% interval over seeds contains zero: with {seeds} seeds the t "
                      f"interval is wide ({stats.t.ppf(0.975, seeds - 1):.2f} times the standard error), so an effect "
                      f"of the paper's size is often not resolvable. {underpowered(claims)}")
-    lower = _below_dense(lm)
+    lower = below_dense(lm)
     if lower:
         lines.append("- **Pruning that lowers LAMBADA perplexity below dense**: " + lower +
                      ". The same selections raise WikiText-2 perplexity, and every seed is scored on the same LAMBADA "
@@ -181,7 +181,7 @@ def discussion(frame: pd.DataFrame, lm: pd.DataFrame, vis: pd.DataFrame, claims:
     return "\n".join(lines)
 
 
-def _below_dense(lm: pd.DataFrame) -> str:
+def below_dense(lm: pd.DataFrame) -> str:
     """'<model> <kinds> <ratio> <method> -4.9% (4 of 5 seeds lower, last-word accuracy +0.036)' for each
     setting and method whose mean LAMBADA perplexity change over seeds is below zero ('' if none)."""
     if not len(lm) or "lambada_change_pct" not in lm or not lm.lambada_change_pct.notna().any():

@@ -22,11 +22,6 @@ CELL = SETTING + ["method"]
 
 # ---- frames: one row per evaluated cell ------------------------------------------------------
 
-def ablation_rules(memory: str, ablation: bool) -> list[str]:
-    """The memory rules notebook 3's ablation runs beside its ``memory`` parameter (none without ``ablation``)."""
-    return [m for m in ("step", "carry") if m != memory] if ablation else []
-
-
 def _keep(rows: list[dict], memory: str, search: dict | None = None, join: str = "posterior") -> pd.DataFrame:
     """The rows of the MAB searches run with ``memory`` (``repro.methods.bandit``: "persist", the
     default, "step" or "carry") and, for MAB-TS, the ``join`` rule, and every other row (dense,
@@ -126,7 +121,7 @@ def head_maps(frame: pd.DataFrame, shapes: dict[str, tuple[int, int]]) -> dict[s
 
 # ---- per-cell tables -------------------------------------------------------------------------
 
-def _signature(units) -> str:
+def signature(units) -> str:
     """One string per distinct set of selected units (two seeds of a deterministic selector, e.g.
     magnitude, select the same units: one comparison with dense, not one per seed)."""
     return ";".join(sorted("{}.{}.{}".format(*u) for u in units or []))

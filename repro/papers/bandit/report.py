@@ -14,18 +14,18 @@ from repro.claims import (
 )
 from repro.engines.bandit import BanditExperiment, VisionBanditExperiment, removal_parts
 from repro.evaluate.stats import bh
-from repro.methods.bandit import JOINS
 from repro.papers.bandit.claims import PAPER_EFFECTS, PAPER_SOURCES, bandit_claims, discussion
-from repro.papers.bandit.records import LABELS, MAB, ablation_rules, bandit_frame, head_maps, vision_frame
+from repro.papers.bandit.params import BanditParams
+from repro.papers.bandit.records import LABELS, MAB, bandit_frame, head_maps, vision_frame
 from repro.papers.bandit.tables import (
     OTHER_FAMILY,
     PAPER_FAMILY,
-    _labelled,
     allocation_table,
     budget_table,
     family_summary,
     greedy_tests,
     join_table,
+    labelled,
     layer_profile,
     lm_summary,
     lm_table,
@@ -38,9 +38,16 @@ from repro.papers.bandit.tables import (
     vision_table,
 )
 from repro.report import caption as caption_line
-from repro.report import differences_table, lm_setting, model_line, provenance, ranking_reading
+from repro.report import differences_table, group_lines, lm_setting, model_line, provenance, ranking_reading
 from repro.store import Store
 from repro.structure import removal_counts
+
+JOIN_REPLAY = ("MAB-TS's joins replayed from the records: where the best posterior mean and the best mean reward pick "
+               "different units, whose pick had fewer pulls, and how much more damage the posterior's pick measured "
+               "(nats; tau = 0.02).")
+ALLOCATION = ("How the searches spent their pulls (mean over seeds): distinct units per step against pulls per step, "
+              "pulls per unit over the run, the pulls a join was decided on, and the share of joins backed by a pull "
+              "under the joining mask.")
 
 
 class BanditReport:
@@ -50,14 +57,15 @@ class BanditReport:
     and ``store`` (how many cells were read from records). Every method returns
     ``(table, caption)`` (the claims also their raw frame)."""
 
-    def __init__(self, params: dict, lm: dict[str, BanditExperiment], vision: dict[str, VisionBanditExperiment],
-                 store: Store):
-        self.params, self.lm, self.vision, self.store = params, lm, vision, store
+    def __init__(self, params: dict | BanditParams, lm: dict[str, BanditExperiment],
+                 vision: dict[str, VisionBanditExperiment], store: Store):
+        self.p = params if isinstance(params, BanditParams) else BanditParams.of(params)
+        self.lm, self.vision, self.store = lm, vision, store
 
     @property
     def settings(self) -> list[tuple[str, str, float]]:
         """Every (model, unit type, ratio) of the language-model grid, in the notebook's order."""
-        units = self.params["unit_settings"]
+        units = self.p.unit_settings
         return [(m, k, r) for m in self.lm for k, rs in units.get(m, {}).items() for r in rs]
 
     @property
@@ -82,22 +90,22 @@ class BanditReport:
         with ``vision``), their evaluation sample and dtype, the search budget (``search``, else the
         profile's for those models), the memory rule and seeds, the profile, and how many of ``frame``'s
         cells were read from records (the rest: the *This run* block)."""
-        p = self.params
+        p = self.p
         cache = self.store.cache_summary(frame.key) if frame is not None and len(frame) else ""
         def budget(search: dict) -> str:
             return (f"{search.get('budget')} pulls per step over a pool of {search.get('pool_size')}, memory "
-                    f"`{p['memory']}`")
+                    f"`{p.memory}`")
 
-        seeds = ", ".join(map(str, p["seeds"]))
+        seeds = ", ".join(map(str, p.seeds))
         if vision:
             e = next(iter(self.vision.values()))
             trained = " (trained here)" if e.images.root is None else ""
             setting = (f"{', '.join(self.vision)}{trained}; {e.images.describe()}; "
-                       f"{e.setup.eval_dtype}; {budget(search or p['vision_search'])}; seeds {seeds}")
+                       f"{e.setup.eval_dtype}; {budget(search or p.vision_search)}; seeds {seeds}")
         else:
-            setting = (f"{lm_setting(self.lm)}; LAMBADA first {p['lambada_limit']} documents; "
-                       f"{budget(search or p['search'])}; seeds {seeds}")
-        return caption_line(title, setting, p["profile"], cache)
+            setting = (f"{lm_setting(self.lm)}; LAMBADA first {p.lambada_limit} documents; "
+                       f"{budget(search or p.search)}; seeds {seeds}")
+        return caption_line(title, setting, p.profile, cache)
 
     def provenance(self) -> str:
         """The *This run* block's provenance: what each model is, its evaluation and calibration samples
@@ -119,12 +127,12 @@ class BanditReport:
 
     def rewards(self, frame: pd.DataFrame) -> tuple[pd.DataFrame, str]:
         t = reward_table(frame)
-        return (_labelled(t).round(3),
+        return (labelled(t).round(3),
                 self.caption("Rewards produced by r = sigmoid(-damage / 0.02).", frame))
 
     def layers(self, frame: pd.DataFrame) -> tuple[pd.DataFrame, str]:
         t = layer_profile(frame, {n: e.structure["n_layers"] for n, e in self.lm.items()})
-        return (_labelled(t).round(3), self.caption(
+        return (labelled(t).round(3), self.caption(
             "Where the selected units sit: mean layer and share in the first and in the last tenth of the layers.", frame))
 
     def head_maps(self, frame: pd.DataFrame) -> dict[str, tuple[np.ndarray, int]]:
@@ -172,8 +180,8 @@ class BanditReport:
                         vframe: pd.DataFrame) -> tuple[pd.DataFrame, str]:
         """:func:`memory_ablation` on the language models (WikiText-2 perplexity change) and the vision
         models (top-1 drop): this session's cells under each other memory rule against the notebook's."""
-        main, parts, frames = self.params["memory"], [], []
-        for rule in self.grid_memories():
+        main, parts, frames = self.p.memory, [], []
+        for rule in self.p.ablation_memories():
             other, vother = self._frames(memory=rule)
             frames += [f[f.method.isin(MAB)] for f in (other, vother) if len(f)]
             if len(other):
@@ -190,28 +198,22 @@ class BanditReport:
     def _frames(self, memory: str | None = None, join: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
         """This session's cells (language models, vision models) of the searches under ``memory`` and
         ``join`` (default: the notebook's), at the notebook's budgets and pools."""
-        p = self.params
-        memory, join = memory or p["memory"], join or p["join"]
-        return (bandit_frame(self.store, self.lm, memory=memory, search=p["search"], join=join),
-                vision_frame(self.store, self.vision, memory=memory, search=p["vision_search"], join=join))
+        p = self.p
+        memory, join = memory or p.memory, join or p.join
+        return (bandit_frame(self.store, self.lm, memory=memory, search=p.search, join=join),
+                vision_frame(self.store, self.vision, memory=memory, search=p.vision_search, join=join))
 
     def _join_frames(self) -> tuple[pd.DataFrame, pd.DataFrame, str | None]:
         """This session's cells of the MAB-TS searches under the other join rule (language and vision
         models, the notebook's memory, budgets and pools), and that rule (None without the ablation)."""
-        p = self.params
-        other = next((j for j in JOINS if j != p["join"]), None) if p["join_ablation"] else None
-        if other is None:
-            return pd.DataFrame(), pd.DataFrame(), None
-        return (*self._frames(join=other), other)
+        other = self.p.ablation_join()
+        return (pd.DataFrame(), pd.DataFrame(), None) if other is None else (*self._frames(join=other), other)
 
     def join_replay(self, frame: pd.DataFrame, vframe: pd.DataFrame) -> tuple[pd.DataFrame, str]:
         """Section 5d's first table: :func:`join_table` of this run's MAB-TS searches and of the ablation's."""
         other, vother, _ = self._join_frames()
         both = pd.concat([frame, vframe, other, vother], ignore_index=True)
-        return join_table(both), self.caption(
-            "MAB-TS's joins replayed from the records: where the best posterior mean and the best mean reward "
-            "pick different units, whose pick had fewer pulls, and how much more damage the posterior's pick "
-            "measured (nats; tau = 0.02).", both)
+        return join_table(both), self.caption(JOIN_REPLAY, both)
 
     @staticmethod
     def join_reading(table: pd.DataFrame) -> str:
@@ -232,7 +234,7 @@ class BanditReport:
         table, one rule each side), and MAB-TS under the other rule against budgeted greedy (paired over
         seeds, BH q within these comparisons); each with its caption."""
         other, vother, rule = self._join_frames()
-        main = f"join {self.params['join']}"
+        main = f"join {self.p.join}"
         parts, tests = [], []
         if len(other):
             ts = other[other.method == "thompson"]  # lm_table needs the dense rows: the other frame in full
@@ -252,39 +254,29 @@ class BanditReport:
             tests = tests.assign(q=bh(tests.p), a=f"MAB-TS (join {rule})", b=tests.b.map(LABELS)).round(4)
         cells = pd.concat([other, vother], ignore_index=True)
         return ((table.round(4) if len(table) else table), self.caption(
-                    f"Ablation: MAB-TS with join `{rule}` against join `{self.params['join']}` (the notebook's), "
+                    f"Ablation: MAB-TS with join `{rule}` against join `{self.p.join}` (the notebook's), "
                     "other - main over seeds (ppl change %; vision: top-1 drop, pp), 95% t interval, paired t.",
                     cells if len(cells) else None),
                 tests, self.caption(f"MAB-TS with join `{rule}` - budgeted greedy across seeds (WikiText-2 and LAMBADA "
                                     "ppl change %; vision: top-1 drop, pp), 95% t interval, paired t, BH q within "
                                     "these comparisons.", cells if len(cells) else None))
 
-    def grid_memories(self) -> list[str]:
-        """The memory rules the ablation ran beside the notebook's (:func:`ablation_rules`)."""
-        return ablation_rules(self.params["memory"], self.params["memory_ablation"])
-
     def allocation(self, frame: pd.DataFrame, vframe: pd.DataFrame,
                    wframe: pd.DataFrame | None = None) -> tuple[pd.DataFrame, str]:
         """:func:`allocation_table` of the notebook's searches (with ``wframe``, section 5c's wider budget)
         and of each ablation rule's."""
-        frames = {self.params["memory"]: pd.concat([frame, vframe, wframe], ignore_index=True)}
-        for rule in self.grid_memories():
+        frames = {self.p.memory: pd.concat([frame, vframe, wframe], ignore_index=True)}
+        for rule in self.p.ablation_memories():
             frames[rule] = pd.concat(self._frames(memory=rule), ignore_index=True)
-        return allocation_table(frames), self.caption(
-            "How the searches spent their pulls (mean over seeds): distinct units per step against pulls per step, "
-            "pulls per unit over the run, the pulls a join was decided on, and the share of joins backed by a pull "
-            "under the joining mask.", frame)
+        return allocation_table(frames), self.caption(ALLOCATION, frame)
 
     @staticmethod
     def rewards_reading(rewards: pd.DataFrame) -> str:
         """What the rewards table shows: per model and unit setting, the share of pulls judged harmful and
         the range of mean rewards over the methods (rewards near 0 for every pull: the reward saturates)."""
-        lines = []
-        for (model, units), g in rewards.groupby(["model", "units"], sort=False):
-            lines.append(f"- **{model}, {units}**: {g.harmful.min():.0%}-{g.harmful.max():.0%} of pulls harmful, mean "
-                         f"reward {g['mean reward'].min():.3f}-{g['mean reward'].max():.3f} over "
-                         f"{', '.join(g.method)}.")
-        return "\n".join(lines)
+        return group_lines(rewards, ["model", "units"], lambda g: (
+            f"{g.harmful.min():.0%}-{g.harmful.max():.0%} of pulls harmful, mean reward {g['mean reward'].min():.3f}-"
+            f"{g['mean reward'].max():.3f} over {', '.join(g.method)}."))
 
     @staticmethod
     def removal_reading(removal: pd.DataFrame) -> str:
@@ -321,16 +313,14 @@ class BanditReport:
     def layers_reading(lp: pd.DataFrame) -> str:
         """What the unit-layers table shows: per setting, the method that puts most of its units in the
         first (or the last) tenth of the layers, against the largest share any other method puts there."""
-        lines = []
-        for (model, units), g in lp.groupby(["model", "units"], sort=False):
-            ends = [c for c in ("share in early layers", "share in last layers") if c in g]
-            end = max(ends, key=lambda c: g[c].max())
+        def say(g: pd.DataFrame) -> str:
+            end = max([c for c in ("share in early layers", "share in last layers") if c in g], key=lambda c: g[c].max())
             g = g.sort_values(end, ascending=False)
             top, rest = g.iloc[0], g.iloc[1:]
-            lines.append(f"- **{model}, {units}**: {LABELS.get(top.method, top.method)} puts "
-                         f"{top[end]:.0%} of its units in the {'first' if 'early' in end else 'last'} {int(top['early layers'])} "
-                         f"layer(s); no other method more than {rest[end].max():.0%}.")
-        return "\n".join(lines)
+            return (f"{LABELS.get(top.method, top.method)} puts {top[end]:.0%} of its units in the "
+                    f"{'first' if 'early' in end else 'last'} {int(top['early layers'])} layer(s); no other method "
+                    f"more than {rest[end].max():.0%}.")
+        return group_lines(lp, ["model", "units"], say)
 
     @staticmethod
     def budget_reading(b1: pd.DataFrame) -> str:
@@ -387,7 +377,7 @@ class BanditReport:
         """Section 5c's table: :func:`vision_summary` of budgeted greedy and the MAB searches with the
         ``wide_search`` budget."""
         t = vision_table(wframe[wframe.method.isin(["dense", "greedy", *MAB])])
-        w = self.params["wide_search"]
+        w = self.p.wide_search
         return vision_summary(t, self.n_heads), self.caption(
             f"Vision at a budget of {w.get('budget')} pulls per step over a pool of {w.get('pool_size')}: top-1 and "
             "its drop against dense (pp, mean and sd over seeds), cross-entropy increase, paired evaluations per run.",
@@ -400,7 +390,7 @@ class BanditReport:
         tests = mab_tests(pd.DataFrame(), table)
         if len(tests):
             tests = tests.assign(q=bh(tests.p), a=tests.a.map(LABELS), b=tests.b.map(LABELS)).round(4)
-        w = self.params["wide_search"]
+        w = self.p.wide_search
         return tests, self.caption(
             f"MAB - budgeted greedy at {w.get('budget')} pulls per step over a pool of {w.get('pool_size')} (top-1 "
             "drop, pp), 95% t interval over seeds, paired t, BH q within these comparisons.", wframe, vision=True,
@@ -429,24 +419,24 @@ class BanditReport:
         """The claims table (claim, setting, measured, verdict), its caption, and every claim's numbers
         (with ``wframe``, section 5c's searches at the wider budget too)."""
         wide = vision_table(wframe) if wframe is not None and len(wframe) else None
-        claims = claims_frame(with_sources(with_paper(bandit_claims(lm, vis, wide, self.params.get("wide_search")),
+        claims = claims_frame(with_sources(with_paper(bandit_claims(lm, vis, wide, self.p.wide_search),
                                                       PAPER_EFFECTS), PAPER_SOURCES))
-        caption = (f"**Claims checked (Paper 3).** Profile `{self.params['profile']}`; seeds {self.params['seeds']}; "
+        caption = (f"**Claims checked (Paper 3).** Profile `{self.p.profile}`; seeds {self.p.seeds}; "
                    f"verdicts from 95% t intervals of the difference paired over seeds.")
         return shown(claims), caption, claims
 
     def discussion(self, frame: pd.DataFrame, lm: pd.DataFrame, vis: pd.DataFrame, claims: pd.DataFrame,
                    ablation: pd.DataFrame | None = None) -> str:
         """The generated discussion (:func:`discussion`) with this run's search parameters."""
-        p = self.params
-        return discussion(frame, lm, vis, claims, p["search"],
-                          f"{p['calib_batch_size']} window(s) of {p['calib_seqlen']} tokens", ablation)
+        p = self.p
+        return discussion(frame, lm, vis, claims, p.search,
+                          f"{p.calib_batch_size} window(s) of {p.calib_seqlen} tokens", ablation)
 
     def removal(self, record: dict) -> tuple[pd.DataFrame, str]:
         """The removal record of the ``removal`` parameter's (model, method, seed) as a table
         (:func:`removal_table`) and its caption."""
-        rm, c, res = self.params["removal"], record["config"], record["result"]
-        which = " and ".join(f"{k[0]} {r:.0%}" for k, r in removal_parts(self.params["unit_settings"][rm["model"]]))
+        rm, c, res = self.p.removal, record["config"], record["result"]
+        which = " and ".join(f"{k[0]} {r:.0%}" for k, r in removal_parts(self.p.unit_settings[rm["model"]]))
         sels = [r for r in self.store.records("bandit-select") if r["key"] in c.get("selections", [])]
         heads = list(dict.fromkeys((u[1], u[2]) for r in sels for u in r["result"]["units"] if u[0] == "head"))
         st = self.lm[rm["model"]].structure
@@ -458,7 +448,7 @@ class BanditReport:
                    f"tokens, median of {c['repeats']} round-robin repeats, {c['dtype']}, timed on {label(res.get('machine') or {})}"
                    f"; removed vs zeroed logits "
                    f"differ by at most {res['removed_vs_zeroed_max_abs_logit_diff']:.1e}; profile "
-                   f"`{self.params['profile']}`.")
+                   f"`{self.p.profile}`.")
         return removal_table(res, c["batches"]).round(2), caption
 
     def metrics(self, frame: pd.DataFrame, vframe: pd.DataFrame, claims: pd.DataFrame) -> dict:
@@ -473,26 +463,26 @@ class Report(BanditReport):
     """:class:`BanditReport` of one session's grid (notebook 3's tables with their captions)."""
 
     def __init__(self, session, grid):
-        super().__init__(session.params, grid.lm, grid.vision, session.store)
+        super().__init__(grid.p, grid.lm, grid.vision, session.store)
         self.grid = grid
 
     def differences(self):
         """(table, caption): what differs from the paper, generated from the parameters that ran."""
-        p, lm, vision = self.params, self.grid.lm, self.grid.vision
+        p, lm, vision = self.p, self.grid.lm, self.grid.vision
         units = "; ".join(f"{model_line(e)}: " + ", ".join(f"{k} {', '.join(f'{r:.0%}' for r in rs)}"
-                                                          for k, rs in p["unit_settings"].get(n, {}).items())
+                                                          for k, rs in p.unit_settings.get(n, {}).items())
                           for n, e in lm.items())
         e0 = next(iter(lm.values()), None)
         data = ("; ".join(f"{n}: {e.setup.calib_nsamples} calibration windows of {e.setup.calib_seqlen} tokens per "
                           f"seed in mini-batches of {e.calib_batch_size}; evaluation {e.data.label}, "
                           f"{e.windows()}" for n, e in lm.items())
-                + (f"; LAMBADA first {p['lambada_limit']} documents" if e0 is not None else ""))
-        s, vs = p["search"], p["vision_search"]
+                + (f"; LAMBADA first {p.lambada_limit} documents" if e0 is not None else ""))
+        s, vs = p.search, p.vision_search
         search = (f"language models: budget {s['budget']} paired evaluations per step, pool {s['pool_size']}, memory "
-                  f"`{p['memory']}`, losses in {p['search_dtype']}; vision: budget {vs['budget']}, pool "
-                  f"{vs['pool_size']}" + (f" (section 5c: budget {p['wide_search']['budget']}, pool "
-                                          f"{p['wide_search']['pool_size']})" if p.get("wide_search") else ""))
-        mlp = sorted({r for st in p["unit_settings"].values() for r in st.get("mlp", [])})
+                  f"`{p.memory}`, losses in {p.search_dtype}; vision: budget {vs['budget']}, pool "
+                  f"{vs['pool_size']}" + (f" (section 5c: budget {p.wide_search['budget']}, pool "
+                                          f"{p.wide_search['pool_size']})" if p.wide_search else ""))
+        mlp = sorted({r for st in p.unit_settings.values() for r in st.get("mlp", [])})
         ratios = (f"{', '.join(f'{r:.0%}' for r in mlp)}: one search to {max(mlp):.0%} per (method, seed), the "
                   "smaller ratios its first k units (no step depends on k)" if mlp else "none")
         rows = [("language models", "GPT-2, OPT-125m/350m, Pythia-160m/410m, Qwen2.5-0.5B, SmolLM2-360M", units),
@@ -502,5 +492,5 @@ class Report(BanditReport):
                 ("calibration / evaluation", "up to 512 calibration texts, 1024 evaluation texts of 128 tokens", data),
                 ("search", "32 paired evaluations per step, pool of 48, the model's precision", search),
                 ("MLP ratios", "3 / 5 / 8%", ratios),
-                ("seeds", "five", ", ".join(map(str, p["seeds"])))]
-        return differences_table(rows, p["profile"])
+                ("seeds", "five", ", ".join(map(str, p.seeds)))]
+        return differences_table(rows, p.profile)

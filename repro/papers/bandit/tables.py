@@ -14,7 +14,7 @@ from repro.claims import (
 from repro.evaluate.stats import bh, paired_difference, paired_ratio, paired_test, speed_ratio
 from repro.methods.bandit import SELECTORS, TAU, reward_summary
 from repro.methods.bandit_stats import allocation, join_gaps
-from repro.papers.bandit.records import CELL, LABELS, LOWER_IS_BETTER, MAB, SETTING, _signature, stale_picks
+from repro.papers.bandit.records import CELL, LABELS, LOWER_IS_BETTER, MAB, SETTING, signature, stale_picks
 
 
 def lm_table(frame: pd.DataFrame) -> pd.DataFrame:
@@ -49,7 +49,7 @@ def vision_table(frame: pd.DataFrame) -> pd.DataFrame:
             drop = paired_difference(np.asarray(d.per_image_correct, float) * 100, np.asarray(r.per_image_correct,
                                                                                                  float) * 100)
             rows.append({"model": model, "kinds": r.kinds, "ratio": r.ratio, "k": r.k, "method": r.method,
-                         "seed": r.seed, "selection": _signature(r.units), "top1_pp": 100 * r.top1, "top1_drop_pp": drop.estimate,
+                         "seed": r.seed, "selection": signature(r.units), "top1_pp": 100 * r.top1, "top1_drop_pp": drop.estimate,
                          "drop_ci_lo": drop.ci[0], "drop_ci_hi": drop.ci[1], "ce": r.ce, "ce_increase": r.ce - d.ce,
                          "paired_evaluations": (r.budget or {}).get("paired_evaluations"),
                          "ci_lo": drop.ci[0], "ci_hi": drop.ci[1], "finite": bool(np.isfinite(r.ce)),
@@ -179,7 +179,7 @@ def vs_dense(frame: pd.DataFrame) -> pd.DataFrame:
         d = np.asarray(dense.iloc[0].window_nll)
         for _, r in f[f.method != "dense"].iterrows():
             row = {"model": model, "kinds": r.kinds, "ratio": r.ratio, "k": r.k, "method": r.method, "seed": r.seed,
-                   "ppl": r.ppl, "finite": r.finite, "selection": _signature(r.units)}
+                   "ppl": r.ppl, "finite": r.finite, "selection": signature(r.units)}
             nll = np.asarray(r.window_nll, dtype=float)
             if r.finite and np.isfinite(nll).all():
                 p = paired_ratio(nll, d)
@@ -325,7 +325,7 @@ def join_table(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows).round(4)
 
 
-def _labelled(table: pd.DataFrame) -> pd.DataFrame:
+def labelled(table: pd.DataFrame) -> pd.DataFrame:
     """``table`` with its methods' labels instead of their names (an empty table as it is)."""
     return table.assign(method=table.method.map(LABELS)) if len(table) else table
 

@@ -25,10 +25,9 @@ from repro.papers.mpg.records import (
     CALIBRATED,
     LABEL,
     PAPER_METHODS,
-    _half,
-    _points,
     best_calibrated,
     find,
+    half_of,
     identical_scores,
     paired_vs,
     pct,
@@ -102,7 +101,7 @@ def downstream_claims(records: list[dict]) -> list[Claim]:
                 p = paired_difference(docs(rec), docs(rec2))
                 c = difference_claim("SparseGPT-Head is the most robust downstream (Table III)",
                                      f"{model}, {pct(sp)}, vs {LABEL[other]}",
-                                     f"zero-shot accuracy SparseGPT-Head - {LABEL[other]}", _points(p),
+                                     f"zero-shot accuracy SparseGPT-Head - {LABEL[other]}", p.scaled(100),
                                      side="above", over="paired documents")
                 c.uninformative = why
                 out.append(c)
@@ -222,7 +221,7 @@ def mpg_claims(frame: pd.DataFrame, models: list[str], sparsities: list[float], 
     for sp in z_sparsities:  # 6. the optimal z is model-dependent: chosen on half the windows, tested on the rest
         cells = {m: zs for m in models if (zs := {z: c for z in z_values
                                                   if (c := find(frame, m, "mpg", sp, z)) is not None})}
-        chosen = {m: min(zs, key=lambda z: np.mean(_half(zs[z].window_nll, 0))) for m, zs in cells.items()}
+        chosen = {m: min(zs, key=lambda z: np.mean(half_of(zs[z].window_nll, 0))) for m, zs in cells.items()}
         if len(chosen) < 2:
             continue
         for model, z in chosen.items():
@@ -231,8 +230,8 @@ def mpg_claims(frame: pd.DataFrame, models: list[str], sparsities: list[float], 
                 zs = cells[model]
                 if len(zs) < 2:
                     continue
-                runner = min((v for v in zs if v != z), key=lambda v: np.mean(_half(zs[v].window_nll, 0)))
-                p = paired_ratio_t(_half(zs[z].window_nll, 1), _half(zs[runner].window_nll, 1))
+                runner = min((v for v in zs if v != z), key=lambda v: np.mean(half_of(zs[v].window_nll, 0)))
+                p = paired_ratio_t(half_of(zs[z].window_nll, 1), half_of(zs[runner].window_nll, 1))
                 decided = p.ci is not None and p.ci[1] < 1
                 out.append(Claim(
                     "The optimal z is model-dependent", f"{model}, {pct(sp)}",
@@ -242,11 +241,11 @@ def mpg_claims(frame: pd.DataFrame, models: list[str], sparsities: list[float], 
                     FAILS if decided else INCONCLUSIVE, p.estimate, p.ci, 1.0, "above", p.n, log=True))
                 continue
             zs = cells[model]
-            zo = min(others - {z}, key=lambda v: np.mean(_half(zs[v].window_nll, 0)))
+            zo = min(others - {z}, key=lambda v: np.mean(half_of(zs[v].window_nll, 0)))
             out.append(ratio_claim("The optimal z is model-dependent", f"{model}, {pct(sp)}",
                                    f"own best z={z} / another model's best z={zo}, each chosen on the first half of "
                                    "its windows, compared on the other half:",
-                                   paired_ratio_t(_half(zs[z].window_nll, 1), _half(zs[zo].window_nll, 1))))
+                                   paired_ratio_t(half_of(zs[z].window_nll, 1), half_of(zs[zo].window_nll, 1))))
     if cost is not None and len(cost):  # 7. seconds vs minutes
         for model in models:
             c = cost[cost.model == model].set_index("method").seconds

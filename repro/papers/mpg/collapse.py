@@ -10,9 +10,10 @@ import pandas as pd
 from repro.claims import COLLAPSE, collapsed
 from repro.evaluate.stats import paired_ratio
 from repro.methods.heads import select_heads
-from repro.papers.mpg.records import LABEL, _and, find, find_scores, pct
+from repro.papers.mpg.records import LABEL, find, find_scores, pct
 from repro.report import fmt_ci
 from repro.store import Store
+from repro.words import and_join
 
 # ---- Table I's sample against the whole split ------------------------------------------------------
 
@@ -101,27 +102,27 @@ def anatomy_reading(frame: pd.DataFrame) -> str:
     if frame.empty:
         return "No Table I cell collapsed, and no selection was diagnosed."
     cells = list(frame.itertuples())
-    lines = [f"{len(cells)} selections diagnosed ({_and([f'{(frame.model == m).sum()} on {m}' for m in dict.fromkeys(frame.model)])})."]
+    lines = [f"{len(cells)} selections diagnosed ({and_join([f'{(frame.model == m).sum()} on {m}' for m in dict.fromkeys(frame.model)])})."]
     same: dict[tuple, list] = {}
     for a in cells:
         same.setdefault((a.model, frozenset(map(tuple, a.pruned))), []).append(a)
-    twins = [_and([_cell(a) for a in group]) for group in same.values() if len(group) > 1]
+    twins = [and_join([_cell(a) for a in group]) for group in same.values() if len(group) > 1]
     if twins:
         lines.append(f"Identical selections (the same heads, so the same row): {'; '.join(twins)}.")
     emptied = [a for a in cells if a.emptied]
     worst = sorted(cells, key=lambda a: a.nll - a.nll_dense, reverse=True)[:max(1, len(cells) // 4)]
     lines.append(f"{len(emptied)} of {len(cells)} empty at least one layer; of the {len(worst)} largest damages "
-                 f"({_and([f'{_cell(a)} +{a.nll - a.nll_dense:.1f} nats' for a in worst])}), "
+                 f"({and_join([f'{_cell(a)} +{a.nll - a.nll_dense:.1f} nats' for a in worst])}), "
                  f"{sum(bool(a.emptied) for a in worst)} empty a layer.")
     restores = [(a, _best_restore(a)) for a in cells]
     one = [(a, r) for a, r in restores if r is not None and r[1] > 0.5]
     spread = [a for a, r in restores if r is not None and r[1] < 0.2]
     if one:
         lines.append("One head carries the collapse (giving it back alone removes more than half the damage) in "
-                     + _and([f"{_cell(a)} (head {r[0]}, {r[1]:.0%})" for a, r in one]) + ".")
+                     + and_join([f"{_cell(a)} (head {r[0]}, {r[1]:.0%})" for a, r in one]) + ".")
     if spread:
         lines.append(f"No single head carries it (each return removes under a fifth) in {len(spread)}: "
-                     + _and([_cell(a) for a in spread]) + ".")
+                     + and_join([_cell(a) for a in spread]) + ".")
     grown = [a for a in cells if a.grown_layer is not None and a.rms_ratio[f"head:{a.grown_layer}"] > 2]
     helped = [a for a in grown if a.add and min(t[2] for t in a.add) < a.nll - 0.1]
     if grown:
@@ -134,7 +135,7 @@ def anatomy_reading(frame: pd.DataFrame) -> str:
         from scipy.stats import spearmanr
 
         rho = spearmanr(factors, post.nll - post.nll_dense).statistic
-        lines.append(f"Post-norm ({_and(list(dict.fromkeys(post.model)))}): every selection scales up some layer's "
+        lines.append(f"Post-norm ({and_join(list(dict.fromkeys(post.model)))}): every selection scales up some layer's "
                      f"surviving heads, by x{min(factors):.2f} to x{max(factors):.2f}; the rank correlation of that "
                      f"factor with the damage is {rho:+.2f}"
                      + (", so the rescaling does not explain which cells collapse worst." if rho < 0.3 else "."))
@@ -175,7 +176,7 @@ def layer_scale_reading(table: pd.DataFrame, model: str, sparsity: float) -> str
         lines.append(f"- {m} on {model} at {pct(sparsity)} takes {int(cut.max())} heads from "
                      f"{'each of ' if len(full) > 1 else ''}{where} of the median head's score; "
                      + ("these are its lowest-scale layers." if set(full) == set(lowest) else
-                        f"its lowest-scale layers are {_and([str(table.layer[i]) for i in lowest])}."))
+                        f"its lowest-scale layers are {and_join([str(table.layer[i]) for i in lowest])}."))
     return "\n".join(lines)
 
 

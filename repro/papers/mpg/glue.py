@@ -136,10 +136,6 @@ def table3(frame: pd.DataFrame, methods: list[str], sparsities: list[float]) -> 
     return pd.DataFrame(rows)
 
 
-def _points(p: Paired) -> Paired:
-    return Paired(100 * p.estimate, (100 * p.ci[0], 100 * p.ci[1]), p.n, p.n_better, p.n_worse)
-
-
 def glue_claims(frame: pd.DataFrame, sparsities: list[float], methods: list[str]) -> list[Claim]:
     """Table III's claim ("SparseGPT-Head is the most robust downstream"), per task and sparsity against
     each other paper method; (beyond the paper) MP-G against Random's draws; and the paper's MHA claims in
@@ -176,7 +172,7 @@ def glue_claims(frame: pd.DataFrame, sparsities: list[float], methods: list[str]
                     continue
                 lab = [f"{LABEL[x[0]]}" + (f" z={x[2]:g}" if len(x) > 2 else "") for x in (a, b)]
                 c = difference_claim(claim, f"{name}, {pct(sp)}, vs {lab[1]}", f"{metric} {lab[0]} - {lab[1]}",
-                                     _points(p), side="above", over="paired examples")
+                                     p.scaled(100), side="above", over="paired examples")
                 same = p.ci == (p.estimate, p.estimate) and p.n_better == p.n_worse == 0
                 c.uninformative = why or ("both predict the same class on every example (identical answers)"
                                           if same else "")

@@ -1,124 +1,39 @@
-"""Notebook 1's grid, declared once: :class:`MpgParams` (the notebook's parameters that choose cells,
-typed) and :class:`MpgGrid` (its experiments, one method per notebook section that runs, or while the
+"""Notebook 1's grid, declared once: :class:`MpgGrid` (its experiments, one method per notebook section that runs, or while the
 store plans, plans that section's cells and returns what the section shows). :func:`plan` is "call
 every section", so the notebook and ``repro run`` ask for the same cells by the same calls.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
-
 import pandas as pd
 
-from repro.assets.encoders import known_encoders
-from repro.assets.glue import GLUE, PAPER_RECIPES, Recipe
-from repro.assets.models import is_hub_id
 from repro.engines.glue import GlueHeadExperiment
 from repro.engines.heads import HeadExperiment, VisionHeadExperiment
 from repro.engines.mlm import MlmHeadExperiment
-from repro.engines.plan import shown
-from repro.errors import UnknownNameError, check_list, check_number
+from repro.engines.plan import Sections, shown
 from repro.papers.mpg.glue import glue_frame
+from repro.papers.mpg.params import MpgParams
 from repro.papers.mpg.records import Z_METHODS, main_cells, ppl_frame, scores_frame, vision_frame, zeroshot_cells
 
 
-@dataclass(frozen=True)
-class MpgParams:
-    """What decides notebook 1's cells (each field is the notebook parameter of that name)."""
-    models: tuple = ()
-    methods: tuple = ()
-    sparsities: tuple = ()
-    z_values: tuple = ()
-    z_sparsities: tuple = ()
-    random_seeds: tuple = (0,)
-    calib_seeds: tuple = (None,)
-    anatomy: bool = False
-    remedy_methods: tuple = ()
-    zeroshot_models: tuple = ()
-    zeroshot_tasks: tuple = ()
-    zeroshot_sparsities: tuple = ()
-    zeroshot_limit: int | None = None
-    efficiency_models: tuple = ()
-    efficiency_sparsities: tuple = ()
-    efficiency_batches: tuple = ()
-    efficiency_seqlen: int | None = None
-    efficiency_repeats: int | None = None
-    vision_models: tuple = ()
-    mlm_models: tuple = ()
-    mlm_seqlen: int = 128
-    glue_encoder: str | None = None
-    glue_tasks: tuple = ()
-    glue_k: int = 5
-    glue_seeds: tuple = (0,)
-    glue_recipe: dict | None = None
-    glue_n_calib: int = 64
-    glue_grad_nsamples: int = 16
-    glue_random_seeds: tuple = (0, 1, 2, 3, 4)
-
-    def __post_init__(self):
-        """Every value checked before any model is loaded (one line naming the parameter)."""
-        from repro.methods.heads import HEAD_METHODS
-
-        for name in ("models", "zeroshot_models", "zeroshot_tasks", "efficiency_models", "vision_models", "mlm_models"):
-            check_list(name, getattr(self, name))
-        check_list("methods", self.methods, known=list(HEAD_METHODS))
-        for name in ("sparsities", "z_sparsities", "zeroshot_sparsities", "efficiency_sparsities"):
-            check_list(name, getattr(self, name), "number", 0.0, 1.0)
-        check_list("z_values", self.z_values, "number")
-        check_list("efficiency_batches", self.efficiency_batches, "integer", 1)
-        for name in ("zeroshot_limit", "efficiency_seqlen", "efficiency_repeats"):
-            check_number(name, getattr(self, name), True, 1, allow_none=True)
-        check_number("mlm_seqlen", self.mlm_seqlen, True, 2)
-        check_list("glue_tasks", self.glue_tasks, known=list(GLUE))
-        check_list("glue_seeds", self.glue_seeds, "integer", 0)
-        check_list("random_seeds", self.random_seeds, "integer", 0)
-        check_list("remedy_methods", self.remedy_methods, known=list(HEAD_METHODS))
-        if self.calib_seeds != (None,):
-            check_list("calib_seeds", self.calib_seeds, "integer", 0)
-        check_list("glue_random_seeds", self.glue_random_seeds, "integer", 0)
-        check_number("glue_k", self.glue_k, True, 2)
-        for name in ("glue_n_calib", "glue_grad_nsamples"):
-            check_number(name, getattr(self, name), True, 1)
-        if self.glue_tasks and self.glue_encoder not in known_encoders() and not is_hub_id(self.glue_encoder):
-            raise UnknownNameError("glue_encoder (a known encoder or a hub id)", self.glue_encoder, known_encoders())
-        unknown = set(self.glue_recipe or {}) - set(Recipe.__dataclass_fields__)
-        if unknown:
-            raise UnknownNameError("glue_recipe key", sorted(unknown)[0], list(Recipe.__dataclass_fields__))
-
-    def mlm_changes(self, calib_seqlen: int) -> dict:
-        """The masked LMs' setup: windows of ``mlm_seqlen`` text tokens, calibration windows no longer than them
-        (the notebook's ``calib_seqlen`` of 512 would not fit RoBERTa's 512 positions with <s> and </s>), FP32; no
-        shorter reference windows (``reference_seqlen``: the causal Table I's reconciliation)."""
-        return {"seqlen": self.mlm_seqlen, "calib_seqlen": min(calib_seqlen, self.mlm_seqlen), "eval_dtype": "float32",
-                "reference_seqlen": None}
-
-    def recipe(self, task: str) -> Recipe:
-        """The paper's recipe for ``task`` with the profile's changes (``glue_recipe``)."""
-        return replace(PAPER_RECIPES[task], **(self.glue_recipe or {}))
-
-    @classmethod
-    def from_params(cls, params: dict) -> "MpgParams":
-        return cls(**{f.name: f.default if params.get(f.name) is None else params[f.name] for f in fields(cls)})
-
-
-class MpgGrid:
+class MpgGrid(Sections):
     """Notebook 1's experiments (``lm``: ``{model: HeadExperiment}``, ``vision``: ``{model:
     VisionHeadExperiment}``, the MHA image classifiers; ``mlm``: ``{model: MlmHeadExperiment}``, the masked
     LMs of Table I's encoder rows) and the cells of each section."""
+    sections = ("norm_profile", "worked", "scores", "table1", "full_split", "feeding", "anatomy", "remedy", "table2",
+                "table3", "zeroshot", "ties", "efficiency", "mha", "encoder_rows")
 
     def __init__(self, session, lm: dict | None = None, vision: dict | None = None, glue: dict | None = None,
                  mlm: dict | None = None):
         """``lm``, ``vision``, ``glue``, ``mlm``: experiments to use instead of building them from the parameters."""
-        p = session.params
-        self.session, self.store, self.p = session, session.store, MpgParams.from_params(p)
-        self.lm = lm if lm is not None else session.experiments(
-            HeadExperiment, self.p.models, grad_nsamples=p["grad_nsamples"], tie_seeds=p["tie_seeds"])
-        self.vision = vision if vision is not None else session.experiments(
-            VisionHeadExperiment, self.p.vision_models, n_calib=p["vision_n_calib"],
-            grad_nsamples=p["vision_grad_nsamples"], n_eval=p["vision_n_eval"],
-            images=p["vision_data"])
+        self.session, self.store, self.p = session, session.store, MpgParams.of(session.params)
         q = self.p
+        self.lm = lm if lm is not None else session.experiments(
+            HeadExperiment, q.models, grad_nsamples=q.grad_nsamples, tie_seeds=q.tie_seeds)
+        self.vision = vision if vision is not None else session.experiments(
+            VisionHeadExperiment, q.vision_models, n_calib=q.vision_n_calib, grad_nsamples=q.vision_grad_nsamples,
+            n_eval=q.vision_n_eval, images=q.vision_data)
         self.mlm = mlm if mlm is not None else {} if not q.mlm_models else session.experiments(
-            MlmHeadExperiment, q.mlm_models, changes=q.mlm_changes(p["calib_seqlen"]), grad_nsamples=p["grad_nsamples"])
+            MlmHeadExperiment, q.mlm_models, changes=q.mlm_changes(), grad_nsamples=q.grad_nsamples)
         self.glue = glue if glue is not None else {
             t: GlueHeadExperiment(q.glue_encoder, t, self.store, q.glue_k, recipe=q.recipe(t), n_calib=q.glue_n_calib,
                                   grad_nsamples=q.glue_grad_nsamples, methods=q.methods, sparsities=q.sparsities,
@@ -245,24 +160,6 @@ class MpgGrid:
         for e in self.mlm.values():
             e.grid(self.p.methods, self.p.sparsities, dense=True, random_seeds=self.p.random_seeds)
         return shown(self.store, lambda: main_cells(ppl_frame(self.store, self.mlm, records=MlmHeadExperiment.records)))
-
-    def plan(self) -> None:
-        """Every section, in the notebook's order."""
-        self.norm_profile()
-        self.worked()
-        self.scores()
-        self.table1()
-        self.full_split()
-        self.feeding()
-        self.anatomy()
-        self.remedy()
-        self.table2()
-        self.table3()
-        self.zeroshot()
-        self.ties()
-        self.efficiency()
-        self.mha()
-        self.encoder_rows()
 
 
 def build(session) -> MpgGrid:

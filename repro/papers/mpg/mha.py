@@ -10,10 +10,10 @@ from repro.claims import (
     with_paper,
     with_sources,
 )
-from repro.evaluate.stats import bootstrap_ci
+from repro.evaluate.stats import bootstrap_ci, paired_difference
 from repro.papers.mpg.claims import PAPER_EFFECTS, PAPER_SOURCES, mha_claims
-from repro.papers.mpg.records import LABEL, _diff, _images, find, pct, scores_frame, vision_frame, vision_paired
-from repro.papers.mpg.tables import Tables
+from repro.papers.mpg.records import LABEL, find, paired_text, pct, per_unit, scores_frame, vision_frame, vision_paired
+from repro.papers.mpg.tables import SessionTables, Tables
 from repro.report import caption as caption_line
 from repro.report import marked_table
 
@@ -40,10 +40,10 @@ def vision_table(frame: pd.DataFrame, models: list[str], sparsities: list[float]
                 rows.append({"model": model, "sparsity": pct(sp), "method": LABEL[m], "heads pruned": c.n_pruned,
                              "top-1 (%)": 100 * c.top1, "CE (nats)": c.ce,
                              f"top-1 - {LABEL[reference]} (pp)":
-                                 "" if same else _diff(vision_paired(frame, model, m, reference, sp, "per_image_correct"),
+                                 "" if same else paired_text(vision_paired(frame, model, m, reference, sp, "per_image_correct"),
                                                        100, 2),
                              f"CE - {LABEL[reference]} (nats)":
-                                 "" if same else _diff(vision_paired(frame, model, m, reference, sp), 1, 4)})
+                                 "" if same else paired_text(vision_paired(frame, model, m, reference, sp), 1, 4)})
     raw = pd.DataFrame(rows)
     table = raw.copy()
     if len(table):
@@ -68,7 +68,7 @@ def vision_z_table(frame: pd.DataFrame, models: list[str], z_values: list[float]
                     continue
                 col = f"{m} @ {pct(sp)}"
                 ce.at[row, col] = c.ce
-                cis.at[row, col] = bootstrap_ci(_images(c, "per_image_ce"))
+                cis.at[row, col] = bootstrap_ci(per_unit(c, "per_image_ce"))
                 top.at[row, col] = 100 * c.top1
     table = marked_table(ce, cis, digits=4)
     for col in cols:
@@ -78,14 +78,29 @@ def vision_z_table(frame: pd.DataFrame, models: list[str], z_values: list[float]
     return table, ce
 
 
-class MhaTables:
-    """The MHA-encoder section's tables and claims, each with its caption, from the records of
-    ``vision`` (``{model: VisionHeadExperiment}``) in this notebook session."""
+def surprising_cells(frame: pd.DataFrame, models: list[str]) -> str:
+    """Every pruned cell of ``frame`` (:func:`vision_frame`) whose top-1 is above its dense model's or below chance
+    (10%, or within a point of it): its images right against dense, and its cross-entropy minus dense's, paired over
+    the same test images; a line saying so where none is above dense or below chance."""
+    dense = {m: find(frame, m, "dense") for m in models}
+    odd = [r for r in frame.itertuples() if r.method != "dense" and (r.top1 > dense[r.model].top1 or r.top1 < 0.10)]
+    near = [r for r in frame.itertuples() if r.method != "dense" and r.top1 < 0.11]
+    lines = []
+    for r in odd + [r for r in near if r not in odd]:
+        d = dense[r.model]
+        right = int(sum(r.per_image_correct)) - int(sum(d.per_image_correct))
+        dce = paired_difference(per_unit(r._asdict(), "per_image_ce"), per_unit(d, "per_image_ce"))
+        lines.append(f"{r.model} {LABEL[r.method]} z={r.z} at {pct(r.sparsity)}: top-1 {100 * r.top1:.2f}% "
+                     f"(dense {100 * d.top1:.2f}%, {right:+d} of {r.n_eval} images), CE - dense {dce.estimate:+.4f} "
+                     f"[{dce.ci[0]:+.4f}, {dce.ci[1]:+.4f}] nats (CE {r.ce:.2f}; uniform guessing: ln 10 = 2.30)")
+    if not odd:
+        lines.append("No pruned cell above its dense top-1 or below chance.")
+    return "\n".join(lines)
 
-    def __init__(self, session, vision: dict):
-        self.store, self.profile, self.params = session.store, session.profile, session.params
-        self.experiments = vision
-        self.models = list(vision)
+
+class MhaTables(SessionTables):
+    """The MHA-encoder section's tables and claims, each with its caption, from the records of
+    ``experiments`` (``{model: VisionHeadExperiment}``) in this notebook session."""
 
     def frame(self) -> pd.DataFrame:
         return vision_frame(self.store, self.experiments)

@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 
 from repro.evaluate.zeroshot import CHANCE
-from repro.report import _num, column_reading
+from repro.report import column_reading
+from repro.words import num
 
 
 def _list(items: list[str], most: int = 6) -> str:
@@ -27,10 +28,10 @@ class Readings:
         lines = []
         for model, g in cost.groupby("model", sort=False):
             free, calib = g[g.calibration == "none"], g[g.calibration != "none"]
-            text = f"- **{model}**: the calibration-free scores take {_num(free.seconds.max())} s at most"
+            text = f"- **{model}**: the calibration-free scores take {num(free.seconds.max())} s at most"
             if len(calib):
                 slow = calib.loc[calib.seconds.idxmax()]
-                text += (f"; the calibrated ones {_num(calib.seconds.min())}-{_num(slow.seconds)} s "
+                text += (f"; the calibrated ones {num(calib.seconds.min())}-{num(slow.seconds)} s "
                          f"({slow.label} the slowest)")
             zeros = g[g["zero-score heads"] > 0]
             text += ("; " + _list([f"{r.label} leaves {r['zero-score heads']} heads at exactly 0" for _, r in zeros.iterrows()])
@@ -76,13 +77,13 @@ class Readings:
                 lines.append(f"- **{model}**: no method empties a layer at {col[1]}.")
                 continue
             def at(m):
-                return f" (ppl {_num(ppl[m])})" if ppl is not None and m in ppl.index else ""
+                return f" (ppl {num(ppl[m])})" if ppl is not None and m in ppl.index else ""
             text = (f"- **{model}** at {col[1]}: " + "; ".join(f"{r.method} empties layer(s) {r['emptied layers']}"
                                                                f"{at(r.method)}" for _, r in empties.iterrows()))
             rest = [m for m in g.method if m not in set(empties.method)]
             if ppl is not None and rest:
                 best_rest = ppl[[m for m in rest if m in ppl.index]]
-                text += (f"; the methods that empty none reach {_num(best_rest.min())}-{_num(best_rest.max())}"
+                text += (f"; the methods that empty none reach {num(best_rest.min())}-{num(best_rest.max())}"
                          if len(best_rest) else "")
             lines.append(text + ".")
         return "\n".join(lines)
@@ -134,8 +135,8 @@ class Readings:
                     lines.append(f"- **{model} @ {r.sparsity}**: the cut falls inside the tie; no random tie-break ran.")
                     continue
                 lines.append(f"- **{model} @ {r.sparsity}**: {r.pruned} of {r['zero-score heads']} zero-score heads cut; "
-                             f"index order {_num(r['index tie-break'])}, {int(r['random seeds'])} random tie-break(s) "
-                             f"{_num(r['min'])}-{_num(r['max'])} (x{r['random tie-break mean'] / r['index tie-break']:.3f}"
+                             f"index order {num(r['index tie-break'])}, {int(r['random seeds'])} random tie-break(s) "
+                             f"{num(r['min'])}-{num(r['max'])} (x{r['random tie-break mean'] / r['index tie-break']:.3f}"
                              " on average).")
         return "\n".join(lines)
 

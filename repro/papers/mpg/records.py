@@ -26,17 +26,12 @@ def pct(sparsity: float) -> str:
     return f"{sparsity:.1%}"
 
 
-def _and(words: list[str]) -> str:
-    """'A, B and C'."""
-    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
-
-
-def _kv_heads(e) -> int:
+def kv_heads_of(e) -> int:
     """Layer 0's K/V heads, from the model card."""
     return e.structure["kv_heads_per_layer"][0]
 
 
-def _group_size(e) -> int:
+def group_size_of(e) -> int:
     """Query heads per K/V head in layer 0, from the model card."""
     return e.structure["heads_per_layer"][0] // e.structure["kv_heads_per_layer"][0]
 
@@ -44,7 +39,7 @@ def _group_size(e) -> int:
 def describe(experiments) -> str:
     """One line per model: its source, shape and evaluation windows."""
     return "\n".join(f"{name}: {e.identity.get('upstream', e.identity['source'])}; "
-                     f"L x H = {e.shape[0]} x {e.shape[1]}, KV heads {_kv_heads(e)}; "
+                     f"L x H = {e.shape[0]} x {e.shape[1]}, KV heads {kv_heads_of(e)}; "
                      f"eval {e.data.label}, first {e.setup.max_windows} windows of {e.setup.seqlen}"
                      for name, e in experiments.items())
 
@@ -214,12 +209,6 @@ def zeroshot_cells(frame: pd.DataFrame, model: str, sparsities: list[float]) -> 
     return cells
 
 
-def _points(p: Paired) -> Paired:
-    """An accuracy difference in percentage points."""
-    return Paired(100 * p.estimate, None if p.ci is None else (100 * p.ci[0], 100 * p.ci[1]), p.n, p.n_better,
-                  p.n_worse, p.p)
-
-
 def paired_vs(frame: pd.DataFrame, model: str, a: str, b: str, sparsity: float, z_a: float = 2.0,
               z_b: float = 2.0, sparsity_b: float | None = None) -> Paired | None:
     """ppl(a) / ppl(b) on the same windows with its paired bootstrap CI (None if a cell is missing); a
@@ -270,13 +259,13 @@ def readme_blocks(table1: pd.DataFrame, caption1: str, claims: pd.DataFrame, cap
 
 # ---- tables with their captions ---------------------------------------------------------------
 
-def _half(values, which: int) -> np.ndarray:
+def half_of(values, which: int) -> np.ndarray:
     """The first (0) or second (1) half of a model's windows: one chooses, the other tests."""
     v = np.asarray(values, dtype=float)
     return v[: len(v) // 2] if which == 0 else v[len(v) // 2:]
 
 
-def _images(cell: pd.Series, field: str) -> np.ndarray:
+def per_unit(cell: pd.Series, field: str) -> np.ndarray:
     return np.asarray(cell[field], dtype=float)
 
 
@@ -287,7 +276,7 @@ def vision_paired(frame: pd.DataFrame, model: str, a: str, b: str, sparsity: flo
     ca, cb = find(frame, model, a, sparsity, z_a), find(frame, model, b, sparsity, z_b)
     if ca is None or cb is None:
         return None
-    return paired_difference(_images(ca, field), _images(cb, field))
+    return paired_difference(per_unit(ca, field), per_unit(cb, field))
 
 
 def identical_scores(scores: pd.DataFrame, model: str, z_values, sparsities) -> dict | None:
@@ -304,7 +293,7 @@ def identical_scores(scores: pd.DataFrame, model: str, z_values, sparsities) -> 
     return None if not n else {"max_abs_diff": max(diffs), "differ": differ, "n_z": n}
 
 
-def _diff(p: Paired | None, scale: float, digits: int) -> str:
+def paired_text(p: Paired | None, scale: float, digits: int) -> str:
     if p is None:
         return "-"
     return f"{scale * p.estimate:+.{digits}f} [{scale * p.ci[0]:+.{digits}f}, {scale * p.ci[1]:+.{digits}f}]"

@@ -89,13 +89,13 @@ class Report(Tables):
         method's pseudo-perplexity at every sparsity on every masked LM, best per column bold, second underlined.
         The paper's RoBERTa numbers are not in this repository, so none is shown beside them. (None, None, None)
         without a masked LM or a cell (``mlm_models`` empty)."""
-        p, models = self.params, list(self.grid.mlm)
+        p, models = self.p, list(self.grid.mlm)
         if not models or frame is None or frame.empty:
             return None, None, None
-        vals = grid(frame, "ppl", p["methods"], models, p["sparsities"])
-        table = marked_table(vals, grid(frame, "ci95", p["methods"], models, p["sparsities"]), skip_rows=["Dense"])
+        vals = grid(frame, "ppl", p.methods, models, p.sparsities)
+        table = marked_table(vals, grid(frame, "ci95", p.methods, models, p.sparsities), skip_rows=["Dense"])
         table.columns = [f"{m} @ {s}" for m, s in table.columns]
-        levels = "/".join(f"{s * 100:g}" for s in p["sparsities"])
+        levels = "/".join(f"{s * 100:g}" for s in p.sparsities)
         title = (f"Table I, encoder rows: pseudo-perplexity (Salazar et al. 2020), lower is better, at {levels}% head sparsity; calibrated scorers on the first calibration draw only."
                  f"{self.draws_note(frame)}")
         keys = [k for ks in frame["keys"] for k in ks] if len(frame) else []
@@ -120,24 +120,24 @@ class Report(Tables):
         e0 = next(iter(g.values()))
         return (f"{e0.encoder} fine-tuned per task, then pruned; {e0.k}-fold over each validation set ("
                 + ", ".join(f"{TASK_LABEL.get(t, t)} {len(e.examples)}" for t, e in g.items())
-                + f" examples, each scored once); fine-tuning seeds {', '.join(map(str, self.params['glue_seeds']))}"
+                + f" examples, each scored once); fine-tuning seeds {', '.join(map(str, self.p.glue_seeds))}"
                   "; float32")
 
     def table3_glue(self, frame: pd.DataFrame) -> tuple[pd.DataFrame, str]:
         """Section 6's table (:func:`repro.papers.mpg.glue.table3`) and its caption."""
-        p = self.params
+        p = self.p
         keys = sorted({k for ks in frame["keys"] for k in ks})
-        return table3(frame, p["methods"], p["sparsities"]), caption_line(
+        return table3(frame, p.methods, p.sparsities), caption_line(
             "Table III, fine-tune then prune: metric (%) over all examples; change against dense, points, paired "
             "95% bootstrap interval over examples (MP-G, MP, Hybrid at z = 2).", self.glue_setting(), self.profile,
             self.store.cache_summary(keys))
 
     def glue_reading(self, frame: pd.DataFrame) -> str:
-        return glue_reading(frame, self.params["sparsities"])
+        return glue_reading(frame, self.p.sparsities)
 
     def differences(self):
         """(table, caption): what differs from the paper, generated from the parameters that ran."""
-        p, lm, vision = self.params, self.grid.lm, self.grid.vision
+        p, lm, vision = self.p, self.grid.lm, self.grid.vision
         evals = "; ".join(f"{n}: {e.data.label}, {e.windows()}" for n, e in lm.items())
         calib = "; ".join(f"{n}: {e.setup.calib_nsamples} x {e.setup.calib_seqlen} tokens of {e.calib_text.label}, "
                           f"Gradient-Head on {e.grad_nsamples}" for n, e in lm.items())
@@ -148,12 +148,12 @@ class Report(Tables):
               f"{e0.encoder} (MHA, {e0.k}-fold cross-validation over each validation set: no training split offline); "
               + "; ".join(f"{TASK_LABEL.get(t, t)}: lr {e.recipe.lr:g}, batch {e.recipe.batch_size}, {e.recipe.epochs} "
                           f"epochs" for t, e in g.items())
-              + (f". Zero-shot {', '.join(p['zeroshot_tasks'])} of {', '.join(p['zeroshot_models'])}: appendix, "
-                 "uninformative" if p["zeroshot_tasks"] else ""))
+              + (f". Zero-shot {', '.join(p.zeroshot_tasks)} of {', '.join(p.zeroshot_models)}: appendix, "
+                 "uninformative" if p.zeroshot_tasks else ""))
         enc = "; ".join([f"{', '.join(self.grid.mlm)}: pseudo-perplexity, {self.encoder_setting()} (section 9b)"]
                         * bool(self.grid.mlm)
                         + [f"{', '.join(vision)}, **trained here** on Fashion-MNIST: top-1 and cross-entropy on the "
-                           f"first {p['vision_n_eval']} test images (section 9)"] * bool(vision)) or "not run"
+                           f"first {p.vision_n_eval} test images (section 9)"] * bool(vision)) or "not run"
         rows = [("models", "RoBERTa-base/large, OPT-6.7B, LLaMA-3-8B, Mistral-7B",
                  "; ".join(model_line(e) for e in lm.values())),
                 ("evaluation", "WikiText-2 validation, the whole split", evals),

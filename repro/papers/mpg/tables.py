@@ -21,6 +21,7 @@ from repro.evaluate.stats import paired_ratio, speed_ratio
 from repro.methods.heads import select_heads
 from repro.papers.mpg.claims import PAPER_EFFECTS, PAPER_SOURCES, downstream_claims, mpg_claims
 from repro.papers.mpg.glue import glue_claims
+from repro.papers.mpg.params import MpgParams
 from repro.papers.mpg.readings import Readings
 from repro.papers.mpg.records import (
     CALIBRATED,
@@ -29,11 +30,10 @@ from repro.papers.mpg.records import (
     PAPER_METHODS,
     TABLE3_METRIC,
     Z_METHODS,
-    _and,
-    _group_size,
     find,
     find_scores,
     grid,
+    group_size_of,
     main_cells,
     paired_table,
     paired_vs,
@@ -45,18 +45,23 @@ from repro.papers.mpg.records import (
 )
 from repro.report import caption as caption_line
 from repro.report import column_reading, fmt_ci, lm_setting, marked_table
+from repro.words import and_join
 
 
-class Tables(Readings):
-    """Paper 1's tables, each returned with its caption (and, where the notebook saves raw numbers,
-    the raw frame), from the frames of one notebook session. ``session``: what names the setting
-    (``store``, ``profile``, ``params``: the notebook's parameters); ``experiments``: ``{model:
-    HeadExperiment}`` (their identity, setup and evaluation data name the models in captions)."""
+class SessionTables:
+    """Tables from the records of one notebook session's ``experiments`` (``{model: experiment}``: their identity,
+    setup and evaluation data name the models in captions); ``session``: what names the setting (``store``,
+    ``profile``, ``params``: the notebook's parameters, read as :class:`MpgParams`)."""
 
     def __init__(self, session, experiments: dict):
-        self.store, self.profile, self.params = session.store, session.profile, session.params
+        self.store, self.profile, self.p = session.store, session.profile, MpgParams.of(session.params)
         self.experiments = experiments
         self.models = list(experiments)
+
+
+class Tables(SessionTables, Readings):
+    """Paper 1's tables of the language models, each returned with its caption (and, where the notebook saves raw
+    numbers, the raw frame)."""
 
     # -- the session's records
     def frame(self) -> pd.DataFrame:
@@ -238,7 +243,7 @@ class Tables(Readings):
         cols = [f"{m} @ {s:.0%}" for m in self.models for s in z_sparsities]
         vals = dz.pivot(index="row", columns="col", values="ppl")[cols]
         table = marked_table(vals, dz.pivot(index="row", columns="col", values="ci95")[cols])
-        names = _and(sorted(LABEL[m] for m in methods))
+        names = and_join(sorted(LABEL[m] for m in methods))
         caption = self.caption(f"Table II. Perplexity of {names} for z in {{" + ", ".join(map(str, z_values)) + "}.",
                                dz.key)
         return table, caption, vals
@@ -255,7 +260,7 @@ class Tables(Readings):
         rows = [LABEL[m] for m in PAPER_METHODS if m in methods]
         v = vals.drop(index="Dense")
         table = pd.concat([rank_counts(v, rows + [LABEL[m]]).loc[[LABEL[m]]] for m in EXTRA_METHODS if m in methods])
-        names = _and([LABEL[m] for m in EXTRA_METHODS])
+        names = and_join([LABEL[m] for m in EXTRA_METHODS])
         return table, self.caption(f"Table IVb (ours). Counts for {names}, each added alone to the paper's set.")
 
     # -- section 6
@@ -371,15 +376,15 @@ class Tables(Readings):
         the scoring ``cost``, the ``{model: efficiency record}``, and Table III's: on the fine-tuned
         encoder's frame ``glue`` (:func:`repro.papers.mpg.glue.glue_claims`) where it ran, else on the
         zero-shot records (:func:`downstream_claims`); ``claims`` keeps the effects."""
-        groups = {n: _group_size(e) for n, e in self.experiments.items()}
+        groups = {n: group_size_of(e) for n, e in self.experiments.items()}
         uniform = {n: e.uniform_ppl for n, e in self.experiments.items()}
         found = mpg_claims(frame, self.models, sparsities, z_values, z_sparsities, groups, cost,
                            {n: r["result"] for n, r in (efficiency or {}).items()}, uniform) + \
-            (glue_claims(glue, sparsities, self.params["methods"]) if glue is not None and len(glue)
+            (glue_claims(glue, sparsities, self.p.methods) if glue is not None and len(glue)
              else downstream_claims(zeroshot or []))
         claims = claims_frame(with_sources(with_paper(found, PAPER_EFFECTS), PAPER_SOURCES))
         caption = (f"**Claims checked.** Profile `{self.profile}`; models {', '.join(self.models)} on "
-                   f"{self.params['data']}; verdicts by one rule from paired 95% intervals (details in the notebook).")
+                   f"{self.p.data}; verdicts by one rule from paired 95% intervals (details in the notebook).")
         return shown(claims), caption, claims
 
     def summary(self, main: pd.DataFrame, claims: pd.DataFrame, table4: pd.DataFrame,
@@ -394,7 +399,7 @@ class Tables(Readings):
         lines = [
             "- **Dense references.** " + "; ".join(f"{m}: {find(main, m, 'dense').ppl:.2f} ("
                                                   f"{self.experiments[m].windows()})" for m in models)
-            + f" of {self.params['data']}.",
+            + f" of {self.p.data}.",
             f"- **MP-G never collapses** (above {COLLAPSE:g}x dense): {n('MP-G never collapses')}.",
             f"- **MP-G in the top two of the paper's methods:** {n('MP-G ranks in the top two')}. Table IV counts: "
             + ", ".join(f"{i} best {r.best} / second {r.second}" for i, r in table4.iterrows()) + ".",

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pandas as pd
 
 from repro.methods.head_terms import (  # noqa: F401  (the notebook reads the frames from here too)
-    _ordinal,
     all_terms,
     collapse_anatomy,
     collapse_compare,
@@ -16,6 +15,7 @@ from repro.methods.head_terms import (  # noqa: F401  (the notebook reads the fr
     single_kv_constant,
     zero_score_arithmetic,
 )
+from repro.words import ordinal
 
 # ---- the numbers in words ------------------------------------------------------------------------------------
 
@@ -29,8 +29,8 @@ def layer_reading(terms: pd.DataFrame) -> str:
         return f"In layer {layer}, MP and MP-G rank the {n} heads alike ({why})."
     h = terms.assign(_fall=fall).sort_values(["_fall", "kv_mp", "head"], ascending=[False, False, True]).iloc[0]
     past = terms[(terms.mp <= h.mp) & (terms.mpg > h.mpg)].sort_values("mpg", ascending=False).iloc[0]
-    return (f"In layer {layer}, MP ranks head {int(h['head'])} {_ordinal(int(h.rank_mp))} of {n} while MP-G ranks it "
-            f"{_ordinal(int(h.rank_mpg))}: its own Q+O excess is {h.qo:.2f}, and its KV group's K+V excess, "
+    return (f"In layer {layer}, MP ranks head {int(h['head'])} {ordinal(int(h.rank_mp))} of {n} while MP-G ranks it "
+            f"{ordinal(int(h.rank_mpg))}: its own Q+O excess is {h.qo:.2f}, and its KV group's K+V excess, "
             f"{h.kv_mp:.2f}, counts in full under MP and as {h.kv_mp:.2f}/{g} = {h.kv_mpg:.2f} under MP-G, so head "
             f"{int(past['head'])} (Q+O {past.qo:.2f}, its group's K+V {past.kv_mp:.2f}) overtakes it.")
 

@@ -211,11 +211,11 @@ def claims_table(frame: pd.DataFrame, grid: OgasGrid, dense_zs: dict | None = No
     """The claims checked on the grid's cells: the shown columns (with the paper's statement each row
     tests, :data:`PAPER_SOURCES`), the caption, the full frame; ``dense_zs``: ``{model: dense lm-eval
     result}`` of the zero-shot models (the zero-shot mean is also tested without the tasks at chance)."""
-    rows = ogas_claims(frame, grid.models, grid.sparsity, grid.zeroshot_tasks if grid.zeroshot_models else [],
-                       grid.curve_models, grid.ablation_models, wt=grid.wt_name,
+    rows = ogas_claims(frame, grid.models, grid.p.sparsity, grid.p.zeroshot_tasks if grid.p.zeroshot_models else [],
+                       grid.p.curve_models, grid.p.ablation_models, wt=grid.wt_name,
                        uniform={n: e.uniform_ppl for n, e in grid.wt.items()}, dense_zeroshot=dense_zs)
     claims = claims_frame(with_sources(with_paper(rows, PAPER_EFFECTS), PAPER_SOURCES))
-    cap = (f"**Claims checked (Paper 2).** Profile `{grid.profile}`; models {', '.join(grid.models)}; verdicts by "
+    cap = (f"**Claims checked (Paper 2).** Profile `{grid.p.profile}`; models {', '.join(grid.models)}; verdicts by "
            "one rule from paired 95% intervals. 'paper says': the table or figure a row tests; words in quotation "
            "marks are the paper's, 'paraphrase:' marks ours (the paper's text is not available offline).")
     return shown(claims), cap, claims

@@ -4,17 +4,16 @@ section that runs (or plans) that section's cells; :func:`build` and :func:`plan
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, fields
 from functools import cached_property
 
 import pandas as pd
 
 from repro.assets.data import parse_spec
 from repro.engines.base import owned
-from repro.engines.plan import shown
+from repro.engines.plan import Sections, shown
 from repro.engines.prune import PruneExperiment
-from repro.errors import check_list, check_number
 from repro.methods.unstructured import OGAS_SETTINGS, auto_s_max, ogas_setting
+from repro.papers.ogas.params import OgasParams
 from repro.report import pool_draws
 
 ABLATION = ("wanda", "ogas-energy", "ogas-papr", "ogas")  # Table 5's rows: uniform, energy only, PAPR only, both
@@ -27,41 +26,16 @@ def own_headroom(sparsity: float, headroom: float) -> bool:
     return sparsity > 0.6 and auto_s_max(sparsity, headroom) != auto_s_max(sparsity)
 
 
-@dataclass
-class OgasGrid:
+class OgasGrid(Sections):
     """The cells of Paper 2's notebook: per model a WikiText-2 experiment (``wt``: calibrated on
     WikiText-2 train, evaluated on its test split) and a C4 one (``c4``: the C4 sample's two
-    halves) sharing one loaded model, and the notebook's parameters that decide which cells each
+    halves) sharing one loaded model, and the notebook's parameters (``p``) that decide which cells each
     section asks for. Each ``run_*`` method computes (or reads) one section's cells; the tables
     are read from the records by :mod:`repro.papers.ogas`."""
-    wt: dict[str, PruneExperiment]
-    c4: dict[str, PruneExperiment]
-    ogas_setting: dict[str, str]  # model -> the paper's setting ("llama", "mistral")
-    profile: str = ""
-    sparsity: float = 0.5
-    methods: list[str] = field(default_factory=list)  # the methods compared (Tables 1-4, Figure 4)
-    c4_models: list[str] = field(default_factory=list)
-    exact_rounding_data: list[str] = field(default_factory=list)
-    nm_models: list[str] = field(default_factory=list)
-    nm_patterns: list[str] = field(default_factory=list)
-    nm_methods: list[str] = field(default_factory=list)
-    ablation_models: list[str] = field(default_factory=list)
-    curve_models: list[str] = field(default_factory=list)
-    curve_sparsities: list[float] = field(default_factory=list)
-    s_max_headrooms: list[float] = field(default_factory=list)
-    wide_gamma_bounds: list[float] | None = None  # a wider gamma interval than the paper's, paired against it
-    gamma_rule_models: list[str] = field(default_factory=list)  # OGAS also with the other setting's gamma rule
-    zeroshot_models: list[str] = field(default_factory=list)
-    zeroshot_tasks: list[str] = field(default_factory=list)
-    zeroshot_limit: int | None = None
-    figure_layer: str | None = None  # Figure 2's layer; None: the middle down projection of the first model
-    calib_seeds: list = field(default_factory=lambda: [None])  # Tables 1-2's calibration draws (None: the setup's)
+    sections = ("worked", "run_main", "run_references", "run_nm", "run_zeroshot", "run_ablation", "run_curve")
 
-    @classmethod
-    def from_params(cls, wt: dict, c4: dict, params: dict) -> "OgasGrid":
-        """The grid of a notebook whose parameters (``params``) are named like the fields."""
-        return cls(wt, c4, **{f.name: params[f.name] for f in fields(cls) if f.name not in ("wt", "c4")
-                              and f.name in params})
+    def __init__(self, wt: dict[str, PruneExperiment], c4: dict[str, PruneExperiment], p: OgasParams):
+        self.wt, self.c4, self.p = wt, c4, p
 
     @property
     def models(self) -> list[str]:
@@ -95,22 +69,22 @@ class OgasGrid:
     @cached_property
     def figure_layer_name(self) -> str:
         """Figure 2's layer: ``figure_layer``, else the down projection of the first model's middle block."""
-        if self.figure_layer:
-            return self.figure_layer
+        if self.p.figure_layer:
+            return self.p.figure_layer
         downs = self.wt[self.figure_model].down_projections()
         return downs[len(downs) // 2]
 
     def params_for(self, model: str, method: str, **extra) -> dict:
         """A cell's pruner parameters: OGAS gets ``model``'s setting (lambda, gamma), then ``extra``."""
-        return {**(ogas_setting(self.ogas_setting[model]) if method == "ogas" else {}), **extra}
+        return {**(ogas_setting(self.p.ogas_setting[model]) if method == "ogas" else {}), **extra}
 
     def describe(self) -> str:
         """One line per model: its source, OGAS setting, evaluation and calibration."""
         lines = []
         for name, e in self.wt.items():
             s = e.setup
-            lines.append(f"{name}: {e.identity.get('upstream')}; OGAS setting {self.ogas_setting[name]} "
-                         f"{ogas_setting(self.ogas_setting[name])}; eval {e.data.label} / {self.c4[name].data.label}, "
+            lines.append(f"{name}: {e.identity.get('upstream')}; OGAS setting {self.p.ogas_setting[name]} "
+                         f"{ogas_setting(self.p.ogas_setting[name])}; eval {e.data.label} / {self.c4[name].data.label}, "
                          f"first {s.max_windows} x {s.seqlen} tokens; calibration {s.calib_nsamples} x {s.calib_seqlen}")
         return "\n".join(lines)
 
@@ -120,11 +94,11 @@ class OgasGrid:
         scores, and the first model's OGAS cell keeps Figure 2's per-channel arrays, so each pruned
         model is built once and every section reads the same record."""
         extra = {}
-        if data == self.wt_name and model in self.zeroshot_models and not params:
-            extra.update(zeroshot_tasks=self.zeroshot_tasks, zeroshot_limit=self.zeroshot_limit)
+        if data == self.wt_name and model in self.p.zeroshot_models and not params:
+            extra.update(zeroshot_tasks=self.p.zeroshot_tasks, zeroshot_limit=self.p.zeroshot_limit)
         if data == self.wt_name and model == self.figure_model and method == "ogas" and not params:
             extra["keep_layers"] = (self.figure_layer_name,)
-        return self.experiment(model, data).cell(method, self.sparsity, params=self.params_for(model, method, **params),
+        return self.experiment(model, data).cell(method, self.p.sparsity, params=self.params_for(model, method, **params),
                                                  **extra)
 
     def extra_draws(self, model: str, data: str, method: str) -> list[int]:
@@ -132,22 +106,22 @@ class OgasGrid:
         from repro.methods.unstructured import get_pruner
 
         own = self.experiment(model, data).setup.calib_seed
-        return [s for s in self.calib_seeds if s is not None and s != own] if get_pruner(method).calibrated else []
+        return [s for s in self.p.calib_seeds if s is not None and s != own] if get_pruner(method).calibrated else []
 
     def run_main(self) -> pd.DataFrame:
         """Tables 1-2: dense and every method at the main sparsity on WikiText-2 (and C4 for
         ``c4_models``), plus OGAS at the exact target on ``exact_rounding_data``."""
         for name in self.models:
             for data in (self.wt_name, self.c4_name):
-                if data == self.c4_name and name not in self.c4_models:
+                if data == self.c4_name and name not in self.p.c4_models:
                     continue
                 self.experiment(name, data).dense()
-                for m in self.methods:
+                for m in self.p.methods:
                     self.main_cell(name, data, m)
                     for seed in self.extra_draws(name, data, m):  # further calibration draws: perplexity only
-                        self.experiment(name, data).cell(m, self.sparsity, params=self.params_for(name, m),
+                        self.experiment(name, data).cell(m, self.p.sparsity, params=self.params_for(name, m),
                                                          calib_seed=seed)
-                if {data, parse_spec(self.experiment(name, data).setup.data)[0]} & set(self.exact_rounding_data):
+                if {data, parse_spec(self.experiment(name, data).setup.data)[0]} & set(self.p.exact_rounding_data):
                     self.main_cell(name, data, "ogas", rounding="exact")
         return shown(self.store, lambda: frame(self))
 
@@ -169,50 +143,50 @@ class OgasGrid:
 
     def run_nm(self) -> pd.DataFrame:
         """N:M cells (WikiText-2) of ``nm_methods`` on ``nm_models``."""
-        for name in self.nm_models:
-            for pattern in self.nm_patterns:
-                for m in self.nm_methods:
+        for name in self.p.nm_models:
+            for pattern in self.p.nm_patterns:
+                for m in self.p.nm_methods:
                     self.wt[name].cell(m, None, pattern=pattern)
         return shown(self.store, lambda: frame(self))
 
-    def run_zeroshot(self) -> dict[str, dict[str, dict]]:
-        """Tables 3-4: ``{model: {"dense" or method: lm-eval result}}`` of the zero-shot models."""
-        out = {}
-        for name in self.zeroshot_models:
-            e = self.wt[name]
-            out[name] = {"dense": e.dense_zeroshot(self.zeroshot_tasks, self.zeroshot_limit)["result"]}
-            out[name].update({m: self.main_cell(name, self.wt_name, m)["result"]["zeroshot"] for m in self.methods})
-        return out
+    def run_zeroshot(self) -> dict[str, dict[str, dict]] | None:
+        """Tables 3-4: ``{model: {"dense" or method: lm-eval result}}`` of the zero-shot models (the pruned models'
+        scores are in their main cells)."""
+        cells = {name: {"dense": self.wt[name].dense_zeroshot(self.p.zeroshot_tasks, self.p.zeroshot_limit),
+                        **{m: self.main_cell(name, self.wt_name, m) for m in self.p.methods}}
+                 for name in self.p.zeroshot_models}
+        return shown(self.store, lambda: {name: {k: r["result"] if k == "dense" else r["result"]["zeroshot"]
+                                                 for k, r in c.items()} for name, c in cells.items()})
 
     def run_ablation(self) -> pd.DataFrame:
         """Table 5: Wanda, OGAS with one signal (the model's gamma), and OGAS, on WikiText-2; and, beyond
         the paper, OGAS with its gamma searched on ``wide_gamma_bounds`` (models whose gamma is searched)."""
-        for name in self.ablation_models:
+        for name in self.p.ablation_models:
             for r in ABLATION:
                 if r in ("wanda", "ogas"):
                     self.main_cell(name, self.wt_name, r)
                 else:
-                    self.wt[name].cell(r, self.sparsity, params={"gamma": ogas_setting(self.ogas_setting[name])["gamma"]})
-            if self.wide_gamma_bounds and self.params_for(name, "ogas").get("gamma") == "search":
-                self.main_cell(name, self.wt_name, "ogas", gamma_bounds=tuple(self.wide_gamma_bounds))
-        for name in self.gamma_rule_models:  # fixed against searched gamma on every model: the other rule
+                    self.wt[name].cell(r, self.p.sparsity, params={"gamma": ogas_setting(self.p.ogas_setting[name])["gamma"]})
+            if self.p.wide_gamma_bounds and self.params_for(name, "ogas").get("gamma") == "search":
+                self.main_cell(name, self.wt_name, "ogas", gamma_bounds=tuple(self.p.wide_gamma_bounds))
+        for name in self.p.gamma_rule_models:  # fixed against searched gamma on every model: the other rule
             own = self.params_for(name, "ogas")["gamma"]
             other = OGAS_SETTINGS["mistral"]["gamma"] if own == "search" else "search"
-            self.wt[name].cell("ogas", self.sparsity, params=self.params_for(name, "ogas", gamma=other))
+            self.wt[name].cell("ogas", self.p.sparsity, params=self.params_for(name, "ogas", gamma=other))
         return shown(self.store, lambda: frame(self))
 
     def run_curve(self) -> pd.DataFrame:
         """Figure 4: every method at each of ``curve_sparsities`` (WikiText-2), and OGAS with the
         other ``S_max`` headrooms where they prune differently (:func:`own_headroom`); every cell's frame so far."""
-        for name in self.curve_models:
+        for name in self.p.curve_models:
             e = self.wt[name]
-            for sp in self.curve_sparsities:
-                for m in self.methods:
-                    if sp == self.sparsity:
+            for sp in self.p.curve_sparsities:
+                for m in self.p.methods:
+                    if sp == self.p.sparsity:
                         self.main_cell(name, self.wt_name, m)
                     else:
                         e.cell(m, sp, params=self.params_for(name, m))
-                for h in self.s_max_headrooms:
+                for h in self.p.s_max_headrooms:
                     if own_headroom(sp, h):
                         e.cell("ogas", sp, params=self.params_for(name, "ogas", s_max_headroom=h))
         return shown(self.store, lambda: frame(self))
@@ -220,7 +194,7 @@ class OgasGrid:
     def worked(self) -> dict:
         """The worked example: OGAS (the first model's setting, the main sparsity) on Figure 2's layer, its terms
         recorded (:meth:`PruneExperiment.worked_layer`; read by :mod:`repro.papers.ogas.worked`)."""
-        return self.wt[self.figure_model].worked_layer(self.figure_layer_name, "ogas", self.sparsity,
+        return self.wt[self.figure_model].worked_layer(self.figure_layer_name, "ogas", self.p.sparsity,
                                                        self.params_for(self.figure_model, "ogas"))
 
 
@@ -256,47 +230,20 @@ def frame(grid: OgasGrid, draws: bool = False) -> pd.DataFrame:
     per draw instead."""
     f = prune_frame(grid.store, grid.all_experiments())
     if len(f):  # each model's own gamma rule: OGAS with the other one is its own row (records.row_name)
-        f["own_gamma"] = [ogas_setting(grid.ogas_setting[m])["gamma"] for m in f.model]
+        f["own_gamma"] = [ogas_setting(grid.p.ogas_setting[m])["gamma"] for m in f.model]
     return f if draws else pool_draws(f, CELL)
 
-
-
-def check_params(p: dict) -> None:
-    """Notebook 2's values that choose cells, checked before any work (one line naming the parameter)."""
-    from repro.methods.unstructured import PRUNERS
-
-    for name in ("models", "c4_models", "nm_models", "ablation_models", "curve_models", "zeroshot_models",
-                 "zeroshot_tasks", "nm_patterns", "exact_rounding_data", "gamma_rule_models"):
-        if name in p:
-            check_list(name, p[name])
-    for name in ("methods", "nm_methods"):
-        if name in p:
-            check_list(name, p[name], known=list(PRUNERS))
-    check_number("sparsity", p.get("sparsity", 0.5), lo=0.0, hi=1.0)
-    for name in ("curve_sparsities", "s_max_headrooms"):
-        if name in p:
-            check_list(name, p[name], "number", 0.0, 1.0)
-    check_number("zeroshot_limit", p.get("zeroshot_limit"), True, 1, allow_none=True)
 
 
 def build(session) -> OgasGrid:
     """Notebook 2's grid from its parameters: per model a WikiText-2 and a C4 experiment sharing one
     loaded model."""
-    p = session.params
-    check_params(p)  # before any model is loaded
-    wt = session.experiments(PruneExperiment, p["models"])
-    c4 = session.experiments(PruneExperiment, p["models"], shared=wt,
-                             changes={"data": p["c4_data"], "calib_data": p["c4_calib"]})
-    return OgasGrid.from_params(wt, c4, p)
+    p = OgasParams.of(session.params)  # every value checked before any model is loaded
+    wt = session.experiments(PruneExperiment, p.models)
+    c4 = session.experiments(PruneExperiment, p.models, shared=wt, changes={"data": p.c4_data, "calib_data": p.c4_calib})
+    return OgasGrid(wt, c4, p)
 
 
 def plan(session, grid: OgasGrid) -> None:
-    """Ask for every cell notebook 2 asks for, section by section (see :func:`repro.papers.mpg.plan`)."""
-    grid.worked()
-    grid.run_main()
-    grid.run_references()
-    grid.run_nm()
-    for name in grid.zeroshot_models:  # the pruned models' zero-shot scores are in their main cells
-        grid.wt[name].dense_zeroshot(grid.zeroshot_tasks, grid.zeroshot_limit)
-    grid.run_ablation()
-    grid.run_curve()
+    """Ask for every cell notebook 2 asks for: every section of the grid."""
+    grid.plan()

@@ -110,12 +110,12 @@ def caption(grid: OgasGrid, title: str, frame: pd.DataFrame | None = None) -> st
     cache = grid.store.cache_summary(frame.key) if frame is not None and len(frame) else ""
     wt, c4 = grid.wt[grid.models[0]], grid.c4[grid.models[0]]
     setting = lm_setting(grid.wt, f"{wt.setup.data} / {c4.setup.data}")  # the samples' full labels: This run
-    return caption_line(title, setting, grid.profile, cache)
+    return caption_line(title, setting, grid.p.profile, cache)
 
 
 def main_rows(grid: OgasGrid) -> list[str]:
     """Rows of Tables 1-2: dense, every method, OGAS at the exact target."""
-    return ["dense", *grid.methods, "ogas-exact"]
+    return ["dense", *grid.p.methods, "ogas-exact"]
 
 
 

@@ -13,11 +13,30 @@ from repro.papers.ogas.records import LABELS, dense_ppl, paired_to, zeroshot_pai
 from repro.report import column_reading, differences_table, model_line, provenance
 
 
+def _of_grid(table):
+    """A report method ``(self, frame)`` of ``table(frame, grid)``, one of :mod:`.tables`' functions (its docstring)."""
+    def method(self, frame):
+        return table(frame, self.grid)
+    method.__doc__ = table.__doc__
+    return method
+
+
 class Report:
     """Paper 2's tables for one notebook session's grid."""
 
     def __init__(self, session, grid: OgasGrid):
         self.session, self.grid = session, grid
+
+    # the tables of :mod:`.tables` that need only their frame (or zero-shot results) and the grid
+    table12 = _of_grid(T.table12)
+    achieved = _of_grid(T.achieved_table)
+    rounding = _of_grid(T.rounding_table)
+    nm = _of_grid(T.nm_table)
+    zeroshot = _of_grid(T.zeroshot_tables)
+    ablation = _of_grid(T.ablation_table)
+    figure2 = _of_grid(T.figure2)
+    gamma_frames = _of_grid(T.gamma_frames)
+    gamma_bounds = _of_grid(T.gamma_bounds_table)
 
     def describe(self) -> str:
         return self.grid.describe()
@@ -31,9 +50,6 @@ class Report:
                  f"{g.c4[n].calib_text.label} (C4 rows)"
                  for line, (n, e) in zip(g.describe().splitlines(), g.wt.items())]
         return provenance(lines)
-
-    def table12(self, frame: pd.DataFrame):
-        return T.table12(frame, self.grid)
 
     def table12_reading(self, vals: pd.DataFrame) -> str:
         """What Tables 1-2 show: per model and data set the lowest perplexity (against dense) and OGAS's rank."""
@@ -61,34 +77,22 @@ class Report:
                          f"the lower bound, {r['at the upper bound']} at the upper; median gamma {r['median gamma']:.3g}."
                          for _, r in bounds.iterrows())
 
-    def achieved(self, frame: pd.DataFrame):
-        return T.achieved_table(frame, self.grid)
-
-    def rounding(self, frame: pd.DataFrame):
-        return T.rounding_table(frame, self.grid)
-
-    def nm(self, frame: pd.DataFrame):
-        return T.nm_table(frame, self.grid)
-
-    def zeroshot(self, results: dict):
-        return T.zeroshot_tables(results, self.grid)
-
     def sample_vs_split(self, frame: pd.DataFrame, refs: dict):
         """The tables' sample against shorter windows and the whole split (table, caption, reading)."""
         return (T.sample_vs_split(frame, self.grid, refs),
                 f"**Which windows.** Dense perplexity, {self.grid.wt_name} (test): the tables' sample beside the "
                 "earlier sample's shorter windows (first ones, and as many spread over the split) and the whole "
-                f"split; profile `{self.grid.profile}`.", T.sample_reading(frame, self.grid, refs))
+                f"split; profile `{self.grid.p.profile}`.", T.sample_reading(frame, self.grid, refs))
 
     def answer_bias(self, results: dict):
-        return T.answer_bias(results, self.grid.zeroshot_tasks)
+        return T.answer_bias(results, self.grid.p.zeroshot_tasks)
 
     @staticmethod
     def answer_bias_reading(bias: pd.DataFrame) -> str:
         return T.answer_bias_reading(bias)
 
     def dense_vs_chance(self, results: dict):
-        return T.dense_vs_chance(results, self.grid.zeroshot_tasks)
+        return T.dense_vs_chance(results, self.grid.p.zeroshot_tasks)
 
     def chance_summary(self, chance: pd.DataFrame) -> str:
         return T.chance_summary(chance)
@@ -109,7 +113,7 @@ class Report:
         lines = []
         for name in self.grid.models:
             for d in (self.grid.wt_name, self.grid.c4_name):
-                p = paired_to(frame, name, d, "ogas", "ogas-exact", self.grid.sparsity)
+                p = paired_to(frame, name, d, "ogas", "ogas-exact", self.grid.p.sparsity)
                 if p is not None:
                     apart = p.ci[0] > 1 or p.ci[1] < 1
                     lines.append(f"- **{name}, {d}**: x{p.estimate:.4f} [{p.ci[0]:.4f}, {p.ci[1]:.4f}]: "
@@ -124,7 +128,7 @@ class Report:
         for name, res in results.items():
             if "ogas" not in res or "wanda" not in res:
                 continue
-            tasks = self.grid.zeroshot_tasks
+            tasks = self.grid.p.zeroshot_tasks
             above = chance[(chance.model == name) & (chance["dense vs chance"] == "above chance")].task.tolist()
             parts = []
             for label, ts in (("all tasks", tasks), ("the tasks where dense is above chance", above)):
@@ -134,18 +138,6 @@ class Report:
                     parts.append(f"over {label} ({len(ts)}) {p.estimate:+.3f} [{p.ci[0]:+.3f}, {p.ci[1]:+.3f}], {verdict}")
             lines.append(f"- **{name}**, OGAS minus Wanda in mean accuracy, paired over documents: " + "; ".join(parts) + ".")
         return "\n".join(lines)
-
-    def ablation(self, frame: pd.DataFrame):
-        return T.ablation_table(frame, self.grid)
-
-    def figure2(self, frame: pd.DataFrame):
-        return T.figure2(frame, self.grid)
-
-    def gamma_frames(self, frame: pd.DataFrame):
-        return T.gamma_frames(frame, self.grid)
-
-    def gamma_bounds(self, frame: pd.DataFrame):
-        return T.gamma_bounds_table(frame, self.grid)
 
     def curve(self, frame: pd.DataFrame):
         """Figure 4's lines and the dense perplexity of each model."""
@@ -183,11 +175,11 @@ class Report:
         return T.curve_table(curve, frame, self.grid)
 
     def claims(self, frame: pd.DataFrame):
-        dense = {n: r["dense"] for n, r in self.grid.run_zeroshot().items()} if self.grid.zeroshot_models else None
+        dense = {n: r["dense"] for n, r in self.grid.run_zeroshot().items()} if self.grid.p.zeroshot_models else None
         return C.claims_table(frame, self.grid, dense)
 
     def summary(self, claims: pd.DataFrame) -> str:
-        return C.summary(claims, self.grid.sparsity)
+        return C.summary(claims, self.grid.p.sparsity)
 
     def readme_blocks(self, table12: tuple, claims: tuple) -> dict:
         return C.readme_blocks(table12, claims)
@@ -198,12 +190,12 @@ class Report:
     def differences(self):
         """(table, caption): what differs from the paper, generated from the parameters that ran."""
         g = self.grid
-        models = "; ".join(f"{model_line(e)}, the paper's {g.ogas_setting[n]} setting" for n, e in g.wt.items())
+        models = "; ".join(f"{model_line(e)}, the paper's {g.p.ogas_setting[n]} setting" for n, e in g.wt.items())
         calib = "; ".join(f"{n}: {e.setup.calib_nsamples} x {e.setup.calib_seqlen} tokens of {e.calib_text.label} "
                           f"(WikiText rows), of {g.c4[n].calib_text.label} (C4 rows)" for n, e in g.wt.items())
         evals = "; ".join(f"{n}: {e.data.label} and {g.c4[n].data.label}, {e.windows()}" for n, e in g.wt.items())
-        zs = (f"{', '.join(g.zeroshot_tasks)} on {', '.join(g.zeroshot_models)}, first {g.zeroshot_limit} documents "
-              "each (lm-eval's own task YAMLs)" if g.zeroshot_models else "not run")
+        zs = (f"{', '.join(g.p.zeroshot_tasks)} on {', '.join(g.p.zeroshot_models)}, first {g.p.zeroshot_limit} documents "
+              "each (lm-eval's own task YAMLs)" if g.p.zeroshot_models else "not run")
         dtypes = ", ".join(sorted({e.setup.eval_dtype for e in g.all_experiments()}))
         rows = [("models / settings", "LLaMA-3.1-8B-Instruct (lambda 0.4, gamma searched), Mistral-7B-v0.1 (lambda "
                  "0.2, gamma 0.2)", models),

@@ -50,14 +50,14 @@ def table12(frame: pd.DataFrame, grid: OgasGrid) -> tuple[pd.DataFrame, str, pd.
     """Tables 1-2 (WikiText-2 and C4 perplexity at the main sparsity, best bold, second underlined,
     paired ratios to Wanda), its caption and the raw perplexities."""
     vals, cis, paired = ppl_table(frame, grid.models, [grid.wt_name, grid.c4_name], rows=main_rows(grid),
-                                  sparsity=grid.sparsity)
+                                  sparsity=grid.p.sparsity)
     for name in grid.models:  # the paper's average column: the mean of the model's two perplexities
         both = [f"{name} {d}" for d in (grid.wt_name, grid.c4_name) if f"{name} {d}" in vals]
         if len(both) == 2:
             vals[f"{name} average"] = vals[both].astype(float).mean(axis=1, skipna=False)
             cis[f"{name} average"] = None
     table = marked_table(vals.astype(float), cis, skip_rows=["Dense"]).join(paired)
-    cap = caption(grid, f"Tables 1-2. WikiText-2 test and C4 perplexity at {grid.sparsity:.0%} unstructured sparsity, "
+    cap = caption(grid, f"Tables 1-2. WikiText-2 test and C4 perplexity at {grid.p.sparsity:.0%} unstructured sparsity, "
                         "their mean (the paper's average column) and each method's paired ratio to Wanda.", frame)
     return table, cap, vals
 
@@ -104,9 +104,9 @@ def achieved_table(frame: pd.DataFrame, grid: OgasGrid) -> tuple[pd.DataFrame, s
     for name in grid.models:
         for d in (grid.wt_name, grid.c4_name):
             for r in main_rows(grid)[1:]:
-                c = find(frame, name, d, r, grid.sparsity)
+                c = find(frame, name, d, r, grid.p.sparsity)
                 if c is not None:
-                    rows.append({"model": name, "data": d, "method": LABELS[r], "target": grid.sparsity,
+                    rows.append({"model": name, "data": d, "method": LABELS[r], "target": grid.p.sparsity,
                                  "achieved": round(c.achieved, 5), "prune seconds": round(c.prune_seconds, 1)})
     return pd.DataFrame(rows), caption(grid, "Achieved sparsity over all pruned linears and pruning time on this "
                                              "machine.", frame)
@@ -118,7 +118,7 @@ def rounding_table(frame: pd.DataFrame, grid: OgasGrid) -> tuple[pd.DataFrame, s
     rows = []
     for name in grid.models:
         for d in (grid.wt_name, grid.c4_name):
-            p = paired_to(frame, name, d, "ogas", "ogas-exact", grid.sparsity)
+            p = paired_to(frame, name, d, "ogas", "ogas-exact", grid.p.sparsity)
             if p is not None:
                 rows.append({"model": name, "data": d, "OGAS paper rounding / exact target (ppl, paired)":
                              ratio_text(p, 4), "windows better": f"{p.n_better}/{p.n}"})
@@ -129,7 +129,7 @@ def rounding_table(frame: pd.DataFrame, grid: OgasGrid) -> tuple[pd.DataFrame, s
 
 def nm_table(frame: pd.DataFrame, grid: OgasGrid) -> tuple[pd.DataFrame, str, pd.DataFrame]:
     """N:M perplexity (WikiText-2) of ``nm_methods`` on ``nm_models``, its caption and the raw values."""
-    vals, cis, _ = ppl_table(frame, grid.nm_models, [grid.wt_name], grid.nm_patterns, ["dense", *grid.nm_methods],
+    vals, cis, _ = ppl_table(frame, grid.p.nm_models, [grid.wt_name], grid.p.nm_patterns, ["dense", *grid.p.nm_methods],
                              sparsity=0.5)
     return (marked_table(vals.astype(float), cis, skip_rows=["Dense"]),
             caption(grid, "N:M sparsity: WikiText-2 test perplexity at 2:4 and 4:8 (50%).", frame), vals)
@@ -141,7 +141,7 @@ def zeroshot_tables(results: dict[str, dict[str, dict]], grid: OgasGrid) -> list
     task, their mean (and that of the paper's Table 3 tasks, :data:`PAPER_ZEROSHOT`, where more ran),
     and the mean difference to Wanda paired over the same documents."""
     out = []
-    tasks = grid.zeroshot_tasks
+    tasks = grid.p.zeroshot_tasks
     for i, (name, res) in enumerate(results.items()):
         t = {}
         for r, result in res.items():
@@ -156,9 +156,9 @@ def zeroshot_tables(results: dict[str, dict[str, dict]], grid: OgasGrid) -> list
             p = zeroshot_paired(result, res["wanda"], tasks) if r not in ("dense", "wanda") else None
             row["vs Wanda (paired)"] = "—" if p is None else f"{p.estimate:+.3f} [{p.ci[0]:+.3f}, {p.ci[1]:+.3f}]"
             t[LABELS[r]] = row
-        cap = (f"**Table {3 + i}. Zero-shot accuracy, {name}, {grid.sparsity:.0%} unstructured.** lm-eval task "
-               f"YAMLs, first {grid.zeroshot_limit} documents per task, {grid.wt[name].setup.eval_dtype}, profile "
-               f"`{grid.profile}`; BoolQ passages lack the standard title prefix (local copy). Task columns: lm-eval's "
+        cap = (f"**Table {3 + i}. Zero-shot accuracy, {name}, {grid.p.sparsity:.0%} unstructured.** lm-eval task "
+               f"YAMLs, first {grid.p.zeroshot_limit} documents per task, {grid.wt[name].setup.eval_dtype}, profile "
+               f"`{grid.p.profile}`; BoolQ passages lack the standard title prefix (local copy). Task columns: lm-eval's "
                "`acc` (the highest log-likelihood answer); the last column: the paper's tasks' mean with `acc_norm` "
                "(log-likelihood per character) where lm-eval reports it (ARC, HellaSwag, PIQA), `acc` for BoolQ and "
                "WinoGrande. The paper does not say which it reports; the claims read `acc`.")
@@ -253,17 +253,17 @@ def ablation_table(frame: pd.DataFrame, grid: OgasGrid) -> tuple[pd.DataFrame, s
     with the other setting's gamma rule (fixed or searched) for ``gamma_rule_models``; each with its lambda,
     perplexity and ratio to Wanda paired over windows (empty if none ran)."""
     rows = []
-    for name in dict.fromkeys([*grid.ablation_models, *grid.gamma_rule_models]):
+    for name in dict.fromkeys([*grid.p.ablation_models, *grid.p.gamma_rule_models]):
         for r in [*ABLATION, "ogas-gamma-fixed", "ogas-gamma-search"]:
-            c = find(frame, name, grid.wt_name, r, grid.sparsity)
-            if c is None and (r not in ABLATION or name not in grid.ablation_models):
+            c = find(frame, name, grid.wt_name, r, grid.p.sparsity)
+            if c is None and (r not in ABLATION or name not in grid.p.ablation_models):
                 continue  # a model in gamma_rule_models only: Wanda, OGAS and its other gamma rule
-            p = paired_to(frame, name, grid.wt_name, r, "wanda", grid.sparsity)
+            p = paired_to(frame, name, grid.wt_name, r, "wanda", grid.p.sparsity)
             rows.append({"model": name, "variant": LABELS[r], "lambda": c.params.get("lam", "-"),
                          "gamma": c.params.get("gamma", "-"), "ppl": c.ppl,
                          "key": c.key, "vs Wanda (paired)": ratio_text(p)})
     cells = pd.DataFrame(rows)
-    cap = caption(grid, f"Table 5. Ablation at {grid.sparsity:.0%} on WikiText-2 test (paper: LLaMA-3.1-8B 8.85 "
+    cap = caption(grid, f"Table 5. Ablation at {grid.p.sparsity:.0%} on WikiText-2 test (paper: LLaMA-3.1-8B 8.85 "
                         "Wanda -> 8.16 energy-only / similar PAPR-only -> 7.99 OGAS).", cells)
     return (cells.drop(columns=["key"]).round(3) if len(cells) else cells), cap
 
@@ -274,7 +274,7 @@ def figure2_channels(frame: pd.DataFrame, grid: OgasGrid) -> tuple[str, str, dic
     """Figure 2: ``(model, layer, {"energy", "peak_ratio", "channel_sparsity": per channel})`` of the
     layer the first model's OGAS cell kept."""
     name, layer = grid.figure_model, grid.figure_layer_name
-    return name, layer, find(frame, name, grid.wt_name, "ogas", grid.sparsity).channels[layer]
+    return name, layer, find(frame, name, grid.wt_name, "ogas", grid.p.sparsity).channels[layer]
 
 
 def figure2_axes(ch: dict, lam: float, target: float) -> dict:
@@ -303,7 +303,7 @@ def figure2(frame: pd.DataFrame, grid: OgasGrid) -> tuple[str, str, dict]:
     """Figure 2's ``(model, layer, figure2_axes(...))`` with the model's own lambda."""
     name, layer, ch = figure2_channels(frame, grid)
     lam = float(grid.params_for(name, "ogas").get("lam", 0.4))
-    return name, layer, figure2_axes(ch, lam, grid.sparsity)
+    return name, layer, figure2_axes(ch, lam, grid.p.sparsity)
 
 
 def gamma_frames(frame: pd.DataFrame, grid: OgasGrid) -> list[tuple[str, pd.DataFrame, pd.DataFrame]]:
@@ -312,7 +312,7 @@ def gamma_frames(frame: pd.DataFrame, grid: OgasGrid) -> list[tuple[str, pd.Data
     ``quantiles``: the 5-95% quantiles of each layer's channel sparsity, by layer type."""
     out = []
     for name in grid.models:
-        c = find(frame, name, grid.wt_name, "ogas", grid.sparsity)
+        c = find(frame, name, grid.wt_name, "ogas", grid.p.sparsity)
         if c is None or not any("gamma_evals" in v for v in c.extras.values()):
             continue  # a fixed-gamma setting (Mistral): nothing was searched
         layers = pd.DataFrame([{"layer": n, "gamma": v.get("gamma"), "at_bound": v.get("gamma_at_bound", False),
@@ -331,12 +331,12 @@ def gamma_bounds_table(frame: pd.DataFrame, grid: OgasGrid) -> tuple[pd.DataFram
     rows = []
     for name in grid.models:
         for r in ("ogas", "ogas-energy", "ogas-papr", "ogas-wide"):
-            c = find(frame, name, grid.wt_name, r, grid.sparsity)
+            c = find(frame, name, grid.wt_name, r, grid.p.sparsity)
             if c is None or not any("gamma_evals" in v for v in c.extras.values()):
                 continue  # not run, or a fixed gamma (nothing searched)
             (lo, hi), tol = c.params.get("gamma_bounds", PAPER_GAMMA), c.params.get("gamma_tol", 0.05)
             g = np.array([v["gamma"] for v in c.extras.values()])
-            p = paired_to(frame, name, grid.wt_name, r, "ogas", grid.sparsity) if r == "ogas-wide" else None
+            p = paired_to(frame, name, grid.wt_name, r, "ogas", grid.p.sparsity) if r == "ogas-wide" else None
             rows.append({"model": name, "variant": LABELS[r], "interval": f"({lo:g}, {hi:g})", "layers": len(g),
                          "at the lower bound": int((g - lo < tol).sum()), "at the upper bound": int((hi - g < tol).sum()),
                          "median gamma": round(float(np.median(g)), 3),
@@ -359,12 +359,12 @@ def curve_frame(frame: pd.DataFrame, grid: OgasGrid) -> pd.DataFrame:
             rows.append({"model": name, "method": method, "sparsity": sp, "ppl": np.nan if c is None else c.ppl,
                          "label": label, "row": r, "headroom": headroom})
 
-    for name in grid.curve_models:
-        for m in grid.methods:
-            line(name, LABELS[m], LABELS[m], np.nan, [(sp, m) for sp in grid.curve_sparsities])
-        for h in grid.s_max_headrooms:
+    for name in grid.p.curve_models:
+        for m in grid.p.methods:
+            line(name, LABELS[m], LABELS[m], np.nan, [(sp, m) for sp in grid.p.curve_sparsities])
+        for h in grid.p.s_max_headrooms:
             line(name, f"OGAS headroom {h}", f"OGAS, S_max headroom {h}", h,
-                 [(sp, headroom_row(sp, h)) for sp in grid.curve_sparsities if sp > 0.6])
+                 [(sp, headroom_row(sp, h)) for sp in grid.p.curve_sparsities if sp > 0.6])
     return pd.DataFrame(rows, columns=["model", "method", "sparsity", "ppl", "label", "row", "headroom"])
 
 

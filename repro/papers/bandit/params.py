@@ -1,0 +1,101 @@
+"""Notebook 3's parameters (:class:`BanditParams`), each default declared here once: the notebook's parameters cell
+says the same values (tested), a profile changes some of them, and :meth:`BanditParams.of` checks a run's values
+before any model is loaded."""
+from __future__ import annotations
+
+from typing import Any
+
+from repro.engines.params import NotebookParams, Number
+from repro.errors import ReproError, UnknownNameError, check_list, check_number
+
+
+def _check_units(name: str, settings) -> None:
+    """``settings`` is ``{model: {unit kind: [ratios in [0, 1)]}}``, or one line naming what is not."""
+    from repro.structure.masks import KINDS
+
+    if not isinstance(settings, dict):
+        raise ReproError(f"parameter {name} must map each model to {{unit kind: [ratios]}}, got {settings!r}")
+    for model, by_kind in settings.items():
+        if not isinstance(by_kind, dict):
+            raise ReproError(f"parameter {name}[{model!r}] must map unit kinds to ratios, got {by_kind!r}")
+        for kind, ratios in by_kind.items():
+            if kind not in KINDS:
+                raise UnknownNameError(f"unit kind in {name}", kind, KINDS)
+            check_list(f"{name}[{model!r}][{kind!r}]", ratios, "number", 0.0, 1.0)
+
+
+class BanditParams(NotebookParams):
+    """Notebook 3 (damage-aware bandit pruning): the session's parameters with notebook 3's defaults, then what
+    chooses its cells, section by section."""
+    figures_dir: str = "../figures/03_bandit"
+    unit_settings: dict[str, dict[str, list[Number]]] = {"smollm2-135m": {"head": [0.10], "mlp": [0.03, 0.05, 0.08]},
+                                                         "gemma3-270m": {"head": [0.10]}}
+    ablation_settings: dict[str, dict[str, list[Number]]] | None = None  # the part of unit_settings 5b and 5d run on
+    data: str = "wikitext2:test"
+    seqlen: int = 128
+    max_windows: int | None = 1024
+    batch_size: int = 8
+    calib_nsamples: int = 512
+    calib_seqlen: int = 128
+    calib_batch_size: int = 8
+    search_dtype: str = "float32"  # losses of the searches: float32, or "eval" for eval_dtype (Taylor/Fisher: float32)
+    methods: list[str] = ["random", "magnitude", "wanda", "taylor", "fisher", "greedy", "ucb", "thompson"]
+    seeds: list[int] = [1, 2, 3, 42, 123]
+    search: dict[str, Any] = {"budget": 32, "pool_size": 48}
+    lambada_limit: int | None = 1024
+    vision_search: dict[str, Any] = {"budget": 32, "pool_size": 48}  # the vision searches' budget and pool
+    vision_models: list[str] = ["fashion-vit", "fashion-dinov2"]
+    vision_ratio: Number = 0.10
+    vision_methods: list[str] = ["random", "magnitude", "greedy", "ucb", "thompson"]
+    vision_n_calib: int = 512
+    vision_calib_batch_size: int = 64
+    vision_n_eval: int = 10000
+    vision_data: str = "fashion-mnist"  # or "imagenette[:/path]": ImageNet classifiers on Imagenette
+    memory: str = "persist"  # MAB arm statistics (repro.methods.bandit): kept while in the pool; "step": this step's
+    memory_ablation: bool = True  # section 5b: the MAB searches again under the other memory rules
+    join: str = "posterior"  # MAB-TS: the best posterior mean joins; "mean": the best mean reward, as MAB-UCB
+    join_ablation: bool = True  # section 5d: the MAB-TS searches again under the other join rule
+    wide_search: dict[str, Any] = {}  # section 5c: greedy and the MAB searches on the vision models, budget >= 2 x pool
+    removal: dict[str, Any] = {"model": "smollm2-135m", "method": "thompson", "seed": 1, "batches": [1, 8],
+                               "repeats": 5}
+
+    def check(self) -> None:
+        """Every value in range and every name known, before any model is loaded."""
+        from repro.methods.bandit import JOINS, MEMORY, SELECTORS
+
+        check_list("models", self.models)
+        check_list("vision_models", self.vision_models)
+        check_list("methods", self.methods, known=list(SELECTORS))
+        check_list("vision_methods", self.vision_methods, known=list(SELECTORS))
+        check_list("seeds", self.seeds, "integer", 0)
+        _check_units("unit_settings", self.unit_settings)
+        if self.ablation_settings is not None:
+            _check_units("ablation_settings", self.ablation_settings)
+            for model, kinds in self.ablation_settings.items():
+                if any(not set(rs) <= set(self.unit_settings.get(model, {}).get(k, [])) for k, rs in kinds.items()):
+                    raise ReproError(f"parameter ablation_settings[{model!r}] must be a part of unit_settings"
+                                     f"[{model!r}], got {kinds!r}")
+        check_number("vision_ratio", self.vision_ratio, lo=0.0, hi=1.0)
+        check_number("lambada_limit", self.lambada_limit, True, 1, allow_none=True)
+        check_number("seqlen", self.seqlen, True, 1)
+        if self.memory not in MEMORY:
+            raise UnknownNameError("memory", self.memory, MEMORY)
+        if self.join not in JOINS:
+            raise UnknownNameError("join", self.join, JOINS)
+        for name in ("search", "vision_search", "wide_search"):
+            s = getattr(self, name)
+            if not isinstance(s, dict):
+                raise ReproError(f"parameter {name} must be a mapping (budget, pool_size, ...), got {s!r}")
+            for k in ("budget", "pool_size"):
+                if k in s:
+                    check_number(f"{name}[{k!r}]", s[k], True, 1)
+
+    def ablation_memories(self) -> list[str]:
+        """The memory rules section 5b runs beside ``memory`` ("step", "carry"; none without ``memory_ablation``)."""
+        return [m for m in ("step", "carry") if m != self.memory] if self.memory_ablation else []
+
+    def ablation_join(self) -> str | None:
+        """The MAB-TS join rule section 5d runs beside ``join`` (None without ``join_ablation``)."""
+        from repro.methods.bandit import JOINS
+
+        return next(j for j in JOINS if j != self.join) if self.join_ablation else None

@@ -1,0 +1,101 @@
+"""Notebook 1's parameters (:class:`MpgParams`), each default declared here once: the notebook's parameters cell
+says the same values (tested), a profile changes some of them, and :meth:`MpgParams.of` checks a run's values
+before any model is loaded."""
+from __future__ import annotations
+
+from dataclasses import fields, replace
+from typing import Any
+
+from repro.assets.encoders import known_encoders
+from repro.assets.glue import GLUE, PAPER_RECIPES, Recipe
+from repro.assets.models import is_hub_id
+from repro.engines.params import NotebookParams, Number
+from repro.errors import UnknownNameError, check_list, check_number
+
+
+class MpgParams(NotebookParams):
+    """Notebook 1 (MP-G head pruning): the session's parameters with notebook 1's defaults, then what chooses
+    its cells, section by section."""
+    figures_dir: str = "../figures/01_mpg"
+    data: str = "wikitext2:validation"
+    seqlen: int = 1024
+    max_windows: int | None = 32
+    spread: bool = True  # the windows spread evenly over the whole split (and its dense number over every window)
+    batch_size: int = 1
+    calib_nsamples: int = 64
+    grad_nsamples: int = 32
+    calib_seqlen: int = 512
+    methods: list[str] = ["mpg", "mp", "wanda-head", "sparsegpt-head", "gradient-head", "hybrid", "magnitude-head",
+                          "random"]
+    sparsities: list[Number] = [0.125, 0.25, 0.5]
+    z_values: list[Number] = [1.5, 2.0, 2.5]
+    z_sparsities: list[Number] = [0.25, 0.5]
+    tie_seeds: list[int] = [0, 1, 2]
+    random_seeds: list[int] = [0, 1, 2, 3, 4]  # Table I: Random's draws
+    calib_seeds: list[int | None] = [0, 1, 2]  # Table I: the calibration draws of every calibration-based scorer
+    anatomy: bool = True  # section 3c: why collapsed cells collapse (sublayer RMS, single-head restores)
+    remedy_methods: list[str] = ["wanda-head", "sparsegpt-head", "gradient-head", "mpg"]  # section 3d
+    zeroshot_models: list[str] = ["smollm2-135m"]
+    zeroshot_tasks: list[str] = ["sst2", "mrpc", "rte"]
+    zeroshot_sparsities: list[Number] = [0.125, 0.25]
+    zeroshot_limit: int | None = 100
+    efficiency_models: list[str] = ["smollm2-135m"]
+    efficiency_sparsities: list[Number] = [0.25, 0.5]
+    efficiency_batches: list[int] = [1, 8]
+    efficiency_seqlen: int = 512
+    efficiency_repeats: int = 5
+    vision_models: list[str] = []  # MHA image classifiers (section 9): fashion-vit, fashion-dinov2
+    vision_n_calib: int = 256  # Fashion-MNIST *training* images for the calibration-based scorers
+    vision_grad_nsamples: int = 256  # of them, the first n for Gradient-Head
+    vision_n_eval: int = 2000  # the first n Fashion-MNIST test images (those notebook 3 evaluates on)
+    vision_data: str = "fashion-mnist"  # or "imagenette[:/path]"
+    mlm_models: list[str] = []  # section 9b: masked LMs by pseudo-perplexity (the paper's RoBERTa rows; hub ids)
+    mlm_seqlen: int = 128  # tokens per pseudo-perplexity window (between <s> and </s>)
+    glue_encoder: str = "minilm-l6"  # section 6: the MHA text encoder fine-tuned, then pruned
+    glue_tasks: list[str] = []  # sst2, mrpc, rte
+    glue_k: int = 5  # folds over each validation set (no GLUE training split offline)
+    glue_seeds: list[int] = [0]  # fine-tuning seeds
+    glue_recipe: dict[str, Any] = {}  # changes to the paper's recipe (repro.assets.glue.Recipe fields)
+    glue_n_calib: int = 64  # training-fold examples for the calibrated scorers
+    glue_grad_nsamples: int = 16  # of them, the first n for Gradient-Head
+    glue_random_seeds: list[int] = [0, 1, 2, 3, 4]  # Random's draws per fold
+
+    def check(self) -> None:
+        """Every value in range and every name known, before any model is loaded."""
+        from repro.methods.heads import HEAD_METHODS
+
+        for name in ("models", "zeroshot_models", "zeroshot_tasks", "efficiency_models", "vision_models", "mlm_models"):
+            check_list(name, getattr(self, name))
+        check_list("methods", self.methods, known=list(HEAD_METHODS))
+        check_list("remedy_methods", self.remedy_methods, known=list(HEAD_METHODS))
+        for name in ("sparsities", "z_sparsities", "zeroshot_sparsities", "efficiency_sparsities"):
+            check_list(name, getattr(self, name), "number", 0.0, 1.0)
+        check_list("z_values", self.z_values, "number")
+        check_list("efficiency_batches", self.efficiency_batches, "integer", 1)
+        for name in ("zeroshot_limit", "efficiency_seqlen", "efficiency_repeats"):
+            check_number(name, getattr(self, name), True, 1, allow_none=True)
+        check_number("mlm_seqlen", self.mlm_seqlen, True, 2)
+        check_list("glue_tasks", self.glue_tasks, known=list(GLUE))
+        for name in ("glue_seeds", "random_seeds", "glue_random_seeds", "tie_seeds"):
+            check_list(name, getattr(self, name), "integer", 0)
+        if self.calib_seeds != [None]:
+            check_list("calib_seeds", self.calib_seeds, "integer", 0)
+        check_number("glue_k", self.glue_k, True, 2)
+        for name in ("glue_n_calib", "glue_grad_nsamples"):
+            check_number(name, getattr(self, name), True, 1)
+        if self.glue_tasks and self.glue_encoder not in known_encoders() and not is_hub_id(self.glue_encoder):
+            raise UnknownNameError("glue_encoder (a known encoder or a hub id)", self.glue_encoder, known_encoders())
+        unknown = set(self.glue_recipe) - {f.name for f in fields(Recipe)}
+        if unknown:
+            raise UnknownNameError("glue_recipe key", sorted(unknown)[0], [f.name for f in fields(Recipe)])
+
+    def mlm_changes(self) -> dict:
+        """The masked LMs' setup: windows of ``mlm_seqlen`` text tokens, calibration windows no longer than them
+        (the notebook's ``calib_seqlen`` of 512 would not fit RoBERTa's 512 positions with <s> and </s>), FP32; no
+        shorter reference windows (``reference_seqlen``: the causal Table I's reconciliation)."""
+        return {"seqlen": self.mlm_seqlen, "calib_seqlen": min(self.calib_seqlen, self.mlm_seqlen),
+                "eval_dtype": "float32", "reference_seqlen": None}
+
+    def recipe(self, task: str) -> Recipe:
+        """The paper's recipe for ``task`` with the profile's changes (``glue_recipe``)."""
+        return replace(PAPER_RECIPES[task], **self.glue_recipe)
