@@ -89,11 +89,9 @@ class Context:
     def __init__(self, source: str | Path, params: dict, dry=None, retime: bool = False):
         """``dry``: a :class:`repro.engines.dry.DryRun`, for planning with nothing loaded (:func:`dry_run`);
         ``retime``: the timing cells are computed again here (:attr:`repro.store.Store.retime`)."""
-        from repro.notebooks import Session
+        from repro.notebooks import Session, paper_module
 
         self.source, self.params = str(source), params
-        from repro.notebooks import paper_module
-
         self.module = paper_module(source)
         self.session = Session({**params, "recompute": False})
         self.session.store.dry = dry
@@ -339,15 +337,12 @@ def compute(ctx: Context, start, slots: int, progress: Progress, out, max_retrie
                 pending.clear()
                 continue
             settle(pending.pop(handle), seconds, error)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, RecordWriteError) as e:  # stop the workers now; no half-written record stays
         getattr(backend, "stop", backend.close)()
         ctx.session.store.sweep_partial_writes()
         backend = None
-        raise Interrupted(len(finished)) from None
-    except RecordWriteError as e:
-        getattr(backend, "stop", backend.close)()
-        ctx.session.store.sweep_partial_writes()
-        backend = None
+        if isinstance(e, KeyboardInterrupt):
+            raise Interrupted(len(finished)) from None
         raise ReproError(f"stopped at the first record that could not be written ({e}); the {len(finished)} "
                          "record(s) written before it are whole, and a rerun resumes from them") from None
     finally:

@@ -252,8 +252,8 @@ def profile_name(profile: str | Path | None, params: dict) -> str:
 def paper_module(source: str | Path, nb=None):
     """The package of the paper whose notebook is ``source`` (its metadata ``repro: module: ...``, the jupytext
     header): it builds the notebook's grid (``build(session)``), plans it (``plan(session, grid)``) and types its
-    parameters (``Params``, a :class:`repro.engines.params.NotebookParams`). The three papers are imported here by name; another module (a new paper's package,
-    outside this repository) is imported by the name the header gives."""
+    parameters (``Params``, a :class:`repro.engines.params.NotebookParams`). The three papers are imported here by
+    name; another module (a new paper's package, outside this repository) by the name the header gives."""
     import importlib
 
     from repro.papers import bandit, mpg, ogas

@@ -192,8 +192,6 @@ class HeadExperiment(Experiment):
         """The (layer, head) pairs a cell prunes: the lowest ``sparsity`` share of ``scores`` (ranked globally, or
         within each layer: ``scale="layer"``), ties broken by index or by ``seed``. A cell and ``repro heads`` both
         select through here."""
-        if scale not in SCALES:
-            raise UnknownNameError("scale", scale, list(SCALES))
         return select_heads(SCALES[scale](scores), sparsity, tie_break, seed)
 
     def grid(self, methods, sparsities=(), z_values=(2.0,), tie_break: str = "index",

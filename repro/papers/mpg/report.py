@@ -20,9 +20,9 @@ class Report(Tables):
     """Paper 1's tables: each method takes what a section of the grid returned."""
 
     def __init__(self, session, grid: MpgGrid):
-        super().__init__(session, grid.lm)
+        super().__init__(session, grid.lm, grid.p)
         self.grid = grid
-        self.mha = MhaTables(session, grid.vision)
+        self.mha = MhaTables(session, grid.vision, grid.p)
 
     def describe(self) -> str:
         """The models, their geometry and the evaluation sample, one line each."""

@@ -53,8 +53,10 @@ class SessionTables:
     setup and evaluation data name the models in captions); ``session``: what names the setting (``store``,
     ``profile``, ``params``: the notebook's parameters, read as :class:`MpgParams`)."""
 
-    def __init__(self, session, experiments: dict):
-        self.store, self.profile, self.p = session.store, session.profile, MpgParams.of(session.params)
+    def __init__(self, session, experiments: dict, p: MpgParams | None = None):
+        """``p``: the grid's parameters, already typed (else typed here from ``session.params``)."""
+        self.store, self.profile = session.store, session.profile
+        self.p = p if p is not None else MpgParams.of(session.params)
         self.experiments = experiments
         self.models = list(experiments)
 
