@@ -21,7 +21,7 @@ from repro.assets.models import simulated_note
 from repro.engines.base import Setup, check_keys
 from repro.errors import ReproError, check_interrupted, check_results_dir
 from repro.profiles import check_sections, check_types, load_profile
-from repro.report import csv_text, replace_block, save_figure, save_table, to_markdown
+from repro.report import Table, csv_text, replace_block, save_figure, save_table, to_markdown
 from repro.store import Store, atomic_write_text
 from repro.words import short
 
@@ -79,10 +79,15 @@ class Session:
         """Save ``table`` as ``figures/<stem>.md`` (with its caption) and ``.csv`` (``raw`` numbers
         if given), and display it once, as Markdown (it returns nothing, so a cell that ends with it
         does not render the frame a second time), then ``reading``: what it shows, generated from its
-        numbers (:func:`repro.report.column_reading`, :func:`repro.report.ranking_reading`)."""
+        numbers (:func:`repro.report.column_reading`, :func:`repro.report.ranking_reading`). ``table``: a
+        :class:`repro.report.Table` (what a paper's report returns: frame, caption, reading and raw numbers
+        together), or a frame with the others given here."""
         import pandas as pd
         from IPython.display import Markdown, display
 
+        if isinstance(table, Table):
+            table, caption, reading, raw = table.frame, caption or table.caption, reading or table.reading, (
+                table.raw if raw is None else raw)
         if index is None:
             index = not isinstance(table.index, pd.RangeIndex)
         if caption and "profile `" not in caption.lower():  # every table says which profile produced it
@@ -93,11 +98,15 @@ class Session:
             display(Markdown("**What it shows.**\n\n" + reading))
 
     def show_claims(self, claims, stem: str, caption: str = "") -> None:
-        """Save a claims frame (:func:`repro.claims.claims_frame`) as ``figures/<stem>.md``, split by kind
-        of answer (:func:`repro.claims.claims_markdown`), and ``.csv`` (every column), and display it once."""
+        """Save a claims frame (:func:`repro.claims.claims_frame`; or a :class:`repro.report.Table` of one) as
+        ``figures/<stem>.md``, split by kind of answer (:func:`repro.claims.claims_markdown`), and ``.csv``
+        (every column), and display it once."""
         from IPython.display import Markdown, display
 
         from repro.claims import claims_markdown
+
+        if isinstance(claims, Table):
+            claims, caption = claims.frame, caption or claims.caption
 
         text = claims_markdown(claims, caption)
         atomic_write_text((self.figures / stem).with_suffix(".md"), text)

@@ -3,6 +3,7 @@ number comes from a result record."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -10,6 +11,16 @@ import pandas as pd
 from repro.evaluate.stats import pooled_ppl
 from repro.store import atomic_write_text
 from repro.words import num, ordinal
+
+
+class Table(NamedTuple):
+    """What a report's table method returns, and what :meth:`repro.notebooks.Notebook.show` displays: the
+    ``frame`` as shown, its ``caption`` (model, data and sample, profile), the ``reading`` generated from its
+    numbers ("" when the table needs none), and ``raw``: the numbers behind a formatted frame (its CSV) or None."""
+    frame: pd.DataFrame
+    caption: str
+    reading: str = ""
+    raw: pd.DataFrame | None = None
 
 
 def fmt_ci(value: float, ci, digits: int = 2) -> str:

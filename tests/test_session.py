@@ -7,6 +7,7 @@ from repro.engines.base import Experiment, Setup
 from repro.engines.heads import HeadExperiment
 from repro.errors import ReproError
 from repro.notebooks import start
+from repro.report import Table
 
 
 def params(tmp_path, **over):
@@ -59,6 +60,20 @@ def test_show_saves_and_update_readme_replaces_blocks(tmp_path, capsys):
     off = start(params(tmp_path, update_readme=False))
     off.update_readme({"b": "newer"})
     assert "newer" not in (tmp_path / "README.md").read_text()
+
+
+def test_show_takes_a_report_table_whole(tmp_path, monkeypatch):
+    """A report's Table (frame, caption, reading, raw) is shown as its parts would be: caption on top, the raw
+    numbers in the CSV, the reading displayed after the table."""
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda x: shown.append(x.data))
+    nb = start(params(tmp_path))
+    nb.show(Table(pd.DataFrame({"a": [1.5]}), "**Cap.**", "It reads 1.5.", pd.DataFrame({"a": [1.4999]})), "t3")
+    assert (tmp_path / "figures" / "t3.md").read_text().splitlines()[0] == f"**Cap.** Profile `{nb.profile}`."
+    assert "1.4999" in (tmp_path / "figures" / "t3.csv").read_text()
+    assert shown[1:] == ["**What it shows.**\n\nIt reads 1.5."]
 
 
 def test_each_generated_block_goes_to_the_file_that_holds_it(tmp_path, capsys):
