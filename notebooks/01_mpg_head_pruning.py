@@ -85,23 +85,21 @@ glue_random_seeds = [0, 1, 2, 3, 4]  # Random's draws per fold
 # %%
 import matplotlib.pyplot as plt
 import numpy as np
-import pandas as pd
 import seaborn as sns
 from IPython.display import Markdown, display
 
 from repro.notebooks import start
 from repro.papers import mpg as P
-from repro.papers.mpg import collapse as C
+from repro.papers.mpg import readings as Rd
 
 nb = start(globals(), "01_mpg_head_pruning")  # opened in JupyterLab: applies profiles/<profile>.yaml
 grid = P.build(nb)  # the experiments and one method per section below (repro run plans every section)
 exps, vexps = grid.lm, grid.vision  # {model: HeadExperiment}, {model: VisionHeadExperiment}
-R = P.Report(nb, grid)  # the tables below, with their captions
+R = P.Report(nb, grid)  # the tables below, each with its caption and reading
 
 # %%
 nb.this_run(R.provenance())  # what each model is, its samples, and the values the profile changed
-differences, cap = R.differences()  # generated from the parameters that ran
-nb.show(differences, "what_differs", cap)
+nb.show(R.differences(), "what_differs")  # generated from the parameters that ran
 
 # %% [markdown]
 # ## 1. The scores
@@ -175,12 +173,7 @@ nb.figure(fig, "norm_profile.png")
 
 # %%
 worked = grid.worked()  # {model: the numbers below, from the weights, recorded}
-W = P.worked
-first = worked[models[0]]["result"]
-terms = pd.DataFrame(first["terms"])
-nb.show(terms[["head", "kv_group", "q", "o", "k", "v", "qo", "kv_mp", "kv_mpg", "mp", "mpg", "rank_mp", "rank_mpg"]]
-        .round(3), "worked_layer", f"**MP and MP-G term by term**, {models[0]}, layer {int(terms.layer.iloc[0])} "
-        f"(g = {int(terms.g.iloc[0])}, z = 2; rank 1 = kept longest).", reading=W.layer_reading(terms))
+nb.show(R.worked_layer(models[0], worked[models[0]]), "worked_layer")
 
 # %% [markdown]
 # **Why so many heads score exactly 0.** A head scores 0 when *none* of its $4 d_h$ features (its $d_h$ $Q$
@@ -190,7 +183,7 @@ nb.show(terms[["head", "kv_group", "q", "o", "k", "v", "qo", "kv_mp", "kv_mpg", 
 # with the real counts of each model.
 
 # %%
-display(Markdown("\n".join(f"- **{n}**: {W.zero_reading(r['result']['zero'])}" for n, r in worked.items())))
+display(Markdown("\n".join(f"- **{n}**: {Rd.zero_reading(r['result']['zero'])}" for n, r in worked.items())))
 
 # %% [markdown]
 # **One KV head per layer (Gemma-3-270m).** With $H_{kv} = 1$ every query head of a layer shares the same $K$
@@ -201,10 +194,7 @@ display(Markdown("\n".join(f"- **{n}**: {W.zero_reading(r['result']['zero'])}" f
 # %%
 for n, r in worked.items():
     if r["result"]["single_kv"]:
-        kv = pd.DataFrame(r["result"]["single_kv"])
-        nb.show(kv[["layer", "g", "kv_mp", "kv_mpg", "qo_min", "qo_max", "kv_constant", "same_order"]].round(3),
-                f"worked_single_kv_{n}", f"**The KV term is a per-layer constant**, {n} (one K/V head per layer, z = 2).",
-                reading=W.single_kv_reading(kv))
+        nb.show(R.worked_single_kv(n, r), f"worked_single_kv_{n}")
 
 # %% [markdown]
 # ## 2. Scoring every head
@@ -214,8 +204,8 @@ for n, r in worked.items():
 
 # %%
 scores = grid.scores()  # no sparsity: every method's head scores only
-cost_table, cap, cost = R.scoring_cost(scores, methods)
-nb.show(cost_table, "scoring_cost", cap, reading=R.cost_reading(cost))
+cost = R.cost(scores, methods)  # the claims read it too
+nb.show(R.scoring_cost(cost), "scoring_cost")
 
 # %%
 from matplotlib.colors import LogNorm
@@ -237,7 +227,7 @@ ax.set_ylabel("layer")
 ax.set_title(f"{name}: MP-G scores (z = 2, log scale; grey = exactly 0); red = pruned at 25% ({len(pruned)} heads)",
              fontsize=9)
 nb.figure(fig, "mpg_scores_heatmap.png")
-print(f"{int((s == 0).sum())} of {s.size} heads score exactly 0: at low sparsity the cut falls inside this tie.")
+print(Rd.zero_scores_reading(s))
 
 # %% [markdown]
 # ## 3. Table I: perplexity after pruning
@@ -262,8 +252,9 @@ print(f"{int((s == 0).sum())} of {s.size} heads score exactly 0: at low sparsity
 
 # %%
 main = grid.table1()  # dense and every method x sparsity (index tie-break, z = 2)
-table1, cap1, vals = R.table1(main, methods, sparsities)
-nb.show(table1, "table1_ppl", cap1, raw=vals, reading=R.table1_reading(vals))
+table1 = R.table1(main, methods, sparsities)  # also the README's
+vals = table1.raw  # its perplexities, which the tables below read
+nb.show(table1, "table1_ppl")
 
 # %% [markdown]
 # How much does the draw alone move a cell? Each draw of each drawn method, and its worst draw against its best.
@@ -271,13 +262,12 @@ nb.show(table1, "table1_ppl", cap1, raw=vals, reading=R.table1_reading(vals))
 # sample stands in for the split only if the two agree.
 
 # %%
-draw_table, cap = R.draw_spread(main, sparsities)
-if len(draw_table):  # some method was drawn more than once
-    nb.show(draw_table, "table1_draws", cap, reading=R.draw_spread_reading(draw_table))
+draws = R.draw_spread(main, sparsities)
+if len(draws.frame):  # some method was drawn more than once
+    nb.show(draws, "table1_draws")
 full = grid.full_split()  # {model: dense record over every window}
 if full:
-    split, cap = R.sample_vs_split(main, full)
-    nb.show(split, "table1_sample_vs_split", cap)
+    nb.show(R.sample_vs_split(main, full), "table1_sample_vs_split")
 
 # %% [markdown]
 # **What the draws show.** On Gemma, Wanda-Head, SparseGPT-Head and Hybrid pick the *same* heads whatever
@@ -296,8 +286,7 @@ if full:
 # the other), so in such a cell they prune the same heads and Table I shows them equal.
 
 # %%
-zero_ties, cap = R.zero_ties(R.scores(), ["mpg", "mp"], sparsities)
-nb.show(zero_ties, "zero_score_ties", cap, reading=R.zero_ties_reading(zero_ties))
+nb.show(R.zero_ties(R.scores(), ["mpg", "mp"], sparsities), "zero_score_ties")
 
 # %% [markdown]
 # ### 3a. Each model fed as it expects
@@ -312,9 +301,7 @@ nb.show(zero_ties, "zero_score_ties", cap, reading=R.zero_ties_reading(zero_ties
 # *improve* it (the earlier runs of this project, before the rule, showed exactly that).
 
 # %%
-pairs = grid.feeding()
-feeding, cap = R.feeding(pairs)
-nb.show(feeding, "feeding_bos", cap, reading=R.feeding_reading(pairs))
+nb.show(R.feeding(grid.feeding()), "feeding_bos")
 
 # %% [markdown]
 # ### 3b. Paired comparisons
@@ -325,8 +312,7 @@ nb.show(feeding, "feeding_bos", cap, reading=R.feeding_reading(pairs))
 # many windows MP-G had the lower loss.
 
 # %%
-paired, cap = R.paired(main, sparsities)
-nb.show(paired, "paired_vs_mpg", cap, reading=R.paired_reading(paired))
+nb.show(R.paired(main, sparsities), "paired_vs_mpg")
 
 # %% [markdown]
 # ### Where the pruned heads are
@@ -337,8 +323,7 @@ nb.show(paired, "paired_vs_mpg", cap, reading=R.paired_reading(paired))
 # method empties completely and the most heads it takes from one layer.
 
 # %%
-per_layer, cap = R.spread(scores, methods, sparsities[0])
-nb.show(per_layer, "pruned_per_layer", cap, reading=R.spread_reading(per_layer, vals))
+nb.show(R.spread(scores, methods, sparsities[0], vals), "pruned_per_layer")
 
 # %%
 fig, axes = plt.subplots(1, len(models), figsize=(6 * len(models), 4), squeeze=False)
@@ -383,12 +368,11 @@ nb.figure(fig, "ppl_vs_sparsity.png")
 # repairs most, and on Gemma the largest factor by which a cut scales up a layer's survivors.
 
 # %%
-display(Markdown("\n".join(f"- **{n}** (from the scores alone): {W.emptied_reading(scores, n, max(sparsities))}"
+display(Markdown("\n".join(f"- **{n}** (from the scores alone): {Rd.emptied_reading(scores, n, max(sparsities))}"
                            for n in models)))
 grid.anatomy()  # the diagnosis records of the cells Table I shows collapsing
 if anatomy:
-    anat, cap, anat_frame = R.anatomy()
-    nb.show(anat, "collapse_anatomy", cap, reading=C.anatomy_reading(anat_frame))
+    nb.show(R.anatomy(), "collapse_anatomy")
 
 # %% [markdown]
 # **What we found.** The worst collapses are few heads deep. On Gemma, Wanda-Head and SparseGPT-Head at 12.5%
@@ -415,8 +399,7 @@ if anatomy:
 
 # %%
 for name, t in R.layer_scale(scores, ["wanda-head", "sparsegpt-head", "magnitude-head", "mpg"], sparsities[0]).items():
-    nb.show(t.round(3), f"layer_scale_{name}", f"**Per-layer score scale**, {name}, pruned heads at "
-            f"{sparsities[0]:.1%} (profile `{profile}`).", reading=C.layer_scale_reading(t, name, sparsities[0]))
+    nb.show(t, f"layer_scale_{name}")
 
 # %% [markdown]
 # ### 3d. A remedy (ours, beyond the paper): rank each head within its layer
@@ -431,8 +414,7 @@ for name, t in R.layer_scale(scores, ["wanda-head", "sparsegpt-head", "magnitude
 # %%
 remedy_frame = grid.remedy()  # remedy_methods x sparsities, ranked by layer-normalised scores
 if remedy_methods:
-    remedy, cap = R.remedy(remedy_frame, remedy_methods, sparsities)
-    nb.show(remedy, "remedy_layer_normalised", cap, reading=C.remedy_reading(remedy))
+    nb.show(R.remedy(remedy_frame, remedy_methods, sparsities), "remedy_layer_normalised")
 
 # %% [markdown]
 # **What we found.** Where a calibrated score collapses at the lower sparsities, ranking within each layer
@@ -452,8 +434,7 @@ if remedy_methods:
 # rescues LLaMA-3-8B at 50% (perplexity 7227 at $z = 2$ -> 282.8).
 
 # %%
-table2, cap2, t2v = R.table2(grid.table2(), z_values, z_sparsities)  # MP-G and MP at every z
-nb.show(table2, "table2_z_sweep", cap2, raw=t2v, reading=R.table2_reading(t2v))
+nb.show(R.table2(grid.table2(), z_values, z_sparsities), "table2_z_sweep")  # MP-G and MP at every z
 
 # %% [markdown]
 # ## 5. Table IV: how often each method wins
@@ -464,10 +445,9 @@ nb.show(table2, "table2_z_sweep", cap2, raw=t2v, reading=R.table2_reading(t2v))
 # have been best or second had it been added to the paper's set.
 
 # %%
-table4, cap4 = R.table4(vals, methods)
-nb.show(table4, "table4_rank_counts", cap4, reading=R.table4_reading(table4))
-extra, cap4b = R.table4b(vals, methods)
-nb.show(extra, "table4b_extra_methods", cap4b, reading=R.table4b_reading(extra))
+table4 = R.table4(vals, methods)  # the summary reads it too
+nb.show(table4, "table4_rank_counts")
+nb.show(R.table4b(vals, methods), "table4b_extra_methods")
 
 # %% [markdown]
 # ## 6. Table III: fine-tune, then prune
@@ -489,8 +469,7 @@ nb.show(extra, "table4b_extra_methods", cap4b, reading=R.table4b_reading(extra))
 # %%
 glue = grid.table3()  # every fold of every fine-tuning seed (repro.engines.glue)
 if glue is not None and len(glue):
-    table3, cap3 = R.table3_glue(glue)
-    nb.show(table3, "table3_glue", cap3, reading=R.glue_reading(glue))
+    nb.show(R.table3_glue(glue), "table3_glue")
 
 # %% [markdown]
 # ### 6a. Appendix: the zero-shot analogue (uninformative)
@@ -502,9 +481,9 @@ if glue is not None and len(glue):
 
 # %%
 records = grid.zeroshot()  # the cells Table I's ranking picks
-zs_table, zs_cap = R.table3(records)
+zs_table = R.table3(records)  # None without records
 if zs_table is not None:
-    nb.show(zs_table, "table3_zeroshot_analogue", zs_cap, reading=R.table3_reading(R.zeroshot_rows(records)))
+    nb.show(zs_table, "table3_zeroshot_analogue")
 
 # %% [markdown]
 # ## 7. Ties and the tie-break
@@ -515,8 +494,7 @@ if zs_table is not None:
 # the tie-break rather than the score.
 
 # %%
-ties, cap = R.ties(grid.ties(), scores, sparsities)  # one cell per seed of each model's tie_seeds
-nb.show(ties, "tie_break", cap, reading=R.ties_reading(ties))
+nb.show(R.ties(grid.ties(), scores, sparsities), "tie_break")  # one cell per seed of each model's tie_seeds
 
 # %% [markdown]
 # ## 8. Efficiency: zeroing versus removing heads
@@ -533,8 +511,7 @@ nb.show(ties, "tie_break", cap, reading=R.ties_reading(ties))
 
 # %%
 eff = grid.efficiency()
-eff_table, cap_eff = R.efficiency(eff)
-nb.show(eff_table, "efficiency", cap_eff, reading=R.efficiency_reading(eff_table) if len(eff_table) else "")
+nb.show(R.efficiency(eff), "efficiency")
 
 # %% [markdown]
 # ## 9. MHA encoders (beyond the paper's models: its encoder rows' analogue)
@@ -560,8 +537,7 @@ nb.show(eff_table, "efficiency", cap_eff, reading=R.efficiency_reading(eff_table
 M = R.mha  # the MHA encoders' tables
 vframe, vscores = grid.mha()  # scores (MP at every z too), dense and method x sparsity cells, MP-G's z sweep
 if vexps:
-    mha_table, cap, raw = M.table(vframe, sparsities, methods)
-    nb.show(mha_table, "mha_encoders", cap, raw=raw, reading=R.mha_reading(raw))
+    nb.show(M.table(vframe, sparsities, methods), "mha_encoders")
 else:
     print("No MHA encoder in this profile (vision_models is empty).")
 
@@ -574,8 +550,7 @@ else:
 
 # %%
 if vexps:
-    mha_ties, cap = M.zero_ties(vscores, ["mpg"], sparsities)
-    nb.show(mha_ties, "mha_zero_score_ties", cap, reading=R.zero_ties_reading(mha_ties))
+    nb.show(M.zero_ties(vscores, ["mpg"], sparsities), "mha_zero_score_ties")
 
 # %% [markdown]
 # **Sanity.** A pruned model more accurate than the dense one, or below chance (one image in ten: ten balanced
@@ -593,7 +568,7 @@ if vexps:
 
 # %%
 if vexps:
-    print(P.surprising_cells(vframe, list(vexps)))
+    print(Rd.surprising_cells_reading(vframe, list(vexps)))
 
 # %% [markdown]
 # ### 9a. The threshold z on MHA models
@@ -602,8 +577,7 @@ if vexps:
 
 # %%
 if vexps:
-    mha_z, cap, raw = M.z_table(vframe, z_values, z_sparsities)
-    nb.show(mha_z, "mha_z_sweep", cap, raw=raw, reading=R.table2_reading(raw, "cross-entropy"))
+    nb.show(M.z_table(vframe, z_values, z_sparsities), "mha_z_sweep")
 
 # %% [markdown]
 # ### 9b. The paper's MHA claims on these models
@@ -618,8 +592,8 @@ if vexps:
 
 # %%
 if vexps:
-    mha_shown, cap_mha, mha_claims = M.claims(vframe, vscores, sparsities, z_values, z_sparsities)
-    nb.show_claims(mha_claims, "claims_mha", cap_mha)
+    mha_claims = M.claims(vframe, vscores, sparsities, z_values, z_sparsities)
+    nb.show_claims(mha_claims, "claims_mha")
 else:
     mha_claims = None
 
@@ -638,9 +612,9 @@ else:
 
 # %%
 encoder_frame = grid.encoder_rows()  # mlm_models x methods x sparsities, pseudo-perplexity
-enc_table, cap, _ = R.encoder_table(encoder_frame)
+enc_table = R.encoder_table(encoder_frame)  # None without a masked LM
 if enc_table is not None:
-    nb.show(enc_table, "table1_encoders", cap)
+    nb.show(enc_table, "table1_encoders")
 else:
     print("No masked language model in this profile (mlm_models is empty).")
 
@@ -657,9 +631,8 @@ else:
 
 # %%
 frame = R.frame()
-shown, cap_claims, claims = R.claims(frame, sparsities, z_values, z_sparsities, cost=cost, efficiency=eff,
-                                     zeroshot=records, glue=glue)
-nb.show_claims(claims, "claims", cap_claims)
+claims = R.claims(frame, sparsities, z_values, z_sparsities, cost=cost, efficiency=eff, zeroshot=records, glue=glue)
+nb.show_claims(claims, "claims")
 
 # %% [markdown]
 # ## 11. What the results say
@@ -670,9 +643,9 @@ nb.show_claims(claims, "claims", cap_claims)
 display(Markdown(R.summary(main, claims, table4, mha_claims)))
 
 # %%
-nb.update_readme(P.readme_blocks(table1, cap1, claims, cap_claims))
+nb.update_readme(P.readme_blocks(table1, claims))
 # Metrics that tests and CI can assert (recorded in the executed notebook)
 import json
 
-metrics = P.metrics(main, frame, claims, models)
+metrics = P.metrics(main, frame, claims.frame, models)
 print(json.dumps(metrics))

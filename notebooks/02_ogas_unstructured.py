@@ -78,16 +78,16 @@ from IPython.display import Markdown, display
 
 from repro.notebooks import start
 from repro.papers import ogas as P
+from repro.papers.ogas import readings as Rd
 from repro.papers.ogas import worked as W
 
 nb = start(globals(), "02_ogas_unstructured")  # opened in JupyterLab: applies profiles/<profile>.yaml
 grid = P.build(nb)  # the experiments and one method per section below (repro run plans every section)
-R = P.Report(nb, grid)  # the tables below, with their captions
+R = P.Report(nb, grid)  # the tables below, each with its caption and reading
 
 # %%
 nb.this_run(R.provenance())  # per model: what it is, WikiText-2 (train -> test) and C4 (the sample's two halves)
-differences, cap = R.differences()  # generated from the parameters that ran
-nb.show(differences, "what_differs", cap)
+nb.show(R.differences(), "what_differs")  # generated from the parameters that ran
 
 # %% [markdown]
 # ## 1. The methods
@@ -158,11 +158,7 @@ t = W.trace_of(worked)
 print(f"{grid.figure_model} {t['layer']}: {t['rows']} output channels x {t['cols']} inputs; lambda = {t['lam']:g}, "
       f"target {t['target']:.0%}, S_min = {t['s_min']:g}, S_max = {t['s_max']:g}; "
       f"{t['subset_windows']} calibration windows in the gamma search")
-nb.show(W.channel_terms(worked).round(4), "worked_channels",
-        f"**The most and least important channels of {t['layer']}** ({grid.figure_model}, OGAS "
-        f"{ogas_setting[grid.figure_model]} setting, {sparsity:.0%}). E: energy, P: peak ratio, x and y their "
-        f"normalised terms, I the importance, s the sparsity OGAS assigns; vs Wanda: weights removed from the row "
-        f"minus Wanda's (negative: the row keeps more).", index=False)
+nb.show(R.worked_channels(worked), "worked_channels", index=False)
 
 # %% [markdown]
 # **What min-max normalisation does with outliers.** $x_i$ and $y_i$ take their scale from the single most
@@ -184,7 +180,7 @@ for ax, (key, row) in zip(axes, zip(("x", "y"), st.itertuples())):
     ax.legend(fontsize=7)
 axes[0].set_ylabel("channels")
 nb.figure(fig, "worked_minmax_stretch.png")
-display(Markdown(W.stretch_reading(worked)))
+display(Markdown(Rd.stretch_reading(worked)))
 
 # %% [markdown]
 # **From importance to sparsity.** Channel $i$ gets
@@ -207,10 +203,7 @@ ax.set_xlabel("importance I_i")
 ax.set_ylabel("channel sparsity s_i")
 ax.legend(fontsize=7, markerscale=2)
 nb.figure(fig, "worked_sparsity_vs_importance.png")
-nb.show(W.reallocation_table(worked).round(4), "worked_reallocation",
-        f"**How much OGAS moves channels off the uniform {sparsity:.0%}**, per gamma: alpha, the layer's relative "
-        f"output error L, quantiles and spread of s, and the share of channels within 0.01 of the target.",
-        index=False, reading=W.reallocation_reading(worked))
+nb.show(R.worked_reallocation(worked), "worked_reallocation", index=False)
 
 # %% [markdown]
 # **$\alpha$ makes the layer hit the target.** For a given $\gamma$, $\alpha$ solves
@@ -235,7 +228,7 @@ ax.set_xlabel("alpha")
 ax.set_ylabel("f(alpha) = mean s - target")
 ax.legend(fontsize=7)
 nb.figure(fig, "worked_alpha_root.png")
-display(Markdown(W.root_reading(worked) + " " + W.root_reading(worked, t["s_max"])))
+display(Markdown(Rd.root_reading(worked) + " " + Rd.root_reading(worked, t["s_max"])))
 
 # %% [markdown]
 # **$\gamma$ by search.** In the LLaMA setting $\gamma$ minimises the layer's relative output error on
@@ -264,7 +257,7 @@ ax.set_xlabel("gamma (log)")
 ax.set_ylabel("L(gamma)")
 ax.legend(fontsize=7)
 nb.figure(fig, "worked_gamma_search.png")
-display(Markdown(W.gamma_reading(worked)))
+display(Markdown(Rd.gamma_reading(worked)))
 
 # %% [markdown]
 # **Inside each row.** Row $i$ loses its $\lfloor C_{in} s_i \rfloor$ lowest Wanda scores
@@ -274,7 +267,7 @@ display(Markdown(W.gamma_reading(worked)))
 
 # %%
 main = P.find(grid.run_main(), grid.figure_model, grid.wt_name, "ogas", sparsity)  # Tables 1-2's OGAS cell
-display(Markdown(W.same_pruning_reading(worked, None if main is None else main.zeros_sha256)))
+display(Markdown(Rd.same_pruning_reading(worked, None if main is None else main.zeros_sha256)))
 
 # %% [markdown]
 # ## 2. Tables 1-2: perplexity at 50%
@@ -297,12 +290,11 @@ display(Markdown(W.same_pruning_reading(worked, None if main is None else main.z
 
 # %%
 frame = grid.run_main()
-table12, cap12, vals = R.table12(frame)
-nb.show(table12, "table12_ppl", cap12, raw=vals, reading=R.table12_reading(vals))
+table12 = R.table12(frame)  # also the README's
+nb.show(table12, "table12_ppl")
 refs = grid.run_references()  # the dense number on other windows: where the tables' sample sits
 if refs:
-    split, cap_split, split_reading = R.sample_vs_split(frame, refs)
-    nb.show(split, "table12_sample_vs_split", cap_split, index=False, reading=split_reading)
+    nb.show(R.sample_vs_split(frame, refs), "table12_sample_vs_split", index=False)
 
 # %% [markdown]
 # ### Achieved sparsity and what the rounding is worth
@@ -311,10 +303,8 @@ if refs:
 # target; the exact variant hits it. The ratio of the two, paired over windows, is what the rounding buys.
 
 # %%
-achieved, cap_a = R.achieved(frame)
-nb.show(achieved, "achieved_sparsity", cap_a, reading=R.achieved_reading(achieved))
-worth, cap_w = R.rounding(frame)
-nb.show(worth, "rounding_worth", cap_w, reading=R.rounding_reading(frame))
+nb.show(R.achieved(frame), "achieved_sparsity")
+nb.show(R.rounding(frame), "rounding_worth")
 
 # %% [markdown]
 # ### N:M sparsity (2:4 and 4:8), beyond the paper
@@ -324,8 +314,7 @@ nb.show(worth, "rounding_worth", cap_w, reading=R.rounding_reading(frame))
 
 # %%
 frame = grid.run_nm()
-table_nm, cap_nm, nm_vals = R.nm(frame)
-nb.show(table_nm, "table_nm", cap_nm, raw=nm_vals, reading=R.nm_reading(nm_vals))
+nb.show(R.nm(frame), "table_nm")
 
 # %% [markdown]
 # ## 3. Tables 3-4: zero-shot accuracy at 50%
@@ -340,10 +329,10 @@ nb.show(table_nm, "table_nm", cap_nm, raw=nm_vals, reading=R.nm_reading(nm_vals)
 
 # %%
 zeroshot = grid.run_zeroshot()
-chance, cap_chance = R.dense_vs_chance(zeroshot)
-for stem, table, cap in R.zeroshot(zeroshot):
-    nb.show(table, stem, cap)
-display(Markdown(R.zeroshot_reading(zeroshot, chance)))
+chance = R.dense_vs_chance(zeroshot)
+for stem, table in R.zeroshot(zeroshot):
+    nb.show(table, stem)
+display(Markdown(Rd.zeroshot_reading(zeroshot, chance.frame, grid.p.zeroshot_tasks)))  # what the tables show together
 
 # %% [markdown]
 # **Is the dense model above chance?** Before reading what pruning costs, each dense model's accuracy per
@@ -352,8 +341,8 @@ display(Markdown(R.zeroshot_reading(zeroshot, chance)))
 # about the method.
 
 # %%
-nb.show(chance, "zeroshot_dense_vs_chance", cap_chance, index=False)
-display(Markdown(R.chance_summary(chance)))
+nb.show(chance.frame, "zeroshot_dense_vs_chance", chance.caption, index=False)
+display(Markdown(chance.reading))  # its reading, as a paragraph of its own
 
 # %% [markdown]
 # **Which answer does each model lean to?** A two-answer task can be scored well without reading the
@@ -362,10 +351,10 @@ display(Markdown(R.chance_summary(chance)))
 # model gives it (lm-eval's chosen answer per document, `repro.evaluate.zeroshot`).
 
 # %%
-bias, cap_bias = R.answer_bias(zeroshot)
-if len(bias):
-    nb.show(bias, "zeroshot_answer_bias", cap_bias, index=False)
-display(Markdown(R.answer_bias_reading(bias)))
+bias = R.answer_bias(zeroshot)
+if len(bias.frame):
+    nb.show(bias.frame, "zeroshot_answer_bias", bias.caption, index=False)
+display(Markdown(bias.reading))  # its reading, as a paragraph of its own (also when no table)
 
 # %% [markdown]
 # **What we found.** No dense accuracy lies far below chance, so nothing points to a feeding or scoring bug;
@@ -392,9 +381,9 @@ display(Markdown(R.answer_bias_reading(bias)))
 
 # %%
 frame = grid.run_ablation()
-table5, cap5 = R.ablation(frame)
-if len(table5):
-    nb.show(table5, "table5_ablation", cap5, reading=R.ablation_reading(table5))
+table5 = R.ablation(frame)
+if len(table5.frame):
+    nb.show(table5, "table5_ablation")
 
 # %% [markdown]
 # ## 5. Figure 2: energy, peak ratio and the sparsity OGAS assigns
@@ -451,8 +440,7 @@ for name, ex, q in R.gamma_frames(frame):
 # interval, window by window: how much the paper's choice of interval matters here.
 
 # %%
-bounds, cap = R.gamma_bounds(frame)
-nb.show(bounds, "gamma_bounds", cap, reading=R.bounds_reading(bounds))
+nb.show(R.gamma_bounds(frame), "gamma_bounds")
 
 # %% [markdown]
 # ## 6. Figure 4: perplexity from 30% to 90%
@@ -479,8 +467,7 @@ for ax, name in zip(axes[0], curve_models):
     ax.set_title(f"{name} ({profile}, first {grid.wt[name].setup.max_windows} x {seqlen} tokens)", fontsize=9)
     ax.legend(fontsize=7)
 nb.figure(fig, "fig4_ppl_vs_sparsity.png")
-table4, cap4 = R.curve_table(curve, frame)
-nb.show(table4, "fig4_ppl_vs_sparsity", cap4, reading=R.curve_reading(curve, dense))
+nb.show(R.curve_table(curve, frame), "fig4_ppl_vs_sparsity")
 
 # %% [markdown]
 # ## 7. Claims checked
@@ -492,8 +479,8 @@ nb.show(table4, "fig4_ppl_vs_sparsity", cap4, reading=R.curve_reading(curve, den
 # $\log \mathrm{ppl}_{90} - \log \mathrm{ppl}_{70}$ of OGAS with each other method, paired over windows.
 
 # %%
-shown, cap_claims, claims = R.claims(frame)
-nb.show_claims(claims, "claims", cap_claims)
+claims = R.claims(frame)  # its reading is section 8
+nb.show_claims(claims, "claims")
 
 # %% [markdown]
 # ## 8. What the results say
@@ -501,8 +488,8 @@ nb.show_claims(claims, "claims", cap_claims)
 # Generated from the records (no number typed by hand).
 
 # %%
-display(Markdown(R.summary(claims)))
+display(Markdown(claims.reading))
 
 # %%
-nb.update_readme(R.readme_blocks((table12, cap12), (claims, cap_claims)))
+nb.update_readme(R.readme_blocks(table12, claims))
 print(json.dumps(R.metrics(frame, claims)))

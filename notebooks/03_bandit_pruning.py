@@ -85,8 +85,7 @@ R = P.Report(nb, grid)  # the tables below, with their captions
 
 # %%
 nb.this_run(R.provenance())  # what each model is, its samples, and the values the profile changed
-differences, cap = R.differences()  # generated from the parameters that ran
-nb.show(differences, "what_differs", cap)
+nb.show(R.differences(), "what_differs")  # generated from the parameters that ran
 
 # %% [markdown]
 # ## 1. The search
@@ -156,8 +155,7 @@ from repro.papers.bandit import synthetic as S
 
 print(S.describe(budgets=(8, 32)))
 toy = S.compare(budgets=(8, 32), memories=("persist", "step"))  # every seed on its own arms and noise
-toy_table = S.summary(toy).round(4)
-nb.show(toy_table, "synthetic_arms", S.caption(), reading=S.reading(toy_table))
+nb.show(S.table(toy), "synthetic_arms")
 fig, ax = plt.subplots(figsize=(8, 3.5))
 sns.boxplot(data=toy.assign(rule=toy.policy + " " + toy.memory.replace("-", "")), x="rule", y="regret", hue="budget",
             ax=ax, fliersize=2)
@@ -202,8 +200,8 @@ print(f"damage {w['damage']} with tau {w['tau']}: reward sigma(-{w['damage']}/{w
 # %%
 frame = grid.language_models()  # dense, then every (unit type, ratio, method, seed) of each language model
 lm = P.lm_table(frame)
-table1, cap_lm = R.table1(lm, frame)
-nb.show(table1, "table1_lm", cap_lm, reading=R.table1_reading(table1))
+table1 = R.table1(lm, frame)
+nb.show(table1, "table1_lm")
 
 # %% [markdown]
 # Where a one-shot baseline loses to random, that is a finding to explain, not a number to pass over:
@@ -213,8 +211,7 @@ nb.show(table1, "table1_lm", cap_lm, reading=R.table1_reading(table1))
 # paired 95% interval over windows, and the LAMBADA perplexity change (%); `inf` marks a failure.
 
 # %%
-per_seed, cap_ps = R.table1_per_seed(lm, frame)
-nb.show(per_seed, "table1_per_seed", cap_ps, reading=R.per_seed_reading(lm))
+nb.show(R.table1_per_seed(lm, frame), "table1_per_seed")
 
 # %%
 settings = R.settings  # every (model, unit type, ratio)
@@ -271,9 +268,9 @@ if run is not None:
 # *harmful* pulls had damage above $\tau$ ($r < 0.27$), *beneficial* ones below $-\tau$ ($r > 0.73$).
 
 # %%
-rewards_t, cap_r = R.rewards(frame)
-if len(rewards_t):
-    nb.show(rewards_t, "table_rewards", cap_r, reading=R.rewards_reading(rewards_t))
+rewards_t = R.rewards(frame)
+if len(rewards_t.frame):
+    nb.show(rewards_t, "table_rewards")
 
 # %%
 maps = R.head_maps(frame)  # {model: (times each (layer, head) was selected by UCB, TS and greedy, seeds)}
@@ -291,9 +288,9 @@ if maps:
 # tenth of the layers.
 
 # %%
-lp, cap_lp = R.layers(frame)
-if len(lp):
-    nb.show(lp, "table_unit_layers", cap_lp, reading=R.layers_reading(lp))
+lp = R.layers(frame)
+if len(lp.frame):
+    nb.show(lp, "table_unit_layers")
 
 # %% [markdown]
 # ### Why Wanda-style does worse than random here
@@ -341,8 +338,8 @@ if len(sl):
         if ax.get_legend() is not None:
             ax.legend(fontsize=7, ncol=2)
     nb.figure(fig, "fig_score_layers.png")
-    display(Markdown(RS.score_layers_reading(sl, frame, RS.read_check("../benchmarks/results/gemma_rescale.json"),
-                                             scales=scales)))
+    display(Markdown(P.score_layers_reading(sl, frame, RS.read_check("../benchmarks/results/gemma_rescale.json"),
+                                            scales=scales)))
 
 # %% [markdown]
 # So the baseline fails through its global ranking more than through its score. Its layers are emptied
@@ -360,8 +357,7 @@ if len(sl):
 # consist of, and the layer forwards that prefix reuse saves.
 
 # %%
-b1, cap_b1 = R.budget(frame)
-nb.show(b1, "table_b1_budget", cap_b1, reading=R.budget_reading(b1))
+nb.show(R.budget(frame), "table_b1_budget")
 
 # %% [markdown]
 # ## 5. Vision transformers at a matched budget
@@ -390,8 +386,7 @@ from scipy import stats
 vframe = grid.vision_models()  # dense and every method x seed of each vision model
 vis = P.vision_table(vframe)
 if len(vis):
-    table2, cap_v = R.table2(vis, vframe)
-    nb.show(table2, "table2_vision", cap_v, reading=R.table2_reading(table2))
+    nb.show(R.table2(vis, vframe), "table2_vision")
     np.random.seed(0)  # the strip plot's jitter draws from numpy's global generator: the same figure every run
     t95 = stats.t.ppf(0.975, len(seeds) - 1)  # mean +- t95 standard errors: the t interval the claims use
     t = vis.assign(method=vis.method.map(P.LABELS))
@@ -419,9 +414,9 @@ if len(vis):
 # %%
 ablated = grid.memory_ablation()  # the MAB searches again under the other rules (False if the profile skips it)
 wframe = grid.wide_budget()  # section 5c's searches at a budget >= 2x the pool; None when the profile has none
-alloc, cap_al = R.allocation(frame, vframe, wframe)  # this run's searches, section 5c's and the ablation's
-if len(alloc):
-    nb.show(alloc, "table_allocation", cap_al, reading=R.allocation_reading(alloc))
+alloc = R.allocation(frame, vframe, wframe)  # this run's searches, section 5c's and the ablation's
+if len(alloc.frame):
+    nb.show(alloc, "table_allocation")
 
 # %% [markdown]
 # Then the same MAB searches (same seeds, calibration draws, per-step budget and pool) under each other memory
@@ -432,8 +427,8 @@ if len(alloc):
 
 # %%
 if ablated:
-    ablation, cap_ab = R.memory_ablation(lm, frame, vis, vframe)
-    nb.show(ablation, "table_memory_ablation", cap_ab, reading=R.memory_reading(ablation))
+    ablation = R.memory_ablation(lm, frame, vis, vframe)
+    nb.show(ablation, "table_memory_ablation")
 
 # %% [markdown]
 # ## 5c. A budget of at least twice the pool
@@ -445,10 +440,8 @@ if ablated:
 
 # %%
 if wframe is not None and len(wframe):
-    wide, cap_w = R.wide(wframe)
-    nb.show(wide, "table_wide_budget", cap_w, reading=R.table2_reading(wide))
-    wide_tests, cap_wt = R.wide_tests(wframe)
-    nb.show(wide_tests, "table_wide_tests", cap_wt, reading=R.tests_reading(wide_tests))
+    nb.show(R.wide(wframe), "table_wide_budget")
+    nb.show(R.wide_tests(wframe), "table_wide_tests")
 else:
     print("The profile sets no wide_search: section 5c did not run.")
 
@@ -467,7 +460,7 @@ else:
 # the pulls differ (section 5b). The alternative (`join: mean`) joins the best mean reward, as MAB-UCB does.
 
 # %%
-print(S.worked_join())
+print(P.worked_join_reading(S.worked_join()))
 
 # %% [markdown]
 # Replayed from each record (`repro.methods.bandit_stats.join_gaps`, which a test checks against the
@@ -476,9 +469,9 @@ print(S.worked_join())
 
 # %%
 joined = grid.join_ablation()  # MAB-TS again under the other join rule (False if the profile skips it)
-replay, cap_jr = R.join_replay(frame, vframe)
-if len(replay):
-    nb.show(replay, "table_join_replay", cap_jr, reading=R.join_reading(replay))
+replay = R.join_replay(frame, vframe)
+if len(replay.frame):
+    nb.show(replay, "table_join_replay")
 
 # %% [markdown]
 # Then MAB-TS run under the other join rule (same seeds, calibration draws, memory, budgets and pools):
@@ -487,9 +480,9 @@ if len(replay):
 
 # %%
 if joined:
-    join_ab, cap_ja, join_tests, cap_jt = R.join_ablation(lm, frame, vis, vframe)
-    nb.show(join_ab, "table_join_ablation", cap_ja, reading=R.memory_reading(join_ab))
-    nb.show(join_tests, "table_join_vs_greedy", cap_jt, reading=R.tests_reading(join_tests))
+    join_ab, join_tests = R.join_ablation(lm, frame, vis, vframe)
+    nb.show(join_ab, "table_join_ablation")
+    nb.show(join_tests, "table_join_vs_greedy")
 
 # %% [markdown]
 # ## 6. Statistics: per seed, across seeds, and the false-discovery rate (Table B2)
@@ -511,12 +504,12 @@ if joined:
 #   comparison, not one per seed.
 
 # %%
-(b2, cap_b2), (tests, cap_t), (others, cap_o) = R.statistics(lm, vis, frame)  # three families
-nb.show(b2, "table_b2_statistics", cap_b2)
-if len(tests):
-    nb.show(tests, "table_b2_tests", cap_t, reading=R.tests_reading(tests))
-if len(others):
-    nb.show(others, "table_b2_other_tests", cap_o, reading=R.tests_reading(others))
+b2, tests, others = R.statistics(lm, vis, frame)  # three families
+nb.show(b2, "table_b2_statistics")
+if len(tests.frame):
+    nb.show(tests, "table_b2_tests")
+if len(others.frame):
+    nb.show(others, "table_b2_other_tests")
 
 # %% [markdown]
 # ## 7. Claims checked
@@ -527,9 +520,9 @@ if len(others):
 # by the methods compared), the statistic of Table B2's tests.
 
 # %%
-shown, cap_claims, claims = R.claims(lm, vis, wframe)
-nb.show_claims(claims, "claims", cap_claims)
-display(Markdown(P.claims_summary(claims)))
+claims = R.claims(lm, vis, wframe)
+nb.show_claims(claims, "claims")
+display(Markdown(claims.reading))
 
 # %% [markdown]
 # ### What the results say
@@ -538,7 +531,7 @@ display(Markdown(P.claims_summary(claims)))
 # each setting against the two bandits, and what the verdicts mean.
 
 # %%
-display(Markdown(R.discussion(frame, lm, vis, claims, ablation if ablated else None)))
+display(Markdown(R.discussion(frame, lm, vis, claims.frame, ablation.frame if ablated else None)))
 
 # %% [markdown]
 # ### Why loss-searched Gemma selections lower LAMBADA perplexity (investigated)
@@ -551,7 +544,7 @@ display(Markdown(R.discussion(frame, lm, vis, claims, ablation if ablated else N
 
 # %%
 check = P.read_check("../benchmarks/results/gemma_lambada_check.json")
-display(Markdown(P.lambada_investigation(check, frame)))
+display(Markdown(P.lambada_reading(check, frame)))
 
 # %% [markdown]
 # So the "improvement" is real for this model on LAMBADA, and specific to it. It is not evidence that pruning
@@ -571,7 +564,7 @@ display(Markdown(P.lambada_investigation(check, frame)))
 # beside the damages this run's bandit searches measured for the same heads:
 
 # %%
-display(Markdown(RS.reading(RS.read_check("../benchmarks/results/gemma_rescale.json"), frame)))
+display(Markdown(P.rescale_reading(RS.read_check("../benchmarks/results/gemma_rescale.json"), frame)))
 
 # %% [markdown]
 # ## 8. Beyond the paper: physically removing the selected units
@@ -583,11 +576,10 @@ display(Markdown(RS.reading(RS.read_check("../benchmarks/results/gemma_rescale.j
 # %%
 rec = grid.removal()  # each unit type's largest ratio, the same selections as above
 if rec is not None:
-    removal_t, cap_rm = R.removal(rec)
-    nb.show(removal_t, "table_removal", cap_rm, reading=R.removal_reading(removal_t))
+    nb.show(R.removal(rec), "table_removal")
 
 # %%
 import json
 
-nb.update_readme(P.readme_blocks(table1, cap_lm, claims, cap_claims))
-print(json.dumps(R.metrics(frame, vframe, claims)))
+nb.update_readme(P.readme_blocks(table1, claims))
+print(json.dumps(R.metrics(frame, vframe, claims.frame)))

@@ -73,6 +73,7 @@ def test_collapse_tables_read_constructed_records():
     import pandas as pd
 
     from repro.papers.mpg import collapse as C
+    from repro.papers.mpg import readings
 
     a = pd.DataFrame([{"model": "m", "method": "wanda-head", "sparsity": 0.125, "n_windows": 8, "seqlen": 256,
                        "pruned": [[5, 0], [5, 1]], "emptied": [5], "nll_dense": 3.0, "nll": 7.0,
@@ -82,7 +83,7 @@ def test_collapse_tables_read_constructed_records():
     row = C.anatomy_table(a).iloc[0]
     assert row["emptied layers"] == "5" and row["best single restore"].startswith("5.0: -3.500 (88%")
     assert row["best extra cut"] == "6.0: -3.000" and row["survivors scaled up (post-norm)"] == "layer 4: x1.25"
-    text = C.anatomy_reading(a)
+    text = readings.anatomy_reading(a)
     assert "1 of 1 empty at least one layer" in text and "m Wanda-Head @ 12.5% (head 5.0, 88%)" in text
     assert "In 1 a later layer's attention output runs above twice" in text and "in 1 of them cutting" in text
     assert "Identical selections" not in text and "rank correlation" not in text  # one post-norm row: no correlation
@@ -90,7 +91,7 @@ def test_collapse_tables_read_constructed_records():
     spread = a.iloc[0].to_dict() | {"method": "random", "sparsity": 0.5, "pruned": [[1, 0]], "emptied": [], "nll": 4.0,
                                     "restore": [(1, 0, 3.9)], "remaining": {"4": 0.25}}
     mild = spread | {"method": "mpg", "pruned": [[2, 0]], "nll": 5.0, "restore": [(2, 0, 4.9)], "remaining": {"4": 0.5}}
-    text = C.anatomy_reading(pd.DataFrame([a.iloc[0].to_dict(), twin, spread, mild]))
+    text = readings.anatomy_reading(pd.DataFrame([a.iloc[0].to_dict(), twin, spread, mild]))
     assert "Identical selections (the same heads, so the same row): m Wanda-Head @ 12.5% and m SparseGPT-Head" in text
     assert "No single head carries it (each return removes under a fifth) in 2: m Random @ 50.0% and m MP-G" in text
     assert "by x1.25 to x4.00" in text and "does not explain which cells collapse worst" in text  # rho < 0
@@ -99,7 +100,7 @@ def test_collapse_tables_read_constructed_records():
                             "scores": np.array([[1.0, 1.2], [0.01, 0.02], [1.1, 0.9]])}])
     t = C.layer_scale(scores, "m", ["wanda-head"], 0.34)
     assert list(t["Wanda-Head pruned"]) == [0, 2, 0] and t["Wanda-Head scale"][1] < 0.05
-    assert "layer 1 at x0.016" in (r := C.layer_scale_reading(t, "m", 0.34)) and "lowest-scale layers." in r
+    assert "layer 1 at x0.016" in (r := readings.layer_scale_reading(t, "m", 0.34)) and "lowest-scale layers." in r
 
     w = np.tile([3.0, 3.5, 2.5, 4.0], 5)
     frame = pd.DataFrame([
@@ -112,10 +113,10 @@ def test_collapse_tables_read_constructed_records():
     r = C.remedy_table(frame, ["m"], ["wanda-head"], [0.5], {"m": 2}).iloc[0]
     assert r.ratio == pytest.approx(np.exp(-0.5)) and r.hi < 1
     assert r["layers emptied (global -> normalised)"] == "1 -> 0"
-    assert "better in 1" in C.remedy_reading(C.remedy_table(frame, ["m"], ["wanda-head"], [0.5], {"m": 2}))
+    assert "better in 1" in readings.remedy_reading(C.remedy_table(frame, ["m"], ["wanda-head"], [0.5], {"m": 2}))
     dense = {"model": "m", "method": "dense", "scale": "global", "draw": 0, "sparsity": 0.0, "z": None,
              "tie_break": "index", "tie_seed": None, "ppl": 2.0, "window_nll": np.log(2.0) + 0 * w, "pruned": None}
     both = C.remedy_table(pd.concat([frame, pd.DataFrame([dense])], ignore_index=True), ["m"], ["wanda-head"], [0.5],
                           {"m": 2})  # dense 2.0: both rankings (ppl about 55 and 33) are beyond 10x it
     assert bool(both["both collapsed"].iloc[0]) and not bool(r["both collapsed"])  # no dense row: not judged
-    assert C.remedy_reading(both).startswith("Every setting compares two collapsed models.")
+    assert readings.remedy_reading(both).startswith("Every setting compares two collapsed models.")

@@ -9,6 +9,7 @@ from scipy import stats
 
 import repro.engines.bandit as U
 from repro.claims import across_seeds, claims_frame
+from repro.claims import shown as shown_claims
 from repro.engines.bandit import (
     BanditExperiment,
     VisionBanditExperiment,
@@ -19,9 +20,11 @@ from repro.engines.bandit import (
 )
 from repro.engines.base import Setup
 from repro.errors import ReproError
-from repro.papers.bandit.claims import bandit_claims, claims_summary, readme_blocks
+from repro.papers.bandit.claims import bandit_claims, readme_blocks
+from repro.papers.bandit.params import BanditParams
+from repro.papers.bandit.readings import claims_reading, memory_reading, removal_reading, rewards_reading
 from repro.papers.bandit.records import bandit_frame, first_run, head_maps, stale_picks, vision_frame
-from repro.papers.bandit.report import BanditReport
+from repro.papers.bandit.report import Report
 from repro.papers.bandit.tables import (
     DENSE_FAMILY,
     PAPER_FAMILY,
@@ -40,6 +43,7 @@ from repro.papers.bandit.tables import (
     vision_table,
     vs_dense,
 )
+from repro.report import Table
 from repro.store import Store, config_key
 
 SMALL = Setup(data="wiki-sample", seqlen=32, max_windows=3, calib_data="wiki-sample", calib_nsamples=4,
@@ -167,8 +171,8 @@ def test_discussion_reads_the_memory_ablation():
     text = r.discussion(f, lm, vision_rows(), claims_frame([]), ab)
     assert "other rule - `persist`" in text and "m head 10% MAB-UCB, step: +2.50 [+0.50, +4.50] ppl change, holds" in text
     assert "The memory rule" not in r.discussion(f, lm, vision_rows(), claims_frame([]))
-    assert BanditReport.memory_reading(ab) == "- **persist against step**, persist better: holds 1 (of 1 settings)."
-    assert "step did better in: m head 10% MAB-UCB (-2.5)" in BanditReport.memory_reading(
+    assert memory_reading(ab) == "- **persist against step**, persist better: holds 1 (of 1 settings)."
+    assert "step did better in: m head 10% MAB-UCB (-2.5)" in memory_reading(
         ab.assign(**{"other - main": -2.5, "ci_lo": -4.5, "ci_hi": -0.5, "verdict (persist better)": "does not hold"}))
 
 
@@ -178,7 +182,7 @@ def test_discussion_names_pruning_that_lowers_lambada_perplexity():
                        for s, c in ((1, -6.0), (2, -4.0), (3, 1.0))] +
                       [{"model": "m", "kinds": "head", "ratio": 0.1, "method": "random", "seed": 1,
                         "lambada_change_pct": 5.0, "lambada_acc_change": -0.1, "change_pct": 50.0}])
-    from repro.papers.bandit.claims import below_dense
+    from repro.papers.bandit.readings import below_dense
 
     assert below_dense(lm) == "m head 10% Budgeted greedy -3.0% (2 of 3 seeds lower, last-word accuracy +0.020)"
     assert below_dense(lm[lm.method == "random"]) == ""
@@ -385,7 +389,7 @@ def cells_frame() -> pd.DataFrame:
     for r in lm_rows().itertuples():
         rows.append({"model": "m", "method": r.method, "kinds": "head", "ratio": 0.1, "k": 3, "seed": r.seed,
                      "ppl": 21.0, "units": [["head", r.seed - 1, 0], ["head", 1, 2]],
-                     "budget": {"paired_evaluations": 8 * r.seed, "seconds": 1.0}})
+                     "budget": {"calibration_passes": 0, "paired_evaluations": 8 * r.seed, "seconds": 1.0}})
     rows.append({"model": "m", "method": "magnitude", "kinds": "head", "ratio": 0.1, "k": 3, "seed": 1, "ppl": 22.0,
                  "units": [["head", 0, 1]], "budget": None})
     return pd.DataFrame(rows)
@@ -485,15 +489,15 @@ def test_claims_are_paired_over_seeds_and_summarised():
     assert top1.setting == "v, head 10% (k=2)" and top1.effect == 2.0 and top1.side == "above"
     ce = claims[claims.claim.str.startswith("MAB-UCB raises cross-entropy")].iloc[0]  # the paper's MAB-UCB claim
     assert ce.measured == "not run"  # no MAB-UCB vision run in these rows
-    assert top1["paper effect"] is None  # attached by BanditReport.claims (with_paper), not here
+    assert top1["paper effect"] is None  # attached by Report.claims (with_paper), not here
     assert not claims.claim.str.startswith("Paper's summary").any()  # counts belong in Table B2, not as rows
     lam_greedy = claims[claims.claim.str.startswith("MAB degrades LAMBADA perplexity less")]
     assert lam_greedy.setting.tolist() == ["m, head 10%, MAB-UCB", "m, head 10%, MAB-TS"]
     assert lam_greedy.iloc[0].effect == pytest.approx(2 * ucb.effect)  # LAMBADA change is 2x change_pct here
-    text = claims_summary(claims)
+    text = claims_reading(claims)
     assert "across the 2 (setting, MAB variant) comparisons" in text
     assert "inconclusive: 2" in text and text.endswith(".")
-    blocks = readme_blocks(pd.DataFrame({"a": [1]}), "**T1.**", claims, "**Claims.**")
+    blocks = readme_blocks(Table(pd.DataFrame({"a": [1]}), "**T1.**"), Table(claims, "**Claims.**"))
     assert set(blocks) == {"bandit-headline", "bandit-tables", "bandit-claims"}
     assert blocks["bandit-tables"] == "**T1.**\n\n|   a |\n|----:|\n|   1 |\n"  # Markdown, no index column
     assert "MAB-TS loses less top-1" in blocks["bandit-claims"] and "**Inconclusive**" in blocks["bandit-claims"]
@@ -502,7 +506,7 @@ def test_claims_are_paired_over_seeds_and_summarised():
 
 # ---- one session's tables with their captions ------------------------------------------------------
 
-def fake_report() -> BanditReport:
+def fake_report() -> Report:
     setup = Setup(data="wikitext2:test", seqlen=128, max_windows=24, eval_dtype="float32", calib_data="wikitext2-train",
                   calib_nsamples=8, calib_seqlen=128)
     adapter = SimpleNamespace(n_layers=3, attention=lambda i: SimpleNamespace(n_heads=4))
@@ -524,7 +528,7 @@ def fake_report() -> BanditReport:
               "join_ablation": True}
     store = Store(None)
     store.status[("bandit-ppl", "a")] = "computed"
-    return BanditReport(params, lm, vision, store)
+    return Report(SimpleNamespace(store=store), SimpleNamespace(p=BanditParams.of(params), lm=lm, vision=vision))
 
 
 def test_captions_name_the_setting_and_the_cache():
@@ -553,24 +557,26 @@ def test_report_tables_come_with_their_captions():
     r, f, lm = fake_report(), cells_frame(), lm_rows()
     f["key"] = [("bandit-ppl", str(i)) for i in range(len(f))]
     f["rewards"] = [None] + [[[0.2, 0.5]]] * (len(f) - 2) + [[]]
-    for (t, cap), title in ((r.table1(lm, f), "**Table 1."), (r.table1_per_seed(lm, f), "**Table 1 per seed"),
-                            (r.budget(f), "**Table B1."), (r.rewards(f), "**Rewards"), (r.layers(f), "**Where"),
-                            (r.table2(vision_rows(), f), "**Table 2.")):
-        assert cap.startswith(title) and len(t), title
+    for (t, cap, reading, _), title in ((r.table1(lm, f), "**Table 1."),
+                                        (r.table1_per_seed(lm, f), "**Table 1 per seed"),
+                                        (r.budget(f), "**Table B1."), (r.rewards(f), "**Rewards"),
+                                        (r.layers(f), "**Where"), (r.table2(vision_rows(), f), "**Table 2.")):
+        assert cap.startswith(title) and len(t) and reading.startswith("- **"), title  # the reading inside
         assert cap.endswith(f"{len(f)} of {len(f)} cells read from cached records."), title
-    rewards, _ = r.rewards(f)
+    rewards = r.rewards(f).frame
     assert set(rewards.method) == {"MAB-UCB", "Budgeted greedy"} and rewards.pulls.sum() == 12
-    layers, _ = r.layers(f)
+    layers = r.layers(f).frame
     assert layers.set_index("method").loc["Magnitude", "early layers"] == 1
     assert r.head_maps(f)["m"][0].shape == (3, 4)
-    (b2, cap_b2), (tests, cap_t), (others, cap_o) = r.statistics(lm, vision_rows(), f)
+    (b2, cap_b2, _, _), (tests, cap_t, _, _), (others, cap_o, _, _) = r.statistics(lm, vision_rows(), f)
     assert cap_b2.startswith("**Table B2.") and cap_t.startswith("**The paper's comparison") and cap_o.startswith("**Ours")
     assert b2.family.tolist() == [PAPER_FAMILY, "MAB vs the other baselines, and every vision comparison (ours)",
                                   DENSE_FAMILY]
     assert b2.comparisons.tolist() == [len(tests), 1, 12] and b2.iloc[2]["failures (non-finite)"] == 1
     assert (tests.a == "MAB-UCB").all() and (tests.b == "Budgeted greedy").all() and tests.q.notna().all()
     assert list(zip(others.a, others.b)) == [("MAB-TS", "Budgeted greedy")]  # the vision comparison
-    shown, cap, raw = r.claims(lm, vision_rows())
+    raw, cap, _, _ = r.claims(lm, vision_rows())
+    shown = shown_claims(raw)
     assert list(shown.columns[:6]) == ["claim", "paper says", "setting", "measured", "verdict", "power"]
     assert len(raw) == len(shown) == 5 + lm.lambada_change_pct.notna().any() * 2  # no summary-count rows
     top1 = raw[raw.claim.str.startswith("MAB-TS loses less top-1")].iloc[0]
@@ -595,15 +601,15 @@ def test_removal_caption_reads_the_record():
     res = {"heads": 3, "mlp_channels": 64, "removed_vs_zeroed_max_abs_logit_diff": 2e-6,
            "machine": {"cpu": "EPYC", "flags": ["avx2", "avx512f", "avx512_bf16"], "fast_bf16": True, "threads": 2},
            **{v: {"params": 10, "checkpoint_bytes": 1e6, "prefill_b1": times} for v in ("dense", "zeroed", "removed")}}
-    t, cap = fake_report().removal({"config": {"seqlen": 128, "repeats": 15, "dtype": "bfloat16", "batches": [1]},
-                                    "result": res})
+    t, cap, _, _ = fake_report().removal({"config": {"seqlen": 128, "repeats": 15, "dtype": "bfloat16",
+                                                     "batches": [1]}, "result": res})
     assert list(t.model) == ["dense", "zeroed", "removed"] and "prefill b1 (ms)" in t
     assert cap == ("**Removal of m's MAB-TS seed-1 selection (head 10% and mlp 5%): 3 heads and 64 MLP channels.** "
                    "Prefill of 128 tokens, median of 15 round-robin repeats, bfloat16, timed on EPYC (AVX512-BF16, "
                    "fast bfloat16), 2 threads; removed vs zeroed logits differ by at most 2.0e-06; profile `cpu`.")
     older = {k: v for k, v in res.items() if k != "machine"}  # a record from before timings named their machine
     cap = fake_report().removal({"config": {"seqlen": 128, "repeats": 15, "dtype": "bfloat16", "batches": [1]},
-                                 "result": older})[1]
+                                 "result": older}).caption
     assert "bfloat16, timed on a CPU not recorded by name; removed" in cap
 
 
@@ -618,8 +624,8 @@ def test_removal_caption_says_how_many_heads_padding_keeps():
     times = {"median_s": 0.2, "times_s": [0.2, 0.2]}
     res = {"heads": 3, "mlp_channels": 0, "removed_vs_zeroed_max_abs_logit_diff": 0.0,
            **{v: {"params": 10, "checkpoint_bytes": 1e6, "prefill_b1": times} for v in ("dense", "zeroed", "removed")}}
-    _, cap = r.removal({"config": {"seqlen": 128, "repeats": 15, "dtype": "bfloat16", "batches": [1],
-                                   "selections": [sel["key"]]}, "result": res})
+    cap = r.removal({"config": {"seqlen": 128, "repeats": 15, "dtype": "bfloat16", "batches": [1],
+                                "selections": [sel["key"]]}, "result": res}).caption
     assert ("3 heads selected (2 physically removed, 1 kept as zero heads by GQA padding, so the parameter drop is "
             "2 heads' worth)") in cap
 
@@ -629,20 +635,20 @@ def test_memory_reading_counts_the_verdicts_per_rule_and_names_where_the_other_r
                       "method": ["MAB-UCB"] * 3, "rule": ["step", "step", "carry"], "other - main": [-3.0, 1.0, 2.0],
                       "ci_lo": [-5.0, -1.0, 1.0], "ci_hi": [-1.0, 3.0, 3.0],
                       "verdict (persist better)": ["does not hold", "inconclusive", "holds"]})
-    assert BanditReport.memory_reading(t).splitlines() == [
+    assert memory_reading(t).splitlines() == [
         "- **persist against step**, persist better: does not hold 1, inconclusive 1 (of 2 settings); step did better "
         "in: m head 10% MAB-UCB (-3).",
         "- **persist against carry**, persist better: holds 1 (of 1 settings)."]
-    assert BanditReport.memory_reading(t.iloc[:0]) == ""
+    assert memory_reading(t.iloc[:0]) == ""
 
 
 def test_rewards_and_removal_readings():
     rw = pd.DataFrame({"model": ["m", "m"], "units": ["head 10%"] * 2, "method": ["MAB-TS", "MAB-UCB"],
                        "harmful": [0.8, 0.9], "mean reward": [0.1, 0.12]})
-    assert BanditReport.rewards_reading(rw) == ("- **m, head 10%**: 80%-90% of pulls harmful, mean reward 0.100-0.120 "
-                                                "over MAB-TS, MAB-UCB.")
+    assert rewards_reading(rw) == ("- **m, head 10%**: 80%-90% of pulls harmful, mean reward 0.100-0.120 "
+                                   "over MAB-TS, MAB-UCB.")
     rm = pd.DataFrame({"model": ["dense", "removed"], "params": [100, 90], "speed-up b1 [95% CI]": [1, "x1.1 [1.0, 1.2]"]})
-    assert BanditReport.removal_reading(rm) == "- **removed**: 10.0% fewer parameters; prefill x1.1 [1.0, 1.2] at b1."
+    assert removal_reading(rm) == "- **removed**: 10.0% fewer parameters; prefill x1.1 [1.0, 1.2] at b1."
 
 
 def test_notebook_3_parameters_are_checked_before_any_model_loads():

@@ -3,7 +3,8 @@ go, and where they go once each score is put on its layer's stream scale (constr
 import pandas as pd
 import pytest
 
-from repro.papers.bandit.rescale import score_layers, score_layers_reading
+from repro.papers.bandit.readings import score_layers_reading
+from repro.papers.bandit.rescale import score_layers
 
 
 def _frame():

@@ -10,6 +10,7 @@ import torch
 
 import repro.engines.base as base
 from repro.claims import FAILS, HOLDS
+from repro.claims import shown as shown_columns
 from repro.engines.base import Experiment, Setup, check_keys, model_key
 from repro.engines.heads import HeadExperiment
 from repro.errors import ReproError
@@ -380,7 +381,8 @@ def test_scoring_cost_spread_and_ties_from_constructed_scores():
                            scores=[[1, 9], [2, 8], [3, 7]]),
                       dict(model="m", method="random", seed=0, scores=[[1, 2], [3, 4], [5, 6]])])
     T = _tables({"m": _fake_experiment(tie_seeds=[0, 1, 2]), "g": _fake_experiment()})
-    table, cap, cost = T.scoring_cost(scores, ["mpg", "wanda-head", "random"])
+    cost = T.cost(scores, ["mpg", "wanda-head", "random"])
+    table, cap, _, _ = T.scoring_cost(cost)
     assert table.to_dict("list") == {"model": ["m"] * 3, "label": ["MP-G", "Wanda-Head", "Random"],
                                      "seconds": [0.123, 83.476, 0.0],
                                      "calibration": ["none", "16 x 512 tokens", "none"],
@@ -388,7 +390,7 @@ def test_scoring_cost_spread_and_ties_from_constructed_scores():
     assert cost.method.tolist() == ["mpg", "wanda-head", "random"] and cost.seconds[0] == 0.12345
     assert cap == ("Scoring cost: each score record's own seconds, as measured on the machine that computed it (not "
                    "this one), profile `t`.")  # never this machine's threads: the seconds are the records'
-    spread, cap = T.spread(scores, ["mpg", "wanda-head"], 0.5)  # g has no scores: no row
+    spread, cap, _, _ = T.spread(scores, ["mpg", "wanda-head"], 0.5, pd.DataFrame())  # g has no scores: no row
     assert spread[["method", "pruned", "layers emptied", "most from one layer", "emptied layers"]].values.tolist() == [
         ["MP-G", 3, 1, 2, "0"], ["Wanda-Head", 3, 0, 1, "-"]]
     assert cap == "**Pruned heads per layer at the lowest sparsity.** m, g; wiki:val, 2 x 32 tokens; float32; profile `t`."
@@ -399,7 +401,7 @@ def test_scoring_cost_spread_and_ties_from_constructed_scores():
                     dict(model="m", method="mpg", sparsity=0.5, z=2.0, nll=w + 9, tie_break="random", tie_seed=5),
                     dict(model="g", method="mpg", sparsity=0.5, z=2.0, nll=w)])
     scores = pd.concat([scores, _scores([dict(model="g", method="mpg", z=2.0, scores=[[1, 2], [3, 4], [5, 6]])])])
-    ties, cap = T.ties(frame, scores, [0.5])
+    ties, cap, _, _ = T.ties(frame, scores, [0.5])
     rnd = [math.exp(3.35), math.exp(3.55)]  # seed 5 is not one of m's tie_seeds; seed 2 was not run
     assert ties.iloc[0].to_dict() == {"model": "m", "sparsity": "50.0%", "pruned": 3, "zero-score heads": 3,
                                       "index tie-break": round(math.exp(3.25), 2), "random seeds": 2,
@@ -407,7 +409,7 @@ def test_scoring_cost_spread_and_ties_from_constructed_scores():
                                       "min": round(rnd[0], 2), "max": round(rnd[1], 2)}
     assert ties.iloc[1]["random seeds"] == 0 and np.isnan(ties.iloc[1]["random tie-break mean"])
     assert cap.startswith("**MP-G tie-break sensitivity.** m, g; wiki:val, 2 x 32 tokens")
-    zt, cap = T.zero_ties(scores, ["mpg", "wanda-head"], [1 / 6, 0.5, 0.75])  # m's MP-G: 3 of 6 heads score 0
+    zt, cap, _, _ = T.zero_ties(scores, ["mpg", "wanda-head"], [1 / 6, 0.5, 0.75])  # m's MP-G: 3 of 6 heads score 0
     assert zt[["model", "method", "heads cut", "heads scoring exactly 0", "decided by the tie-break"]].values.tolist() \
         == [["m", "MP-G", 1, 3, True], ["m", "MP-G", 3, 3, False], ["m", "MP-G", 4, 3, False]]  # no zeros: no row
     assert zt.iloc[0]["what decides"] == "1 of the 3 zero-score heads, by (layer, head) order"
@@ -430,22 +432,25 @@ def test_tables_with_captions_from_constructed_cells():
     assert len(main) == 17  # dense + 8 methods x 2 sparsities; no z sweep, no random tie-break
     T = _tables({"m": _fake_experiment()})
     methods = list(gaps)
-    table1, cap1, vals = T.table1(main, methods, [0.25, 0.5])
+    table1 = T.table1(main, methods, [0.25, 0.5])
+    table1_frame, cap1, reading1, vals = table1
+    assert reading1.startswith("- **m** (dense ")  # each table carries its reading (repro.papers.mpg.readings)
     assert vals.loc["MP-G", ("m", "50.0%")] == pytest.approx(math.exp(3.55))
-    assert table1.loc["Gradient-Head", "m @ 25.0%"].startswith("**")
-    assert table1.loc["MP", "m @ 25.0%"].startswith("<u>") and table1.loc["MP-G", "m @ 25.0%"].startswith("<u>")
-    assert not table1.loc["Dense", "m @ 25.0%"].startswith(("**", "<u>"))  # the reference is not ranked
+    assert table1_frame.loc["Gradient-Head", "m @ 25.0%"].startswith("**")
+    assert table1_frame.loc["MP", "m @ 25.0%"].startswith("<u>") and table1_frame.loc["MP-G", "m @ 25.0%"].startswith("<u>")
+    assert not table1_frame.loc["Dense", "m @ 25.0%"].startswith(("**", "<u>"))  # the reference is not ranked
     assert cap1 == ("**Table I. WikiText-2 validation perplexity (lower is better) at 25/50% head sparsity.** "
                     f"{MODELS_CAPTION}; 17 of 17 cells read from cached records. The paper's models need the hub "
                     "and a GPU: `paper` profile, not run here.")
     assert curve(main, "m", "mpg", [0.125, 0.25])[0] == pytest.approx(math.exp(3.25))
     assert np.isnan(curve(main, "m", "mpg", [0.125, 0.25])[1])
-    paired, cap = T.paired(main, [0.25])
+    paired, cap, reading, _ = T.paired(main, [0.25])
+    assert reading.startswith("- **m**: MP-G is better in ")
     assert paired.vs.tolist() == ["Wanda-Head", "SparseGPT-Head", "Gradient-Head", "Hybrid", "MP", "Magnitude-Head",
                                   "Random"]
     assert paired.loc[0, "ppl ratio"] == pytest.approx(math.exp(-1.0)) and paired.loc[0, "windows better"] == "20/20"
     assert cap.startswith("**Paired comparisons: MP-G / other method perplexity ratio")
-    table2, cap2, t2v = T.table2(frame, [1.5, 2.0, 2.5], [0.5])
+    table2, cap2, _, t2v = T.table2(frame, [1.5, 2.0, 2.5], [0.5])
     assert t2v.index.tolist() == [f"{m}, z = {z}" for m in ("MP", "MP-G") for z in (1.5, 2.0, 2.5)]
     assert t2v.columns.tolist() == ["m @ 50%"]
     assert t2v.loc["MP-G, z = 2.0", "m @ 50%"] == pytest.approx(math.exp(3.55))  # not the random tie-break
@@ -453,32 +458,35 @@ def test_tables_with_captions_from_constructed_cells():
     assert table2.loc["MP-G, z = 1.5", "m @ 50%"].startswith("**")
     assert cap2.startswith("**Table II. Perplexity of MP and MP-G for z in {1.5, 2.0, 2.5}.** " + MODELS_CAPTION)
     assert cap2.endswith("6 of 6 cells read from cached records.")
-    table4, cap4 = T.table4(vals, methods)
-    assert table4.index.tolist() == ["MP-G", "Wanda-Head", "SparseGPT-Head", "Gradient-Head", "Hybrid"]
-    assert table4.loc["Gradient-Head", "best"] == 2 and table4.loc["MP-G", "second"] == 2
+    table4 = T.table4(vals, methods)
+    cap4 = table4.caption
+    assert table4.frame.index.tolist() == ["MP-G", "Wanda-Head", "SparseGPT-Head", "Gradient-Head", "Hybrid"]
+    assert table4.frame.loc["Gradient-Head", "best"] == 2 and table4.frame.loc["MP-G", "second"] == 2
     assert cap4.startswith("**Table IV. Best / second-best counts among the paper's methods over 2 columns")
-    table4b, cap4b = T.table4b(vals, methods)
+    table4b, cap4b, _, _ = T.table4b(vals, methods)
     assert table4b.to_dict("index") == {"MP": {"best": 0, "second": 2}, "Magnitude-Head": {"best": 0, "second": 0},
                                         "Random": {"best": 0, "second": 0}}
     assert "Counts for MP, Magnitude-Head and Random, each added alone" in cap4b
     assert T.table4b(vals, ["mpg", "random"])[0].index.tolist() == ["Random"]
     assert T.zeroshot_cells(main, ["m", "absent"], [0.25]) == {
         "m": [("dense", 0.0), ("mpg", 0.25), ("mp", 0.25), ("gradient-head", 0.25), ("sparsegpt-head", 0.25)]}
-    shown, cap, claims = T.claims(frame, [0.25, 0.5], [1.5, 2.0, 2.5], [0.5])
+    claims_table = T.claims(frame, [0.25, 0.5], [1.5, 2.0, 2.5], [0.5])
+    claims, cap = claims_table.frame, claims_table.caption
+    shown = shown_columns(claims)
     assert shown.columns.tolist() == ["claim", "paper says", "setting", "measured", "verdict", "power", "n", "paper effect",
                                       "half-width"] and len(claims) == len(shown)
     z25 = claims[claims.claim.str.startswith("z = 2.5 rescues")].iloc[0]  # the paper's 7227 -> 282.8, attached
     assert z25["paper effect"] == pytest.approx(282.8 / 7227) and z25.n == 20
     assert "effect" in claims and cap.startswith("**Claims checked.** Profile `t`; models m on wiki:val")
     assert "m (g = 3), 25.0%" in shown.setting.tolist()  # the fake's group size reached the claims
-    summary = T.summary(main, claims, table4)
+    summary = T.summary(main, claims_table, table4)
     assert summary.startswith(f"- **Dense references.** m: {math.exp(3.25):.2f} (first 2 x 32 tokens) of wiki:val.")
     assert "Table IV counts: MP-G best 0 / second 2, Wanda-Head best 0 / second 0" in summary
     assert "On m at 25% the paired ratio is x1.000, MP-G better on 0 of 20 windows" in summary
     m = metrics(main, frame, claims, ["m"])
     assert m["dense_ppl"] == {"m": pytest.approx(math.exp(3.25))} and m["n_cells"] == len(frame) == 22
     assert m["n_claims"] == len(claims) and sum(m["verdicts"].values()) == len(claims)
-    blocks = readme_blocks(table1, cap1, claims, cap)
+    blocks = readme_blocks(table1, claims_table)
     assert set(blocks) == {"mpg-headline", "mpg-table1", "mpg-claims"} and blocks["mpg-table1"].startswith(cap1)
     assert "| Dense " in blocks["mpg-table1"] and "\n| claim " in blocks["mpg-claims"]
     assert blocks["mpg-headline"].startswith("*Calibration-free MP-G matches or beats")
@@ -494,7 +502,7 @@ def test_zeroshot_and_efficiency_tables_from_constructed_records():
     store = Store(None)
     store.status[("heads-zeroshot", "k2")] = "computed"
     T = _tables({"m": _fake_experiment()}, store)
-    table, cap = T.table3([zs("k1", "dense"), zs("k2", "mpg", sparsity=0.25)])
+    table, cap, _, _ = T.table3([zs("k1", "dense"), zs("k2", "mpg", sparsity=0.25)])
     assert table.loc[("m", "Dense", "0.0%"), "sst2"] == "0.500 ± 0.196"
     assert table.loc[("m", "MP-G", "25.0%"), "mrpc (F1)"] == "0.600"  # the paper's metric for MRPC, no stderr
     assert cap.startswith("**Table III analogue (not the paper's setting).** Zero-shot accuracy, MRPC in F1 as the "
@@ -502,7 +510,7 @@ def test_zeroshot_and_efficiency_tables_from_constructed_records():
                           "validation splits, first 30 documents each; n per task: mrpc 28, sst2 30), bfloat16, "
                           "profile `t`;")
     assert cap.endswith("1 of 2 cells read from cached records.")
-    assert T.table3([]) == (None, None)
+    assert T.table3([]) is None
     t = [0.10, 0.20]
     machine = {"cpu": "Xeon", "flags": ["avx2"], "fast_bf16": False, "cores": 4, "threads": 2, "dtype": "bfloat16"}
     rec = {"config": {"method": "mpg", "dtype": "bfloat16", "seqlen": 256, "repeats": 5, "batches": [1]},
@@ -511,7 +519,7 @@ def test_zeroshot_and_efficiency_tables_from_constructed_records():
                       "removed 0.5": {"mode": "removed", "sparsity": 0.5, "params": 1.5e6, "nonzero_params": 1.4e6,
                                       "attention_flops": 60, "heads": 5, "n_pruned": 4,
                                       "prefill_b1": {"median_s": 0.11, "times_s": [x / 1.2 for x in t]}}}}
-    eff, cap = T.efficiency({"m": rec})
+    eff, cap, _, _ = T.efficiency({"m": rec})
     assert eff.to_dict("list") == {"model": ["m", "m"], "model state": ["dense", "removed 50%"], "heads": [8, 5],
                                    "params (M)": [2.0, 1.5], "nonzero params (M)": [2.0, 1.4],
                                    "attention FLOPs vs dense": [1.0, 0.6], "prefill b=1 (ms)": [120.0, 110.0],
@@ -520,7 +528,7 @@ def test_zeroshot_and_efficiency_tables_from_constructed_records():
                    "bfloat16, 256 tokens, median of 5 prefill passes timed round-robin on Xeon (AVX2, no fast bfloat16), "
                    "4 cores, 2 threads (where the record was timed: `repro run --retime` times it on this machine); "
                    "profile `t`.")  # the machine is the record's, not the reader's
-    assert "not run" in T.efficiency({})[1]
+    assert "not run" in T.efficiency({}).caption
     c = {x.setting for x in mpg_claims(_frame([]), [], [], [], [], {}, efficiency={"m": rec["result"]})}
     assert c == {"m, removed 50%", "m, removed 50%, batch 1"}
 
@@ -592,32 +600,6 @@ def test_downstream_claim_pairs_documents_across_tasks():
     [c] = downstream_claims(records)
     assert c.setting == "m, 25.0%, vs MP-G" and c.verdict == HOLDS and c.n == 40
     assert c.effect == pytest.approx(25.0) and "over 40 paired documents" in c.measured
-
-
-def test_table2_reading_names_the_best_row_and_mpg_best_z():
-    T = _tables({})
-    t2v = pd.DataFrame({"m @ 50%": [5.0, 3.0, 4.0, 2.5]},
-                       index=["MP, z = 2.0", "MP-G, z = 1.5", "MP-G, z = 2.0", "MP, z = 1.5"])
-    assert T.table2_reading(t2v) == ("- **m @ 50%**: lowest perplexity MP, z = 1.5 (2.5); MP-G's best z = 1.5 (3) "
-                                     "against 4 at z = 2.")
-    assert T.table2_reading(t2v.drop(index="MP-G, z = 1.5")).endswith("MP-G is best at its default z = 2.")
-
-
-def test_paired_and_table4_readings_count_from_the_table():
-    paired = pd.DataFrame({"model": ["m"] * 3, "sparsity": ["25%"] * 3, "vs": ["A", "B", "C"],
-                           "95% CI": ["[0.5, 0.9]", "[1.1, 1.3]", "[0.9, 1.2]"]})
-    assert Tables.paired_reading(paired) == ("- **m**: MP-G is better in 1, worse in 1 and not separable in 1 of 3 "
-                                               "paired comparisons; worse than B at 25%.")
-    t4 = pd.DataFrame({"best": [2, 0, 2], "second": [0, 3, 1]}, index=["MP-G", "Wanda-Head", "Gradient-Head"])
-    assert Tables.table4_reading(t4) == ("- Most first places: MP-G and Gradient-Head (2 each, of 4 first places "
-                                           "over Table I's columns); second places: Wanda-Head 3, Gradient-Head 1.")
-
-
-def test_efficiency_reading_gives_the_parameter_drop_and_speed_ups():
-    eff = pd.DataFrame({"model": ["m", "m"], "model state": ["dense", "removed 50%"],
-                        "nonzero params (M)": [100.0, 90.0], "speed-up b=1": [1.0, 1.2], "speed-up b=4": [1.0, 1.1]})
-    assert Tables.efficiency_reading(eff) == ("- **m, removed 50%**: 10.0% fewer non-zero parameters; prefill x1.200 "
-                                                "at b=1, x1.100 at b=4.")
 
 
 def test_calibration_draw_zero_is_not_the_setup_seed_unless_it_is():

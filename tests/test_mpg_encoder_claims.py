@@ -113,18 +113,19 @@ def test_surprising_cells_names_each_cell_above_dense_or_near_chance():
     """Section 9's check, moved out of the notebook: a pruned cell with a higher top-1 than dense, or one at chance,
     is named with its images right against dense and its paired cross-entropy difference; none, and it says so."""
     from repro.evaluate.stats import paired_difference
-    from repro.papers.mpg.mha import surprising_cells
+    from repro.papers.mpg.readings import surprising_cells_reading
 
     full, _ = constructed()
     dense = full[full.method == "dense"].iloc[0]
     n = len(dense.per_image_ce)
     worse = dict(dense, method="mpg", z=2.0, sparsity=0.25, top1=dense.top1 - 0.01)  # below dense, above chance
     frame = pd.DataFrame([dict(dense), worse])
-    assert surprising_cells(frame, ["m"]) == "No pruned cell above its dense top-1 or below chance."
+    assert surprising_cells_reading(frame, ["m"]) == "No pruned cell above its dense top-1 or below chance."
     lucky = dict(worse, method="random", z=None, sparsity=0.25, per_image_correct=[1] * n, top1=1.0,
                  per_image_ce=(np.asarray(dense.per_image_ce) + 0.5).tolist(), ce=dense.ce + 0.5)
     broken = dict(lucky, sparsity=0.5, per_image_correct=[0] * n, top1=0.105)
-    text = surprising_cells(pd.concat([frame, pd.DataFrame([lucky, broken])], ignore_index=True), ["m"]).splitlines()
+    text = surprising_cells_reading(pd.concat([frame, pd.DataFrame([lucky, broken])], ignore_index=True),
+                                    ["m"]).splitlines()
     right = n - int(np.sum(dense.per_image_correct))
     d = paired_difference(np.asarray(lucky["per_image_ce"]), np.asarray(dense.per_image_ce))
     assert text[0] == (f"m Random z=None at 25.0%: top-1 100.00% (dense {100 * dense.top1:.2f}%, {right:+d} of {n} "

@@ -1,13 +1,15 @@
-"""Notebook 1's worked one-layer example (repro.papers.mpg.worked): its decomposition reproduces MP and MP-G
-exactly, MP-G's KV term is MP's divided by g, MHA never disagrees, one KV head per layer is a per-layer
-constant, zero-score heads are counted right, and the collapse anatomy counts the selection."""
+"""Notebook 1's worked one-layer example (repro.methods.head_terms; in words: repro.papers.mpg.readings): its
+decomposition reproduces MP and MP-G exactly, MP-G's KV term is MP's divided by g, MHA never disagrees, one KV
+head per layer is a per-layer constant, zero-score heads are counted right, and the collapse anatomy counts the
+selection."""
 import numpy as np
 import pytest
 import torch
 import transformers as T
 
+from repro.methods import head_terms as w
 from repro.methods.heads import mp, mpg, select_heads
-from repro.papers.mpg import worked as w
+from repro.papers.mpg import readings
 
 from helpers import build_tiny
 
@@ -80,7 +82,7 @@ def test_gqa_disagreement_is_found_and_read():
     assert ((a[:, None] > a[None, :]) & (b[:, None] < b[None, :])).any()
     assert d.discordant_pairs[1] > 0 and d.top_mp[1] != d.top_mpg[1]
     assert t.loc[t["head"] == 0, "rank_mpg"].item() == 1 and t.loc[t["head"] == 0, "rank_mp"].item() > 1
-    text = w.layer_reading(t)
+    text = readings.layer_reading(t)
     fallen = int(text.split("ranks head ")[1].split()[0])
     assert t.kv_group[fallen] == 1 and t.rank_mpg[fallen] > t.rank_mp[fallen]  # a head of the big-K group falls
     assert text.startswith(f"In layer 1, MP ranks head {fallen} 1st of 9") and "/3 = " in text
@@ -98,7 +100,7 @@ def test_mha_never_disagrees():
     assert not w.rank_disagreement(m).disagree.any()
     assert w.pick_layer(m) is None
     assert (w.global_shifts(m, top=1000)["shift"] == 0).all()
-    assert "g = 1, so MP-G is MP" in w.layer_reading(w.layer_terms(m, 1))
+    assert "g = 1, so MP-G is MP" in readings.layer_reading(w.layer_terms(m, 1))
 
 
 @pytest.mark.parametrize("name", ["tiny-gpt2", "tiny-vit"])
@@ -146,7 +148,7 @@ def test_zero_score_heads_counted(name, z):
     assert a["above"] == sum(r["above"] for r in a["roles"].values()) > 0
     if z == 2.0:
         assert a["normal_tail"] == pytest.approx(0.02275, abs=1e-5)
-    assert f"{a['heads_zero']} of {a['heads_total']} heads" in w.zero_reading(a)
+    assert f"{a['heads_zero']} of {a['heads_total']} heads" in readings.zero_reading(a)
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -170,7 +172,7 @@ def test_collapse_flags_an_emptied_layer():
     assert c["MP pruned"].tolist() == [1, 1, 2]
     assert c["MP-G emptied"].tolist() == [False, True, False] and not c["MP emptied"].any()
     assert c["MP pruned"].sum() == c["MP-G pruned"].sum() == 4
-    assert w.collapse_reading(c, 4 / 12) == "At 33% sparsity, MP empties no layer; MP-G empties layer 1."
+    assert readings.collapse_reading(c, 4 / 12) == "At 33% sparsity, MP empties no layer; MP-G empties layer 1."
 
 
 def test_worked_cell_records_what_the_functions_compute_as_plain_json():

@@ -8,11 +8,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from repro.claims import shown
 from repro.engines.base import Setup
 from repro.engines.prune import QUANTILES, PruneExperiment
 from repro.errors import ReproError
-from repro.papers.ogas.claims import claims_table, metrics, ogas_claims, readme_blocks, summary
+from repro.papers.ogas.claims import claims_table, metrics, ogas_claims, readme_blocks
 from repro.papers.ogas.grid import OgasGrid, frame, own_headroom, prune_frame
+from repro.papers.ogas.readings import chance_reading, claims_reading
 from repro.papers.ogas.records import (
     PAPER_ZEROSHOT,
     caption,
@@ -26,7 +28,6 @@ from repro.papers.ogas.records import (
 from repro.papers.ogas.tables import (
     ablation_table,
     achieved_table,
-    chance_summary,
     curve_frame,
     curve_table,
     dense_vs_chance,
@@ -39,6 +40,7 @@ from repro.papers.ogas.tables import (
     table12,
     zeroshot_tables,
 )
+from repro.report import Table
 from repro.store import Store
 
 from conftest import ogas_params
@@ -212,7 +214,7 @@ def test_run_zeroshot_and_its_tables(grid):
     e = grid.wt["tiny-llama"]
     assert dense["config"] == {**e.zeroshot_config(TASKS, 20), "method": "dense"}  # the key of the committed records
     assert e.dense_zeroshot(TASKS, 20)["key"] == dense["key"] and len(list(grid.store.records("prune-zeroshot"))) == 1
-    [(stem, table, cap)] = zeroshot_tables(results, grid)
+    [(stem, (table, cap, _, _))] = zeroshot_tables(results, grid)
     assert stem == "table3_zeroshot_tiny-llama" and cap.startswith("**Table 3. Zero-shot accuracy, tiny-llama")
     assert list(table.index) == ["Dense", "Magnitude", "Wanda", "OGAS"]
     assert list(table.columns) == [*TASKS, "mean", "mean of the paper's tasks", "same, acc_norm where reported",
@@ -234,7 +236,7 @@ def test_run_nm_ablation_and_curve_ask_for_their_cells(grid):
     for m in ("magnitude", "wanda", "ogas", "ogas-h0.05"):
         assert find(f, "tiny-llama", "wiki-sample", m, 0.7) is not None, m
     assert find(f, "tiny-llama", "wiki-sample", "ogas-h0.05", 0.5) is None  # headrooms only above 60%
-    table5, cap5 = ablation_table(f, grid)
+    table5, cap5, _, _ = ablation_table(f, grid)
     assert list(table5.variant) == ["Wanda", "OGAS energy-only (lambda 0)", "OGAS PAPR-only (lambda 1)", "OGAS"]
     assert "4 of 4 cells read from cached records" not in cap5  # computed here, in this session
     ch = figure2_channels(f, grid)
@@ -333,7 +335,7 @@ def test_caption_names_the_setups_and_the_cache(fake_grid):
 
 def test_table12_marks_ranks_and_pairs_to_wanda(fake_grid):
     f = constructed_frame()
-    table, cap, vals = table12(f, fake_grid)
+    table, cap, _, vals = table12(f, fake_grid)
     assert list(vals.columns) == ["a wikitext2", "a c4-sample", "b wikitext2", "a average"]  # b: no C4 cell, no average
     both = vals[["a wikitext2", "a c4-sample"]].astype(float)
     np.testing.assert_allclose(vals["a average"].astype(float), (both.iloc[:, 0] + both.iloc[:, 1]) / 2)
@@ -350,11 +352,11 @@ def test_table12_marks_ranks_and_pairs_to_wanda(fake_grid):
 
 def test_achieved_and_rounding_tables(fake_grid):
     f = constructed_frame()
-    achieved, cap = achieved_table(f, fake_grid)
+    achieved, cap, _, _ = achieved_table(f, fake_grid)
     assert len(achieved) == 3 + 3 + 1 + 2  # a: 4 rows on WikiText-2, 3 on C4; b: Wanda, OGAS
     assert achieved.loc[(achieved.model == "a") & (achieved.method == "OGAS"), "achieved"].tolist() == [0.4993] * 2
     assert achieved["prune seconds"].unique().tolist() == [1.3] and cap.startswith("**Achieved sparsity")
-    worth, cap = rounding_table(f, fake_grid)
+    worth, cap, _, _ = rounding_table(f, fake_grid)
     assert worth[["model", "data"]].values.tolist() == [["a", "wikitext2"]]  # only where both ran
     ratio = np.exp(np.mean([0.2, 0.1, 0.25, 0.15]))
     assert worth.iloc[0, 2].startswith(f"x{ratio:.4f} [")
@@ -362,7 +364,7 @@ def test_achieved_and_rounding_tables(fake_grid):
 
 
 def test_nm_table(fake_grid):
-    table, cap, vals = nm_table(constructed_frame(), fake_grid)
+    table, cap, _, vals = nm_table(constructed_frame(), fake_grid)
     assert list(table.columns) == ["a wikitext2 2:4"] and list(table.index) == ["Dense", "Wanda"]
     assert vals.at["Wanda", "a wikitext2 2:4"] == pytest.approx(np.exp(np.mean(BASE + 0.5)))
     assert "2:4 and 4:8" in cap
@@ -374,34 +376,34 @@ def test_zeroshot_tables_from_results(fake_grid):
                           for t, d in (("t1", docs1), ("t2", docs2))}}
     results = {"a": {"dense": result([1, 1] * 5, [1, 0] * 5), "wanda": result([1, 0] * 5, [0, 0] * 5),
                      "ogas": result([1, 1] * 5, [1, 0] * 5)}}  # 20 documents: the fewest a paired bootstrap accepts
-    [(stem, table, cap)] = zeroshot_tables(results, fake_grid)
+    [(stem, (table, cap, _, _))] = zeroshot_tables(results, fake_grid)
     assert stem == "table3_zeroshot_a" and "first 2 documents per task, float32, profile `unit`" in cap
     assert table.at["Dense", "mean"] == 0.75 and table.at["Wanda", "mean"] == 0.25
     assert table.at["OGAS", "vs Wanda (paired)"].startswith("+0.500")  # 10 of 20 documents better, none worse
     assert zeroshot_paired(results["a"]["wanda"], results["a"]["ogas"], ["t1", "t2"]).estimate == -0.5
     # a second zero-shot model is Table 4 (the paper's Mistral setting)
     both = zeroshot_tables({**results, "b": results["a"]}, fake_grid)
-    assert [stem for stem, _, _ in both] == ["table3_zeroshot_a", "table4_zeroshot_b"]
-    assert both[1][2].startswith("**Table 4. Zero-shot accuracy, b")
+    assert [stem for stem, _ in both] == ["table3_zeroshot_a", "table4_zeroshot_b"]
+    assert both[1][1].caption.startswith("**Table 4. Zero-shot accuracy, b")
 
 
 def test_dense_vs_chance_places_each_interval_against_a_uniform_guess():
     def result(**docs):
         return {"tasks": {t: {"per_doc": {"acc": d}} for t, d in docs.items()}}
     dense = result(hellaswag=[1, 0, 0, 0] * 25, boolq=[1] * 90 + [0] * 10, winogrande=[0] * 90 + [1] * 10)
-    table, cap = dense_vs_chance({"g": {"dense": dense}}, ["hellaswag", "boolq", "winogrande"])
+    table, cap, _, _ = dense_vs_chance({"g": {"dense": dense}}, ["hellaswag", "boolq", "winogrande"])
     t = table.set_index("task")
     assert t["chance"].tolist() == [0.25, 0.5, 0.5] and t["documents"].tolist() == [100] * 3
     assert t["dense vs chance"].tolist() == ["at chance", "above chance", "below chance"]
     assert t.at["boolq", "dense accuracy"] == 0.9 and t["paper's task"].all() and "uniform" in cap
-    text = chance_summary(table)
+    text = chance_reading(table)
     assert text.startswith("- **g** dense: above chance on boolq* 0.90; at chance on hellaswag* 0.25; below chance "
                            "on winogrande* 0.10.")
 
 
 def test_ablation_table_pairs_each_variant_to_wanda(fake_grid):
     f = constructed_frame()
-    table, cap = ablation_table(f, fake_grid)
+    table, cap, _, _ = ablation_table(f, fake_grid)
     assert list(table.columns) == ["model", "variant", "lambda", "gamma", "ppl", "vs Wanda (paired)"]
     assert table["lambda"].tolist() == ["-", 0.0, 1.0, 0.4]
     assert table["vs Wanda (paired)"].iloc[0] == "x1.000 [1.000, 1.000]"
@@ -409,7 +411,7 @@ def test_ablation_table_pairs_each_variant_to_wanda(fake_grid):
     assert table.ppl.iloc[3] == round(np.exp(np.mean(BASE + OGAS_NLL)), 3)
     assert cap.endswith("4 of 4 cells read from cached records.")
     fake_grid.p = fake_grid.p.model_copy(update={"ablation_models": []})
-    table, cap = ablation_table(f, fake_grid)
+    table, cap, _, _ = ablation_table(f, fake_grid)
     assert table.empty and "cells read" not in cap
 
 
@@ -426,7 +428,7 @@ def test_figure_data(fake_grid):
     h = curve[curve.label == "OGAS, S_max headroom 0.05"]
     assert h.sparsity.tolist() == [0.7, 0.9] and h.row.tolist() == ["ogas-h0.05", "ogas"]  # at 90%: the 0.95 cap
     assert h.ppl.iloc[1] == ogas.ppl.iloc[2] and h.ppl.iloc[0] != ogas.ppl.iloc[1]
-    table, cap = curve_table(curve, f, fake_grid)
+    table, cap, _, _ = curve_table(curve, f, fake_grid)
     assert list(table.index) == ["Magnitude", "OGAS", "OGAS headroom 0.05", "Wanda"]
     assert math.isnan(table.at["OGAS headroom 0.05", 0.5]) and cap.startswith("**Figure 4 data")
     assert dense_ppl(f, fake_grid) == {"a": pytest.approx(np.exp(2.75)), "b": pytest.approx(np.exp(2.25))}
@@ -434,9 +436,9 @@ def test_figure_data(fake_grid):
 
 def test_claims_summary_metrics_and_readme(fake_grid):
     f = constructed_frame()
-    shown, cap, claims = claims_table(f, fake_grid)
-    assert list(shown.columns) == ["claim", "paper says", "setting", "measured", "verdict", "power", "n", "paper effect",
-                                   "half-width"] and len(claims) == len(shown)
+    claims, cap, _, _ = claims_table(f, fake_grid)
+    assert list(shown(claims).columns) == ["claim", "paper says", "setting", "measured", "verdict", "power", "n",
+                                           "paper effect", "half-width"] and len(claims) == len(shown(claims))
     below = claims[(claims.claim == "OGAS below Wanda at 50%") & (claims.setting == "a, wikitext2")]
     assert below.verdict.tolist() == ["holds"]  # lower NLL on every window
     flat = claims[claims.claim.str.startswith("OGAS degrades least")]
@@ -448,7 +450,7 @@ def test_claims_summary_metrics_and_readme(fake_grid):
     collapse = claims[claims.claim.str.startswith("Magnitude and SparseGPT collapse")]
     assert collapse.verdict.tolist() == ["holds", "inconclusive"] and collapse.threshold.iloc[0] == 10.0
     assert "models a, b" in cap
-    text = summary(claims, 0.5)
+    text = claims_reading(claims, 0.5)
     assert "**OGAS vs Wanda** at 50%: holds: 3 (on average" in text and "**Zero-shot mean above Wanda**: not run" in text
     avg = claims[claims.claim.str.startswith("OGAS below Wanda on average")]
     assert len(avg) == 1 and avg.n.iloc[0] == 60 and avg["paper effect"].iloc[0] == pytest.approx(0.9116)
@@ -459,7 +461,7 @@ def test_claims_summary_metrics_and_readme(fake_grid):
     assert claims.claim.str.startswith("OGAS does not collapse").sum() == 1
     m = metrics(f, claims, fake_grid)
     assert m["n_cells"] == len(f) and m["n_claims"] == len(claims) and sum(m["verdicts"].values()) == len(claims)
-    blocks = readme_blocks((pd.DataFrame({"x": [1]}, index=["r"]), "cap"), (claims, cap))
+    blocks = readme_blocks(Table(pd.DataFrame({"x": [1]}, index=["r"]), "cap"), Table(claims, cap))
     assert blocks["ogas-tables"].startswith("cap\n\n|    |   x |") and "\n| r  |" in blocks["ogas-tables"]
     assert blocks["ogas-claims"].startswith(cap + "\n\n**") and "\n| claim" in blocks["ogas-claims"]
     assert blocks["ogas-headline"].startswith("*OGAS below Wanda")
@@ -486,7 +488,7 @@ def test_gamma_bounds_count_each_end_separately(fake_grid):
     j = f.index[f.method == "ogas-papr"][0]
     f.at[j, "extras"] = {"l.0.q_proj": {"gamma": 0.06, "gamma_evals": 4}, "l.1.q_proj": {"gamma": 0.07, "gamma_evals": 4},
                          "l.2.q_proj": {"gamma": 1.09, "gamma_evals": 4}}
-    table, cap = gamma_bounds_table(f, fake_grid)
+    table, cap, _, _ = gamma_bounds_table(f, fake_grid)
     t = table.set_index("variant")
     assert list(t.index) == ["OGAS", "OGAS PAPR-only (lambda 1)"]  # energy-only's cell has no searched layers here
     assert t.loc["OGAS", ["layers", "at the lower bound", "at the upper bound"]].tolist() == [2, 1, 0]
@@ -532,12 +534,12 @@ def test_every_claim_row_carries_the_paper_statement_it_tests(fake_grid):
     words issue 15 quotes from the paper are in quotation marks, everything else is a located paraphrase."""
     fake_grid.p = fake_grid.p.model_copy(update={"zeroshot_tasks": list(PAPER_ZEROSHOT)})
     f = with_zeroshot(constructed_frame())
-    shown, _, claims = claims_table(f, fake_grid)
+    claims = claims_table(f, fake_grid).frame
     prefixes = ("OGAS below Wanda", "OGAS below RIA", "OGAS at or below SparseGPT", "Each single signal improves",
                 "Each single signal is improved", "OGAS zero-shot mean", "OGAS beats Wanda on HellaSwag",
                 "OGAS has the lowest perplexity", "Magnitude and SparseGPT collapse", "OGAS degrades least")
     assert all(claims.claim.str.startswith(p).any() for p in prefixes)  # every kind of row was produced
-    assert (claims.source.str.len() > 0).all() and (shown["paper says"] != "—").all()
+    assert (claims.source.str.len() > 0).all() and (shown(claims)["paper says"] != "—").all()
     quoted = {"HellaSwag +3.39% over Wanda", "OGAS has the lowest perplexity at 80% and 90%",
               "magnitude and SparseGPT collapse at high sparsity"}
     for source in set(claims.source):
@@ -570,36 +572,6 @@ def test_a_comparison_of_two_destroyed_models_is_uninformative():
     f.loc[f.method == "ogas", "ppl"] = float(np.exp(np.mean(BASE + 1.0)))  # OGAS at 2.7x dense: informative
     assert next(c for c in ogas_claims(f, ["a"], 0.5, [], [], [], uniform={"a": 1000})
                 if c.claim.startswith("OGAS below Wanda")).kind != UNINFORMATIVE
-
-
-def test_curve_reading_names_the_best_line_the_collapsed_ones_and_falls_between_collapsed_points(fake_grid):
-    from repro.papers.ogas.report import Report
-
-    curve = pd.DataFrame({"model": ["a"] * 6, "label": ["OGAS", "Wanda"] * 3,
-                          "sparsity": [0.7, 0.7, 0.8, 0.8, 0.9, 0.9], "ppl": [50.0, 80.0, 950.0, 1500.0, 900.0, 1600.0],
-                          "headroom": [np.nan] * 6})
-    text = Report(None, fake_grid).curve_reading(curve, {"a": 10.0})
-    assert text.splitlines() == [
-        "- **a** (dense 10, collapse above 10x it; a uniform guess 1,000): lowest at 70% OGAS 50; at 80% OGAS 950, "
-        "collapsed: OGAS, Wanda; at 90% OGAS 900, collapsed: OGAS, Wanda.",
-        "- **a, OGAS falls** from 950 at 80% to 900 at 90% (0.95 and 0.90 of a uniform guess's): both points have "
-        "collapsed, where perplexity tells how a destroyed model is wrong (spread near uniformly, or confident and "
-        "wrong), not what it kept: not a recovery, and no comparison between the two."]
-    curve.loc[4, "ppl"] = 95.0  # OGAS at 90% below 10x dense: a fall that ends in a living model is not this case
-    assert "falls" not in Report(None, fake_grid).curve_reading(curve, {"a": 10.0})
-
-
-def test_ablation_and_bounds_readings():
-    from repro.papers.ogas.report import Report
-
-    t5 = pd.DataFrame({"model": ["a"] * 3, "variant": ["Wanda", "OGAS", "OGAS energy-only"], "ppl": [10.0, 9.0, 8.5],
-                       "vs Wanda (paired)": ["x1.000 [1.000, 1.000]", "x0.900 [0.8, 1.0]", "x0.850 [0.8, 0.9]"]})
-    assert Report.ablation_reading(t5) == ("- **a**: OGAS energy-only 8.5 (x0.850 [0.8, 0.9] against Wanda); OGAS 9 "
-                                           "(x0.900 [0.8, 1.0] against Wanda).")
-    b = pd.DataFrame({"model": ["a"], "variant": ["OGAS"], "interval": ["(0.05, 1.1)"], "layers": [10],
-                      "at the lower bound": [2], "at the upper bound": [3], "median gamma": [0.5]})
-    assert Report.bounds_reading(b) == ("- **a, OGAS, (0.05, 1.1)**: 2 of 10 layers at the lower bound, 3 at the "
-                                        "upper; median gamma 0.5.")
 
 
 def test_the_other_gamma_rule_is_its_own_row_and_both_directions_read_searched_over_fixed():
@@ -637,23 +609,25 @@ def test_the_zero_shot_mean_is_also_tested_without_the_tasks_where_dense_is_at_c
 
 
 def test_answer_bias_names_the_dense_models_favourite_answer_and_every_models_rate():
-    from repro.papers.ogas.tables import answer_bias, answer_bias_reading
+    from repro.papers.ogas.readings import answer_bias_reading
+    from repro.papers.ogas.tables import answer_bias
 
     def res(pred):
         gold = [1] * 12 + [0] * 8  # 60% "yes"
         return {"tasks": {"boolq": {"per_doc": {"acc": [float(p == g) for p, g in zip(pred, gold)], "pred": pred,
                                                 "gold": gold}}}}
     results = {"m": {"dense": res([1] * 19 + [0]), "wanda": res([1] * 10 + [0] * 10), "ogas": res([1] * 20)}}
-    bias, _ = answer_bias(results, ["boolq"])
+    bias = answer_bias(results, ["boolq"]).frame
     assert bias.iloc[0][["answer", "gold share", "Dense", "Wanda", "OGAS"]].tolist() == ["yes", 0.6, 0.95, 0.5, 1.0]
     assert answer_bias_reading(bias) == ("- **m** leans to one answer: boolq 'yes' on 95% of documents (gold 60%; "
                                          "Wanda 50%, OGAS 100%).")
     old = {"m": {k: {"tasks": {"boolq": {"per_doc": {"acc": [1.0]}}}} for k in ("dense", "wanda")}}
-    assert answer_bias(old, ["boolq"])[0].empty  # records from before pred/gold were kept
+    assert answer_bias(old, ["boolq"]).frame.empty  # records from before pred/gold were kept
 
 
 def test_the_step_from_the_earlier_sample_to_the_whole_split_is_split_into_its_factors(fake_grid):
-    from repro.papers.ogas.tables import sample_reading, sample_vs_split
+    from repro.papers.ogas.report import Report
+    from repro.papers.ogas.tables import sample_vs_split
 
     f = constructed_frame()  # dense a on wikitext2: exp(2.75) = 15.64
     dense_a = float(np.exp(np.mean(BASE)))
@@ -664,6 +638,6 @@ def test_the_step_from_the_earlier_sample_to_the_whole_split_is_split_into_its_f
     table = sample_vs_split(f, fake_grid, refs)
     assert list(table.columns) == ["model", "first short (32 x 256)", "spread short (32 x 256)", "tables' sample",
                                    "whole split"]
-    text = sample_reading(f, fake_grid, refs)
+    text = Report(None, fake_grid).sample_vs_split(f, refs).reading
     assert "(which articles: x0.800)" in text and f"(more context per token: x{dense_a / 32:.3f})" in text
     assert "(the sample / the split: x1.100)" in text and "over all 280 windows" in text

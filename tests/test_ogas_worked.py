@@ -17,6 +17,7 @@ from repro.engines.prune import PruneExperiment
 from repro.errors import ReproError
 from repro.methods import ogas_terms as T
 from repro.methods.unstructured import OGAS, PRUNERS, channel_sparsity, prune_model
+from repro.papers.ogas import readings as Rd
 from repro.papers.ogas import worked as W
 from repro.papers.ogas.grid import OgasGrid, plan
 from repro.store import Store
@@ -151,7 +152,7 @@ def test_alpha_curve_cases():
     assert short["f"][-1] == pytest.approx(most - 0.5) and short["alpha_root"] == short["alpha_hi"]
     touch = T.alpha_curve(np.array([0.9, 0.5, 0.0]), 1.0, 0.6, 0.01, 0.6)  # every I < 1: S_max itself is the most
     assert touch["root"] == "at alpha_hi" and touch["f"][-1] == pytest.approx(0.0, abs=1e-12) and (touch["f"][:-1] < 0).all()
-    assert "no root" in W.root_reading(_trace_with(imp, 0.5), 0.5) and "not unique" in W.root_reading(
+    assert "no root" in Rd.root_reading(_trace_with(imp, 0.5), 0.5) and "not unique" in Rd.root_reading(
         _trace_with(np.array([0.9, 0.5, 0.0]), 1.0), 0.6)
 
 
@@ -223,33 +224,33 @@ def test_frames(run):
 def test_readings_state_the_recorded_numbers(run):
     worked = run[2]["search"][0]
     t, used = worked["result"]["trace"], W.used_setting(worked)
-    g = W.gamma_reading(worked)
+    g = Rd.gamma_reading(worked)
     assert f"gamma = {t['gamma']:.3g}" in g and f"L = {used['rel_error']:.4f}" in g
     assert f"after {len(t['search_path']['gamma'])} evaluations" in g and LAYER in g
     r = T.reallocation(used["s"], t["target"])
-    text = W.reallocation_reading(worked)
+    text = Rd.reallocation_reading(worked)
     assert f"between {r['q05']:.3f} and {r['q95']:.3f}" in text and f"{r['within']:.0%}" in text
     st = T.stretch(t["energy"])
-    assert f"channel {st['top']} has the largest energy" in W.stretch_reading(worked)
-    assert f"x = {st['median_x']:.2f}" in W.stretch_reading(worked)
-    root = W.root_reading(worked)
+    assert f"channel {st['top']} has the largest energy" in Rd.stretch_reading(worked)
+    assert f"x = {st['median_x']:.2f}" in Rd.stretch_reading(worked)
+    root = Rd.root_reading(worked)
     assert f"at alpha = {used['alpha']:.4f}" in root and "crosses zero once" in root
-    fixed = W.gamma_reading(run[2]["fixed"][0])
+    fixed = Rd.gamma_reading(run[2]["fixed"][0])
     assert fixed.startswith("The setting fixes gamma = 0.2 (no search)")
     sha = run[2]["search"][1]["result"]["zeros_sha256"]
-    assert "the same zero pattern" in W.same_pruning_reading(worked, sha)
-    assert "DIFFERENT" in W.same_pruning_reading(worked, "0" * 64)
+    assert "the same zero pattern" in Rd.same_pruning_reading(worked, sha)
+    assert "DIFFERENT" in Rd.same_pruning_reading(worked, "0" * 64)
 
 
 def test_gamma_reading_names_the_shape_of_L(run):
     t = copy.deepcopy(run[2]["search"][0]["result"]["trace"])
     n = len(t["grid"]["gamma"])
     t["grid"]["rel_error"] = list(np.linspace(0.3, 0.2, n))
-    assert "falls monotonically, so its minimum on the interval is at the upper end" in W.gamma_reading(t)
+    assert "falls monotonically, so its minimum on the interval is at the upper end" in Rd.gamma_reading(t)
     t["grid"]["rel_error"] = list(np.linspace(0.2, 0.3, n))
-    assert "rises monotonically" in W.gamma_reading(t)
+    assert "rises monotonically" in Rd.gamma_reading(t)
     t["grid"]["rel_error"] = list((np.asarray(t["grid"]["gamma"]) - 0.5) ** 2 + 0.2)
-    assert "is not monotone: on the grid it is lowest at gamma = 0.5" in W.gamma_reading(t)
+    assert "is not monotone: on the grid it is lowest at gamma = 0.5" in Rd.gamma_reading(t)
 
 
 # ---- the record -------------------------------------------------------------------------------------------------

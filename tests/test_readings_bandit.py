@@ -4,7 +4,19 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from repro.papers.bandit.report import BanditReport
+from repro.papers.bandit.readings import (
+    allocation_reading,
+    budget_reading,
+    comparisons_reading,
+    join_reading,
+    lambada_reading,
+    layers_reading,
+    per_seed_reading,
+    rescale_reading,
+    synthetic_reading,
+    table2_reading,
+    worked_join_reading,
+)
 
 
 def _lm():
@@ -19,8 +31,8 @@ def _lm():
 
 def test_bandit_per_seed_reading_names_the_widest_method_and_the_runs_that_lower_lambada():
     lm = _lm().assign(lambada_acc_change=0.02)
-    assert BanditReport.per_seed_reading(lm).endswith("Random seed 2 (-13.1%, last-word accuracy +0.02).")
-    assert BanditReport.per_seed_reading(_lm()) == (
+    assert per_seed_reading(lm).endswith("Random seed 2 (-13.1%, last-word accuracy +0.02).")
+    assert per_seed_reading(_lm()) == (
         "- **m, head 10%**: seed to seed the WikiText-2 change moves most for Random (50 points between its best and "
         "worst seed); LAMBADA perplexity falls in 1 of 6 runs: Random seed 2 (-13.1%).")
 
@@ -28,21 +40,21 @@ def test_bandit_per_seed_reading_names_the_widest_method_and_the_runs_that_lower
 def test_bandit_layers_budget_and_tests_readings():
     lp = pd.DataFrame({"model": ["m"] * 2, "units": ["head 10%"] * 2, "method": ["wanda", "ucb"],
                        "early layers": [3, 3], "share in early layers": [0.78, 0.1]})
-    assert BanditReport.layers_reading(lp) == ("- **m, head 10%**: Wanda-style puts 78% of its units in the first 3 "
-                                               "layer(s); no other method more than 10%.")
+    assert layers_reading(lp) == ("- **m, head 10%**: Wanda-style puts 78% of its units in the first 3 "
+                                  "layer(s); no other method more than 10%.")
     lp["share in last layers"] = [0.0, 0.9]  # a method piling its units at the end is named instead
-    assert BanditReport.layers_reading(lp) == ("- **m, head 10%**: MAB-UCB puts 90% of its units in the last 3 "
-                                               "layer(s); no other method more than 0%.")
+    assert layers_reading(lp) == ("- **m, head 10%**: MAB-UCB puts 90% of its units in the last 3 "
+                                  "layer(s); no other method more than 0%.")
     b1 = pd.DataFrame({"model": ["m"] * 3, "units": ["head 10%"] * 3, "method": ["MAB-UCB", "Budgeted greedy", "Fisher"],
                        "paired_evaluations": [56.0, 56.0, 0.0], "calibration_passes": [0.0, 0.0, 8.0],
                        "seconds": [40.0, 44.0, 58.0]})
-    assert BanditReport.budget_reading(b1) == ("- **m, head 10%**: the searches spend the same 56 paired evaluations per "
-                                               "run in 40-44 s; the one-shot scorers 58-58 s.")
-    assert "different budgets: MAB-UCB 56, Budgeted greedy 60" in BanditReport.budget_reading(
+    assert budget_reading(b1) == ("- **m, head 10%**: the searches spend the same 56 paired evaluations per "
+                                  "run in 40-44 s; the one-shot scorers 58-58 s.")
+    assert "different budgets: MAB-UCB 56, Budgeted greedy 60" in budget_reading(
         b1.assign(paired_evaluations=[56.0, 60.0, 0.0]))
     tests = pd.DataFrame({"b": ["Random", "Fisher", "Budgeted greedy"], "mean_diff": [-5.0, 3.0, 1.0],
                           "ci_lo": [-9.0, 1.0, -1.0], "ci_hi": [-1.0, 5.0, 3.0], "q": [0.01, 0.2, 0.5]})
-    assert BanditReport.tests_reading(tests) == (
+    assert comparisons_reading(tests) == (
         "- The 95% interval excludes 0 in 2 of 3 comparisons: 1 favour the bandit, 1 the baseline (Fisher); 1 have "
         "q < 0.05 within the family.")
 
@@ -58,7 +70,7 @@ def test_allocation_reading_and_table():
     t = allocation_table(frames)
     assert list(zip(t.method, t.memory)) == [("Budgeted greedy", "-"), ("MAB-UCB", "persist"), ("MAB-UCB", "step")]
     assert (t.distinct_per_step == 1).all() and (t.join_evidence == 2).all()
-    assert BanditReport.allocation_reading(t).splitlines()[1] == (
+    assert allocation_reading(t).splitlines()[1] == (
         "- **MAB-UCB, persist, 2 pulls per step** (1 setting): 1 distinct candidates per step; joins decided on 2 "
         "pulls; 100% of joins pulled under their mask.")
 
@@ -67,8 +79,6 @@ def test_lambada_investigation_names_the_head_that_lowers_lambada_and_how_often_
     """The head whose masking alone lowers LAMBADA most is the one described (not the most shared one), with
     the LAMBADA change of this run's selections with and without it; selections without it that also lower
     LAMBADA are said to take another route."""
-    from repro.papers.bandit.lambada import investigation
-
     diff = {"estimate": 0.1, "ci": [0.05, 0.15]}
     def alone(ppl, share):
         return {"ppl": ppl, "acc": 0.5, "n": 10, "ppl_change_pct": 100 * (ppl / 20 - 1), "acc_diff": diff,
@@ -81,7 +91,7 @@ def test_lambada_investigation_names_the_head_that_lowers_lambada_and_how_often_
     frame = pd.DataFrame([{"model": "g", "kinds": None, "method": "dense", "units": None, "lambada_ppl": 20.0},
                           sel([["head", 16, 3], ["head", 17, 2]], 15.0), sel([["head", 16, 3]], 18.0),
                           sel([["head", 16, 3], ["head", 1, 1]], 30.0)])
-    text = investigation(check, frame)
+    text = lambada_reading(check, frame)
     assert "16.3" not in text.splitlines()[0] and "17.2 lowers LAMBADA perplexity most" in text
     assert "include 17.2 in 1. LAMBADA perplexity against dense, with it: median -25% (-25% to -25%), 1 of 1 " \
            "below dense; without it: median +20% (-10% to +50%), 1 of 2 below dense." in text
@@ -101,6 +111,46 @@ def test_join_table_replays_thompsons_joins_and_reads_them():
     assert len(t) == 1 and t.iloc[0][["joins", "picks differ", "posterior's pick had fewer pulls"]].tolist() == [2, 1, 1]
     gap = 0.02 * (np.log(0.2 / 0.8) - np.log(0.05 / 0.95))  # damage of r = 0.05 minus that of r = 0.2
     assert t.iloc[0]["largest damage gap (nats)"] == pytest.approx(gap, abs=1e-4)
-    assert BanditReport.join_reading(t) == (
+    assert join_reading(t) == (
         f"- **m, head 10%, join posterior**: the picks differ at 1 of 2 joins, the posterior's pick had fewer pulls "
         f"in 1 and measured {gap:+.3f} nats more damage on average (largest {gap:+.3f}).")
+
+
+def test_synthetic_and_worked_join_readings():
+    """The teaching section's sentences: each policy's regret against greedy's per budget, and the worked join
+    (the default candidates: the posterior mean takes the one pulled once, the mean reward the other)."""
+    from repro.papers.bandit import synthetic
+
+    summary = pd.DataFrame({"budget": [8, 8], "policy": ["greedy", "ucb"], "memory": ["-", "persist"], "seeds": [4, 4],
+                            "mean regret": [0.01, 0.005], "seeds better than greedy": [0, 3], "seeds worse": [0, 1]})
+    assert synthetic_reading(summary) == ("- **8 pulls per step**: greedy's mean regret 0.0100; ucb (persist) 0.0050, "
+                                          "better than greedy on 3 and worse on 1 of 4 seeds.")
+    assert worked_join_reading(synthetic.worked_join()) == (
+        "Pulled 1 time(s) with mean reward 0.05 (damage +0.059 nats) against 5 times with mean reward 0.25 (damage "
+        "+0.022): posterior means 0.350 and 0.321, so join `posterior` takes the candidate pulled 1 time(s); join "
+        "`mean` takes the one pulled 5 times.")
+
+
+def test_rescale_reading_sets_the_measured_rescaling_beside_the_searches_damage():
+    """Three heads of one layer: the one whose masking leaves least of the layer's output (head0.0) is also the
+    one the search measured most damaging, so the reading says the rescaling predicts the damage."""
+    units = [{"kind": "head", "layer": 0, "index": i, "remaining": r} for i, r in enumerate([0.7, 0.9, 0.8])]
+    check = {"windows": "8 windows", "dtype": "float32", "units": units,
+             "selections": [{"kind": "head", "remaining_by_layer": {"0": 0.5, "1": 0.9}}]}
+    frame = pd.DataFrame([{"model": "g", "kinds": "head", "method": "ucb", "pulled": [["head0.0", "head0.1", "head0.2"]],
+                           "rewards": [[0.1, 0.4, 0.2]]}])
+    text = rescale_reading(check, frame, model="g", focus="head0.2")
+    assert text.startswith("- **Single heads** (3, 8 windows, float32): masking one leaves 0.80 of its layer's "
+                           "attention-output RMS at the median (0.70-0.90)")
+    assert "- **head0.2** leaves 0.800 (its layer: head0.0 0.700, head0.2 0.800, head0.1 0.900): masking it " \
+           "rescales its layer's other heads less" in text
+    assert "- **The 1 head selections**" in text and "keeps 0.50 of its RMS" in text
+    assert "Over the 3 heads" in text and "tend to be the most damaging" in text
+    assert rescale_reading(None, frame).startswith("- The measurement `benchmarks/results/gemma_rescale.json` is not")
+
+
+def test_readings_of_empty_tables_are_empty():
+    """A profile that skips a section hands its reading an empty table: no sentence, no error."""
+    empty = pd.DataFrame()
+    assert allocation_reading(empty) == layers_reading(empty) == comparisons_reading(empty) == ""
+    assert table2_reading(pd.DataFrame(columns=["model", "method", "drop_pp"])) == ""

@@ -1,21 +1,19 @@
-"""Paper 3's claims by the one rule of :mod:`repro.claims`, the paper's effects and the generated discussion.
+"""Paper 3's claims by the one rule of :mod:`repro.claims`, the paper's effects and the README blocks (the
+claims' prose and the discussion: :mod:`.readings`).
 """
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from repro.claims import (
     claims_markdown,
-    count_verdicts,
     difference_claim,
     headline,
     seed_diff,
-    underpowered,
 )
-from repro.papers.bandit.records import CELL, LABELS, MAB, MAB_VS_GREEDY, SETTING
-from repro.report import to_markdown
+from repro.papers.bandit.records import LABELS, MAB, MAB_VS_GREEDY, SETTING
+from repro.report import Table, to_markdown
 
 LAMBADA_VS_GREEDY = "MAB degrades LAMBADA perplexity less than budgeted greedy"
 
@@ -101,98 +99,8 @@ PAPER_SOURCES = {
 }
 
 
-def claims_summary(claims: pd.DataFrame) -> str:
-    """The sentence on how configuration-dependent the MAB-vs-greedy verdicts are."""
-    n = int(claims.claim.str.startswith(MAB_VS_GREEDY).sum())
-    return (f"The paper itself cautions that the advantage is configuration-dependent: across the {n} (setting, "
-            f"MAB variant) comparisons with greedy here the verdicts are {count_verdicts(claims, MAB_VS_GREEDY)}. "
-            f"Power: {underpowered(claims)}")
-
-
-def readme_blocks(table1: pd.DataFrame, table1_caption: str, claims: pd.DataFrame, claims_caption: str) -> dict:
+def readme_blocks(table1: Table, claims: Table) -> dict:
     """The generated blocks of Paper 3: the README's headline, Table 1 and the claims (docs/results.md)."""
-    return {"bandit-headline": headline(claims, MAB_VS_GREEDY),
-            "bandit-tables": to_markdown(table1, table1_caption, index=False),
-            "bandit-claims": claims_markdown(claims, claims_caption)}
-
-
-def discussion(frame: pd.DataFrame, lm: pd.DataFrame, vis: pd.DataFrame, claims: pd.DataFrame, search: dict,
-               batch: str, ablation: pd.DataFrame | None = None) -> str:
-    """What the results say, as Markdown bullets generated from the records: the dense references,
-    the best method of each setting (mean over seeds) against the two bandits, and what the verdicts
-    mean (with the rows too imprecise to decide). ``search``: the language-model searches' budget and
-    pool; ``batch``: what one of their mini-batches holds; ``ablation``: :func:`memory_ablation`'s rows."""
-    lines = []
-    dense = frame[frame.method == "dense"] if len(frame) else frame
-    if len(dense):
-        lines.append("- **Dense references** (the same windows and documents every method is paired with): " +
-                     "; ".join(f"{r.model}: WikiText-2 {r.ppl:.2f}" +
-                               (f", LAMBADA {r.lambada_ppl:.2f} (last-word accuracy {r.lambada_acc:.3f})"
-                                if getattr(r, "lambada_ppl", None) is not None and np.isfinite(r.lambada_ppl) else "")
-                               for r in dense.itertuples()) + ".")
-    one_shot_wins = []  # settings whose lowest mean damage is a one-shot score's
-    for table, value, what in ((lm, "change_pct", "WikiText-2 perplexity change"),
-                               (vis, "top1_drop_pp", "top-1 drop (points)")):
-        if not len(table):
-            continue
-        for (model, kinds, ratio), t in table.groupby(SETTING):
-            means = t[np.isfinite(t[value])].groupby("method")[value].mean().sort_values()
-            if means.empty:
-                continue
-            best = means.index[0]
-            if best not in (*MAB, "greedy"):
-                one_shot_wins.append(f"{LABELS.get(best, best)} on {model} {kinds} {ratio:.0%}")
-            ranks = {m: int(list(means.index).index(m)) + 1 for m in MAB if m in means}
-            mab = ", ".join(f"{LABELS[m]} {means[m]:+.2f} (rank {ranks[m]} of {len(means)})" for m in ranks)
-            lines.append(f"- **{model}, {kinds} {ratio:.0%}**: lowest mean {what} over seeds is "
-                         f"{LABELS.get(best, best)}'s ({means.iloc[0]:+.2f}); {mab}.")
-    if len(claims):
-        seeds = max(int(lm.seed.nunique()) if "seed" in lm else 0, 2)
-        lines.append(f"- **Verdicts**: {', '.join(f'{v}: {k}' for v, k in claims.verdict.value_counts().items())}. "
-                     f"*Inconclusive* means the 95% interval over seeds contains zero: with {seeds} seeds the t "
-                     f"interval is wide ({stats.t.ppf(0.975, seeds - 1):.2f} times the standard error), so an effect "
-                     f"of the paper's size is often not resolvable. {underpowered(claims)}")
-    lower = below_dense(lm)
-    if lower:
-        lines.append("- **Pruning that lowers LAMBADA perplexity below dense**: " + lower +
-                     ". The same selections raise WikiText-2 perplexity, and every seed is scored on the same LAMBADA "
-                     "documents, so the seeds' agreement is not independent evidence; what we found when we "
-                     "investigated it follows this list.")
-    if ablation is not None and len(ablation):
-        what = {"change_pct": "ppl change", "top1_drop_pp": "top-1 drop"}
-        col = next(c for c in ablation.columns if c.startswith("verdict ("))
-        main = col[len("verdict ("):-len(" better)")]
-        decided = ablation[ablation[col] != "inconclusive"]
-        rows = "; ".join(f"{r.model} {r.kinds} {r.ratio:.0%} {r.method}, {r.rule}: {r['other - main']:+.2f} "
-                         f"[{r.ci_lo:+.2f}, {r.ci_hi:+.2f}] {what.get(r.value, r.value)}, {r[col]}"
-                         for _, r in decided.iterrows())
-        lines.append(f"- **The memory rule** (section 5b, other rule - `{main}`, mean over seeds [t interval]; positive: "
-                     f"`{main}` degrades less): {len(decided)} of {len(ablation)} (setting, policy, rule) comparisons "
-                     f"are decided{': ' + rows if rows else ''}; the rest are inconclusive. The per-step rule forgets "
-                     "every statistic at each step, so with fewer pulls a step than candidates UCB measures each "
-                     "candidate it looks at once (section 5b's allocation table); `persist` keeps a candidate's pulls "
-                     "while it stays in the pool and lets it join only after a pull under the mask it joins.")
-    if one_shot_wins:
-        lines.append(f"- **Where a one-shot score beats the bandits** ({'; '.join(one_shot_wins)}): the one-shot "
-                     "scorers rank every candidate at once from the whole calibration set, while each bandit step "
-                     f"sees only its pool ({search.get('pool_size')} candidates, chosen by magnitude) and "
-                     f"{search.get('budget')} paired evaluations on mini-batches of {batch}, so its damage estimates "
-                     "are noisy. This is a reading of the numbers above, not a tested claim.")
-    return "\n".join(lines)
-
-
-def below_dense(lm: pd.DataFrame) -> str:
-    """'<model> <kinds> <ratio> <method> -4.9% (4 of 5 seeds lower, last-word accuracy +0.036)' for each
-    setting and method whose mean LAMBADA perplexity change over seeds is below zero ('' if none)."""
-    if not len(lm) or "lambada_change_pct" not in lm or not lm.lambada_change_pct.notna().any():
-        return ""
-    out = []
-    for (model, kinds, ratio, method), t in lm.groupby(CELL):
-        x = t.lambada_change_pct.dropna()
-        if len(x) and x.mean() < 0:
-            out.append(f"{model} {kinds} {ratio:.0%} {LABELS.get(method, method)} {x.mean():+.1f}% ({int((x < 0).sum())} "
-                       f"of {len(x)} seeds lower, last-word accuracy {t.lambada_acc_change.mean():+.3f})")
-    return "; ".join(out)
-
-
-# ---- one notebook session's tables with their captions ------------------------------------------
+    return {"bandit-headline": headline(claims.frame, MAB_VS_GREEDY),
+            "bandit-tables": to_markdown(table1.frame, table1.caption, index=False),
+            "bandit-claims": claims_markdown(claims.frame, claims.caption)}

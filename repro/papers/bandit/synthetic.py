@@ -11,7 +11,19 @@ import numpy as np
 import pandas as pd
 
 from repro.calib.budget import Budget
-from repro.methods.bandit import TAU, UCB, Thompson, Unit, allocation, bandit_search, greedy_search, reward
+from repro.methods.bandit import (
+    TAU,
+    UCB,
+    Arm,
+    Thompson,
+    Unit,
+    allocation,
+    bandit_search,
+    greedy_search,
+    reward,
+)
+from repro.papers.bandit.readings import synthetic_reading
+from repro.report import Table
 
 POOL, GOOD, GAP, SPREAD, NOISE, SEEDS = 16, 4, 0.01, 0.03, 0.02, 40  # the teaching section's toy
 
@@ -93,6 +105,12 @@ def compare(budgets=(8, 32), pool: int = POOL, k: int = GOOD, noise: float = NOI
     return pd.DataFrame(rows)
 
 
+def table(runs: pd.DataFrame) -> Table:
+    """The synthetic-arms table: :func:`summary` of ``runs`` (:func:`compare`) with its caption and reading."""
+    t = summary(runs).round(4)
+    return Table(t, caption(), synthetic_reading(t))
+
+
 def summary(runs: pd.DataFrame) -> pd.DataFrame:
     """Per (budget, policy, memory): mean regret with its paired difference to greedy on the same seeds
     (negative: the policy found better units), distinct units per step and the most pulls of one unit."""
@@ -115,29 +133,14 @@ def worked_pull(alpha: float = 1.0, beta: float = 1.0, damage: float = 0.01, tau
             "mean before": alpha / (alpha + beta), "mean after": (alpha + r) / (alpha + beta + 1)}
 
 
-def worked_join(few: tuple[int, float] = (1, 0.05), many: tuple[int, float] = (5, 0.25)) -> str:
+def worked_join(few: tuple[int, float] = (1, 0.05), many: tuple[int, float] = (5, 0.25)) -> dict:
     """Two candidates that Thompson's join rules rank differently: ``few`` and ``many`` as (pulls, mean
-    reward), both below the prior's 0.5; one sentence with each rule's score and pick
-    (:class:`repro.methods.bandit.Thompson`)."""
-    from repro.methods.bandit import Arm
-
+    reward), both below the prior's 0.5; each one's damage, posterior mean, and each rule's pick ("few" or
+    "many", :class:`repro.methods.bandit.Thompson`). In words: :func:`.readings.worked_join_reading`."""
     a, b = Unit("head", 0, 0), Unit("head", 0, 1)
     arms = {a: Arm(few[0], few[0] * few[1]), b: Arm(many[0], many[0] * many[1])}
-    name = {a: f"the candidate pulled {few[0]} time(s)", b: f"the one pulled {many[0]} times"}
-    post = {u: (1 + arms[u].reward_sum) / (2 + arms[u].n) for u in arms}
-    return (f"Pulled {few[0]} time(s) with mean reward {few[1]} (damage {-TAU * np.log(few[1] / (1 - few[1])):+.3f} nats) "
-            f"against {many[0]} times with mean reward {many[1]} (damage {-TAU * np.log(many[1] / (1 - many[1])):+.3f}): "
-            f"posterior means {post[a]:.3f} and {post[b]:.3f}, so join `posterior` takes "
-            f"{name[Thompson('posterior').best([a, b], arms)]}; join `mean` takes {name[Thompson('mean').best([a, b], arms)]}.")
-
-
-def reading(summary: pd.DataFrame) -> str:
-    """What the synthetic-arms table shows, per budget: each policy's mean regret against greedy's on the
-    same seeds, and on how many seeds it found the better units."""
-    lines = []
-    for b, g in summary.groupby("budget", sort=False):
-        greedy = g[g.policy == "greedy"].iloc[0]
-        parts = [f"{r.policy} ({r.memory}) {r['mean regret']:.4f}, better than greedy on {r['seeds better than greedy']} "
-                 f"and worse on {r['seeds worse']} of {r.seeds} seeds" for _, r in g[g.policy != "greedy"].iterrows()]
-        lines.append(f"- **{b} pulls per step**: greedy's mean regret {greedy['mean regret']:.4f}; " + "; ".join(parts) + ".")
-    return "\n".join(lines)
+    which = {a: "few", b: "many"}
+    return {"few": few, "many": many, "damage": tuple(-TAU * np.log(r / (1 - r)) for _, r in (few, many)),
+            "posterior": tuple((1 + arms[u].reward_sum) / (2 + arms[u].n) for u in (a, b)),
+            "posterior picks": which[Thompson("posterior").best([a, b], arms)],
+            "mean picks": which[Thompson("mean").best([a, b], arms)]}

@@ -1,19 +1,19 @@
 """Notebook 1's section 3's "why" tables, from records only: Table I's sample against the whole split, why
 collapsed cells collapse (:meth:`repro.engines.heads.HeadExperiment.anatomy` records), why a calibrated
 score empties whole layers (its per-layer scale), and the layer-normalised ranking (our remedy ablation).
+What they show in words: :mod:`.readings`.
 """
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from repro.claims import COLLAPSE, collapsed
+from repro.claims import collapsed
 from repro.evaluate.stats import paired_ratio
 from repro.methods.heads import select_heads
 from repro.papers.mpg.records import LABEL, find, find_scores, pct
 from repro.report import fmt_ci
 from repro.store import Store
-from repro.words import and_join
 
 # ---- Table I's sample against the whole split ------------------------------------------------------
 
@@ -82,64 +82,14 @@ def anatomy_table(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _cell(a) -> str:
-    return f"{a.model} {LABEL[a.method]} @ {pct(a.sparsity)}"
-
-
-def _best_restore(a) -> tuple[str, float] | None:
-    """(head, share of the damage its return alone removes) of a diagnosed selection; None without damage."""
+def best_restore(a) -> tuple[str, float] | None:
+    """(head as layer.head, share of the damage its return alone removes) of a diagnosed selection (a row of
+    :func:`anatomy_frame`); None without damage."""
     damage = a.nll - a.nll_dense
     if not a.restore or damage <= 0:
         return None
     back = min(a.restore, key=lambda t: t[2])
     return _head(back), (a.nll - back[2]) / damage
-
-
-def anatomy_reading(frame: pd.DataFrame) -> str:
-    """What the diagnosed selections have in common, from their records: identical selections, emptied layers,
-    selections that hang on one head, later layers that over-react, and (post-norm) whether the survivors'
-    rescaling follows the damage."""
-    if frame.empty:
-        return "No Table I cell collapsed, and no selection was diagnosed."
-    cells = list(frame.itertuples())
-    lines = [f"{len(cells)} selections diagnosed ({and_join([f'{(frame.model == m).sum()} on {m}' for m in dict.fromkeys(frame.model)])})."]
-    same: dict[tuple, list] = {}
-    for a in cells:
-        same.setdefault((a.model, frozenset(map(tuple, a.pruned))), []).append(a)
-    twins = [and_join([_cell(a) for a in group]) for group in same.values() if len(group) > 1]
-    if twins:
-        lines.append(f"Identical selections (the same heads, so the same row): {'; '.join(twins)}.")
-    emptied = [a for a in cells if a.emptied]
-    worst = sorted(cells, key=lambda a: a.nll - a.nll_dense, reverse=True)[:max(1, len(cells) // 4)]
-    lines.append(f"{len(emptied)} of {len(cells)} empty at least one layer; of the {len(worst)} largest damages "
-                 f"({and_join([f'{_cell(a)} +{a.nll - a.nll_dense:.1f} nats' for a in worst])}), "
-                 f"{sum(bool(a.emptied) for a in worst)} empty a layer.")
-    restores = [(a, _best_restore(a)) for a in cells]
-    one = [(a, r) for a, r in restores if r is not None and r[1] > 0.5]
-    spread = [a for a, r in restores if r is not None and r[1] < 0.2]
-    if one:
-        lines.append("One head carries the collapse (giving it back alone removes more than half the damage) in "
-                     + and_join([f"{_cell(a)} (head {r[0]}, {r[1]:.0%})" for a, r in one]) + ".")
-    if spread:
-        lines.append(f"No single head carries it (each return removes under a fifth) in {len(spread)}: "
-                     + and_join([_cell(a) for a in spread]) + ".")
-    grown = [a for a in cells if a.grown_layer is not None and a.rms_ratio[f"head:{a.grown_layer}"] > 2]
-    helped = [a for a in grown if a.add and min(t[2] for t in a.add) < a.nll - 0.1]
-    if grown:
-        lines.append(f"In {len(grown)} a later layer's attention output runs above twice its dense RMS, and in "
-                     f"{len(helped)} of them cutting one more head of that layer lowers the loss by over 0.1 nats: "
-                     "a later head that goes wrong without the earlier ones.")
-    post = frame[frame.post_norm.astype(bool)] if "post_norm" in frame else frame.iloc[0:0]
-    factors = [1 / min(r.values()) for r in post.get("remaining", []) if isinstance(r, dict) and r]
-    if len(factors) >= 3 and len(factors) == len(post):
-        from scipy.stats import spearmanr
-
-        rho = spearmanr(factors, post.nll - post.nll_dense).statistic
-        lines.append(f"Post-norm ({and_join(list(dict.fromkeys(post.model)))}): every selection scales up some layer's "
-                     f"surviving heads, by x{min(factors):.2f} to x{max(factors):.2f}; the rank correlation of that "
-                     f"factor with the damage is {rho:+.2f}"
-                     + (", so the rescaling does not explain which cells collapse worst." if rho < 0.3 else "."))
-    return "\n\n".join(lines)
 
 
 # ---- why a score empties whole layers ----------------------------------------------------------------
@@ -159,25 +109,6 @@ def layer_scale(scores: pd.DataFrame, model: str, methods: list[str], sparsity: 
         rows[f"{LABEL[m]} scale"] = np.median(s, axis=1) / med
         rows[f"{LABEL[m]} pruned"] = cut
     return pd.DataFrame(rows).rename_axis("layer").reset_index()
-
-
-def layer_scale_reading(table: pd.DataFrame, model: str, sparsity: float) -> str:
-    """Which layers each method empties at ``sparsity`` and where their scale stands."""
-    if table.empty:
-        return ""
-    lines = []
-    for m in [c[:-len(" scale")] for c in table.columns if c.endswith(" scale")]:
-        scale, cut = table[f"{m} scale"], table[f"{m} pruned"]
-        full = [i for i in table.index if cut[i] > 1 and cut[i] == cut.max()]
-        if not full:
-            continue
-        lowest = scale.nsmallest(len(full)).index.tolist()
-        where = ", ".join(f"layer {table.layer[i]} at x{scale[i]:.2g}" for i in full)
-        lines.append(f"- {m} on {model} at {pct(sparsity)} takes {int(cut.max())} heads from "
-                     f"{'each of ' if len(full) > 1 else ''}{where} of the median head's score; "
-                     + ("these are its lowest-scale layers." if set(full) == set(lowest) else
-                        f"its lowest-scale layers are {and_join([str(table.layer[i]) for i in lowest])}."))
-    return "\n".join(lines)
 
 
 # ---- the remedy ablation -------------------------------------------------------------------------
@@ -207,22 +138,3 @@ def remedy_table(frame: pd.DataFrame, models: list[str], methods: list[str], spa
                              "layers emptied (global -> normalised)": f"{emptied(g)} -> {emptied(lay)}",
                              "both collapsed": dense is not None and all(collapsed(c.ppl, dense.ppl) for c in (g, lay))})
     return pd.DataFrame(rows)
-
-
-def remedy_reading(table: pd.DataFrame) -> str:
-    """How often the layer-normalised ranking helps, hurts or ties (by its interval), and by how much."""
-    if table.empty:
-        return "The remedy ablation has not run."
-    gone = table[table["both collapsed"]] if "both collapsed" in table else table.iloc[:0]
-    t = table.drop(gone.index)
-    apart = (f" In {len(gone)} more setting{'s' * (len(gone) > 1)} both rankings collapse (above {COLLAPSE:g}x dense): "
-             + "; ".join(f"{r.method} on {r.model} at {r.sparsity}" for r in gone.itertuples())
-             + ", compared nowhere.") if len(gone) else ""
-    if t.empty:
-        return "Every setting compares two collapsed models." + apart
-    better, worse = int((t.hi < 1).sum()), int((t.lo > 1).sum())
-    best, worst = t.loc[t.ratio.idxmin()], t.loc[t.ratio.idxmax()]
-    return (f"Ranking by layer-normalised scores is better in {better}, worse in {worse} and undecided in "
-            f"{len(t) - better - worse} of {len(t)} settings where at least one ranking keeps the model (paired over "
-            f"the same windows). Largest gain: {best.method} on {best.model} at {best.sparsity}, x{best.ratio:.3g}; "
-            f"largest loss: {worst.method} on {worst.model} at {worst.sparsity}, x{worst.ratio:.3g}." + apart)

@@ -1,5 +1,6 @@
 """Paper 1's Table III as the paper runs it (fine-tune, then prune) on an MHA text encoder: the records of
-:mod:`repro.engines.glue` as a frame, the table, what it shows, and its claims. Reads records only.
+:mod:`repro.engines.glue` as a frame, the table and its claims (what it shows in words: :mod:`.readings`).
+Reads records only.
 
 Every number is over all of a task's examples, each scored once by the model of the fold that held it
 out (the ``k`` folds of one fine-tuning seed). A task informs a comparison only where the dense model
@@ -178,43 +179,3 @@ def glue_claims(frame: pd.DataFrame, sparsities: list[float], methods: list[str]
                                           if same else "")
                 out.append(c)
     return out
-
-
-def glue_reading(frame: pd.DataFrame, sparsities: list[float]) -> str:
-    """Per task: whether the dense model speaks for it, and at each sparsity the best and worst method."""
-    lines = []
-    for task in dict.fromkeys(frame.task):
-        why = dense_speaks(frame, task)
-        d = frame[(frame.task == task) & (frame.method == "dense")].iloc[0]
-        head = (f"- **{TASK_LABEL.get(task, task)}** (dense {d.metric} "
-                f"{100 * classification_metric(d.metric, d.labels, d.pred):.1f} over {d.labels.size} examples): ")
-        if why:
-            lines.append(head + why + "; its rows cannot rank the methods.")
-            continue
-        parts = []
-        for sp in sparsities:
-            f = frame[(frame.task == task) & np.isclose(frame.sparsity, sp)
-                      & (frame.param.isna() | (frame.param == 2.0) | (frame.method == "random"))]
-            vals = f.groupby("method").apply(lambda g: np.mean([classification_metric(d.metric, d.labels, p)
-                                                                for p in g.pred]), include_groups=False)
-            if len(vals):
-                parts.append(f"at {pct(sp)} {LABEL[vals.idxmax()]} keeps the most ({100 * vals.max():.1f}), "
-                             f"{LABEL[vals.idxmin()]} the least ({100 * vals.min():.1f})")
-        lines.append(head + "; ".join(parts) + ".")
-    lines += tie_reading(frame)
-    return "\n".join(lines)
-
-
-def tie_reading(frame: pd.DataFrame) -> list[str]:
-    """Where MP-G (z = 2) scores exactly 0 for at least as many heads as it prunes: its selection is then
-    the tie, broken by index (the lowest layers first), not a ranking; one line per sparsity it happens at."""
-    f = frame[(frame.method == "mpg") & (frame.param == 2.0)].drop_duplicates("sparsity")
-    tied = f[f.zero_scores >= f.n_pruned]
-    if not len(tied):
-        return []
-    r = f.iloc[0]
-    return [f"- **Ties.** MP-G (z = 2) scores exactly 0 for {r.zero_scores:.0f} of {int(r.n_heads)} heads on average over "
-            f"the folds (few of a head's rows pass mu + 2 sigma), so at "
-            + ", ".join(f"{pct(t.sparsity)} ({t.n_pruned} heads; pruned per layer over the folds: {t.pruned_layers})"
-                        for t in tied.itertuples())
-            + " its selection is that tie broken by index, the lowest layers first, not a ranking of the heads."]

@@ -1,21 +1,18 @@
-"""Paper 1 on MHA encoders (the image classifiers of section 9): their tables and reader (:class:`MhaTables`).
+"""Paper 1 on MHA encoders (the image classifiers of section 9): their tables and claims (:class:`MhaTables`),
+each a :class:`repro.report.Table` with its reading (:mod:`.readings`).
 """
 from __future__ import annotations
 
 import pandas as pd
 
-from repro.claims import (
-    claims_frame,
-    shown,
-    with_paper,
-    with_sources,
-)
-from repro.evaluate.stats import bootstrap_ci, paired_difference
+from repro.claims import claims_frame, with_paper, with_sources
+from repro.evaluate.stats import bootstrap_ci
 from repro.papers.mpg.claims import PAPER_EFFECTS, PAPER_SOURCES, mha_claims
+from repro.papers.mpg.readings import mha_reading, table2_reading, zero_ties_reading
 from repro.papers.mpg.records import LABEL, find, paired_text, pct, per_unit, scores_frame, vision_frame, vision_paired
-from repro.papers.mpg.tables import SessionTables, Tables
+from repro.papers.mpg.tables import SessionTables, zero_ties_frame
+from repro.report import Table, marked_table
 from repro.report import caption as caption_line
-from repro.report import marked_table
 
 
 def vision_table(frame: pd.DataFrame, models: list[str], sparsities: list[float], methods: list[str],
@@ -78,26 +75,6 @@ def vision_z_table(frame: pd.DataFrame, models: list[str], z_values: list[float]
     return table, ce
 
 
-def surprising_cells(frame: pd.DataFrame, models: list[str]) -> str:
-    """Every pruned cell of ``frame`` (:func:`vision_frame`) whose top-1 is above its dense model's or below chance
-    (10%, or within a point of it): its images right against dense, and its cross-entropy minus dense's, paired over
-    the same test images; a line saying so where none is above dense or below chance."""
-    dense = {m: find(frame, m, "dense") for m in models}
-    odd = [r for r in frame.itertuples() if r.method != "dense" and (r.top1 > dense[r.model].top1 or r.top1 < 0.10)]
-    near = [r for r in frame.itertuples() if r.method != "dense" and r.top1 < 0.11]
-    lines = []
-    for r in odd + [r for r in near if r not in odd]:
-        d = dense[r.model]
-        right = int(sum(r.per_image_correct)) - int(sum(d.per_image_correct))
-        dce = paired_difference(per_unit(r._asdict(), "per_image_ce"), per_unit(d, "per_image_ce"))
-        lines.append(f"{r.model} {LABEL[r.method]} z={r.z} at {pct(r.sparsity)}: top-1 {100 * r.top1:.2f}% "
-                     f"(dense {100 * d.top1:.2f}%, {right:+d} of {r.n_eval} images), CE - dense {dce.estimate:+.4f} "
-                     f"[{dce.ci[0]:+.4f}, {dce.ci[1]:+.4f}] nats (CE {r.ce:.2f}; uniform guessing: ln 10 = 2.30)")
-    if not odd:
-        lines.append("No pruned cell above its dense top-1 or below chance.")
-    return "\n".join(lines)
-
-
 class MhaTables(SessionTables):
     """The MHA-encoder section's tables and claims, each with its caption, from the records of
     ``experiments`` (``{model: VisionHeadExperiment}``) in this notebook session."""
@@ -143,29 +120,30 @@ class MhaTables(SessionTables):
             out.append(f"{self.describe_one(n, e)}; evaluation on the first {e.n_eval} test images; {cal}")
         return out
 
-    def zero_ties(self, scores: pd.DataFrame, methods: list[str], sparsities: list[float]):
-        """(table, caption): :meth:`Tables.zero_ties` on these models."""
-        table, _ = Tables.zero_ties(self, scores, methods, sparsities)
-        return table, self.caption("Where exact-zero scores decide a cell of the MHA table: the cut falls inside "
-                                   "the zero-score tie when fewer heads are cut than score 0.")
+    def zero_ties(self, scores: pd.DataFrame, methods: list[str], sparsities: list[float]) -> Table:
+        """:func:`~repro.papers.mpg.tables.zero_ties_frame` on these models."""
+        table = zero_ties_frame(scores, self.models, methods, sparsities)
+        return Table(table, self.caption("Where exact-zero scores decide a cell of the MHA table: the cut falls inside "
+                                         "the zero-score tie when fewer heads are cut than score 0."),
+                     zero_ties_reading(table))
 
-    def table(self, frame: pd.DataFrame, sparsities: list[float], methods: list[str]):
-        """(table, caption, raw): :func:`vision_table`."""
+    def table(self, frame: pd.DataFrame, sparsities: list[float], methods: list[str]) -> Table:
+        """:func:`vision_table`, its unformatted frame as ``raw``."""
         table, raw = vision_table(frame, self.models, sparsities, methods)
-        return table, self.caption(
+        return Table(table, self.caption(
             "MHA encoders after head pruning: top-1 and cross-entropy, and each method - MP-G paired over the same "
             "images (top-1 in points, above 0 beats MP-G; nats, below 0 beats MP-G).",
-            frame.key), raw
+            frame.key), mha_reading(raw), raw)
 
-    def z_table(self, frame: pd.DataFrame, z_values: list[float], z_sparsities: list[float]):
-        """(table, caption, raw): :func:`vision_z_table`."""
+    def z_table(self, frame: pd.DataFrame, z_values: list[float], z_sparsities: list[float]) -> Table:
+        """:func:`vision_z_table`, its cross-entropies as ``raw``."""
         table, raw = vision_z_table(frame, self.models, z_values, z_sparsities)
-        return table, self.caption("MHA encoders: MP-G's threshold z. Cross-entropy (nats, 95% interval over images; "
-                                   "best bold, second underlined) and top-1.",
-                                   frame.key), raw
+        return Table(table, self.caption("MHA encoders: MP-G's threshold z. Cross-entropy (nats, 95% interval over "
+                                         "images; best bold, second underlined) and top-1.", frame.key),
+                     table2_reading(raw, "cross-entropy"), raw)
 
-    def claims(self, frame: pd.DataFrame, scores: pd.DataFrame, sparsities, z_values, z_sparsities):
-        """(table, caption, claims) of :func:`mha_claims`, with the paper's sentence each row tests."""
+    def claims(self, frame: pd.DataFrame, scores: pd.DataFrame, sparsities, z_values, z_sparsities) -> Table:
+        """The claims frame of :func:`mha_claims`, with the paper's sentence each row tests, and its caption."""
         structure = {n: (*e.shape, e.kv_heads) for n, e in self.experiments.items()}
         found = mha_claims(frame, scores, self.models, sparsities, z_values, z_sparsities, structure)
         claims = claims_frame(with_sources(with_paper(found, PAPER_EFFECTS), PAPER_SOURCES))
@@ -173,7 +151,4 @@ class MhaTables(SessionTables):
                    f"{', '.join(self.models)} on the first {next(iter(self.experiments.values())).n_eval} "
                    "Fashion-MNIST test images; effects are per-image cross-entropy differences in nats, paired over "
                    "the same images (exact quantities: zero-width intervals); one verdict rule (repro.claims).")
-        return shown(claims), caption, claims
-
-
-# ---- the notebook's experiments and its plan (repro.engines.plan) ----------------------------------
+        return Table(claims, caption)

@@ -10,8 +10,8 @@ from repro.claims import claims_markdown, headline
 from repro.engines.base import owned
 from repro.evaluate.stats import Paired, paired_difference, paired_ratio, paired_ratio_draws
 from repro.methods.heads import HEAD_METHODS, select_heads
+from repro.report import Table, rank_marks, to_markdown
 from repro.report import pool_draws as pool_by_cell
-from repro.report import rank_marks, to_markdown
 from repro.store import Store
 
 TABLE3_METRIC = {"mrpc": "f1"}  # the paper's Table III reports MRPC in F1, the other GLUE tasks in accuracy
@@ -250,11 +250,12 @@ def metrics(main: pd.DataFrame, frame: pd.DataFrame, claims: pd.DataFrame, model
 HEADLINE = "Calibration-free MP-G matches or beats the best calibration-based head score"  # the README's line
 
 
-def readme_blocks(table1: pd.DataFrame, caption1: str, claims: pd.DataFrame, caption_claims: str) -> dict[str, str]:
-    """The generated blocks: the README's headline, Table I and the claims table (docs/results.md)."""
-    return {"mpg-headline": headline(claims, HEADLINE),
-            "mpg-table1": to_markdown(table1, caption1),
-            "mpg-claims": claims_markdown(claims, caption_claims)}
+def readme_blocks(table1: Table, claims: Table) -> dict[str, str]:
+    """The generated blocks from Table I and the claims: the README's headline, Table I and the claims table
+    (docs/results.md)."""
+    return {"mpg-headline": headline(claims.frame, HEADLINE),
+            "mpg-table1": to_markdown(table1.frame, table1.caption),
+            "mpg-claims": claims_markdown(claims.frame, claims.caption)}
 
 
 # ---- tables with their captions ---------------------------------------------------------------

@@ -1,5 +1,6 @@
-"""Notebook 1's tables with their captions for one session's grid (:class:`Report`): the language
-models' tables (:class:`~repro.papers.mpg.tables.Tables`) and the MHA encoders' (``mha``)."""
+"""Notebook 1's tables for one session's grid (:class:`Report`), each a :class:`repro.report.Table` (frame,
+caption, reading): the language models' tables (:class:`~repro.papers.mpg.tables.Tables`), the worked example's,
+section 3's "why" tables, the encoders' and the MHA encoders' (``mha``: :class:`~repro.papers.mpg.mha.MhaTables`)."""
 from __future__ import annotations
 
 import pandas as pd
@@ -7,13 +8,21 @@ import pandas as pd
 from repro.assets.encoders import ENCODERS
 from repro.engines.mlm import MASK_RATE
 from repro.papers.mpg import collapse as C
-from repro.papers.mpg.glue import TASK_LABEL, glue_reading, table3
+from repro.papers.mpg.glue import TASK_LABEL, table3
 from repro.papers.mpg.grid import MpgGrid
 from repro.papers.mpg.mha import MhaTables
+from repro.papers.mpg.readings import (
+    anatomy_reading,
+    glue_reading,
+    layer_reading,
+    layer_scale_reading,
+    remedy_reading,
+    single_kv_reading,
+)
 from repro.papers.mpg.records import describe, grid
 from repro.papers.mpg.tables import Tables
+from repro.report import Table, differences_table, marked_table, model_line, provenance
 from repro.report import caption as caption_line
-from repro.report import differences_table, marked_table, model_line, provenance
 
 
 class Report(Tables):
@@ -45,35 +54,55 @@ class Report(Tables):
                 f"tokens of {e.calib_text.label} between <s> and </s> (Gradient-Head on the first {e.grad_nsamples}, "
                 f"{MASK_RATE:.0%} of each window's text tokens masked)" for e in self.grid.mlm.values()]
 
+    # -- section 1a: one layer worked by hand (the records of grid.worked())
+    def worked_layer(self, name: str, record: dict) -> Table:
+        """MP and MP-G term by term, head by head, in the layer that ``name``'s worked ``record`` takes apart."""
+        terms = pd.DataFrame(record["result"]["terms"])
+        cols = ["head", "kv_group", "q", "o", "k", "v", "qo", "kv_mp", "kv_mpg", "mp", "mpg", "rank_mp", "rank_mpg"]
+        return Table(terms[cols].round(3), f"**MP and MP-G term by term**, {name}, layer {int(terms.layer.iloc[0])} "
+                     f"(g = {int(terms.g.iloc[0])}, z = 2; rank 1 = kept longest).", layer_reading(terms))
+
+    def worked_single_kv(self, name: str, record: dict) -> Table:
+        """The KV term of ``name``, a model with one K/V head per layer (its worked ``record``), layer by layer."""
+        kv = pd.DataFrame(record["result"]["single_kv"])
+        cols = ["layer", "g", "kv_mp", "kv_mpg", "qo_min", "qo_max", "kv_constant", "same_order"]
+        return Table(kv[cols].round(3), f"**The KV term is a per-layer constant**, {name} (one K/V head per layer, "
+                     "z = 2).", single_kv_reading(kv))
+
     # -- section 3's "why" tables (repro.papers.mpg.collapse)
-    def sample_vs_split(self, main: pd.DataFrame, full: dict) -> tuple[pd.DataFrame, str]:
+    def sample_vs_split(self, main: pd.DataFrame, full: dict) -> Table:
         """Table I's dense perplexity on its sample beside the whole split's."""
         keys = [("heads-ppl", r["key"]) for r in full.values()]
-        return C.sample_vs_split(main, full, self.grid.lm), self.caption(
-            "Dense perplexity on Table I's windows and on every window of the split.", keys)
+        return Table(C.sample_vs_split(main, full, self.grid.lm), self.caption(
+            "Dense perplexity on Table I's windows and on every window of the split.", keys))
 
-    def anatomy(self) -> tuple[pd.DataFrame, str, pd.DataFrame]:
-        """(table, caption, frame): every diagnosed selection (section 3c)."""
+    def anatomy(self) -> Table:
+        """Every diagnosed selection (section 3c)."""
         frame = C.anatomy_frame(self.store, self.grid.lm)
         e0 = frame.iloc[0] if len(frame) else None
         sample = "" if e0 is None else f"; diagnosis on {e0.n_windows} windows of {e0.seqlen} tokens spread over the split"
-        return C.anatomy_table(frame), caption_line(
+        return Table(C.anatomy_table(frame), caption_line(
             "Why collapsed cells collapse: loss in nats on the diagnosis windows, heads as layer.head.",
-            ", ".join(self.grid.lm) + sample, self.profile, ""), frame
+            ", ".join(self.grid.lm) + sample, self.profile, ""), anatomy_reading(frame))
 
-    def layer_scale(self, scores: pd.DataFrame, methods: list[str], sparsity: float) -> dict[str, pd.DataFrame]:
+    def layer_scale(self, scores: pd.DataFrame, methods: list[str], sparsity: float) -> dict[str, Table]:
         """``{model: per-layer scale table}`` of ``methods`` (section 3c)."""
-        return {n: C.layer_scale(scores, n, methods, sparsity) for n in self.models}
+        out = {}
+        for n in self.models:
+            t = C.layer_scale(scores, n, methods, sparsity)
+            out[n] = Table(t.round(3), f"**Per-layer score scale**, {n}, pruned heads at {sparsity:.1%} (profile "
+                           f"`{self.profile}`).", layer_scale_reading(t, n, sparsity))
+        return out
 
-    def remedy(self, frame: pd.DataFrame, methods: list[str], sparsities: list[float]) -> tuple[pd.DataFrame, str]:
+    def remedy(self, frame: pd.DataFrame, methods: list[str], sparsities: list[float]) -> Table:
         """Section 3d: global against layer-normalised ranking, paired."""
         heads = {n: e.shape[1] for n, e in self.grid.lm.items()}
         table = C.remedy_table(frame, self.models, methods, sparsities, heads)
         keys = [k for k in frame.key] if len(frame) else []
-        return table, self.caption("Our remedy: each score ranked within its layer (divided by the layer's mean "
-                                   "score) against Table I's global ranking (first draw), perplexity ratio "
-                                   "normalised / global paired over the same windows (lo, hi: its 95% interval).",
-                                   keys)
+        return Table(table, self.caption("Our remedy: each score ranked within its layer (divided by the layer's mean "
+                                         "score) against Table I's global ranking (first draw), perplexity ratio "
+                                         "normalised / global paired over the same windows (lo, hi: its 95% "
+                                         "interval).", keys), remedy_reading(table))
 
     # -- section 9b: Table I's encoder rows (masked LMs, pseudo-perplexity)
     def encoder_setting(self) -> str:
@@ -84,14 +113,14 @@ class Report(Tables):
         return (f"{', '.join(self.grid.mlm)}; {' / '.join(dict.fromkeys(e.data.label for e in es))}, "
                 f"{' / '.join(samples)}; FP32 ({', '.join(dict.fromkeys(e.setup.eval_dtype for e in es))})")
 
-    def encoder_table(self, frame: pd.DataFrame):
-        """(marked table, caption, values) of :meth:`MpgGrid.encoder_rows`' frame: Table I's encoder rows, every
-        method's pseudo-perplexity at every sparsity on every masked LM, best per column bold, second underlined.
-        The paper's RoBERTa numbers are not in this repository, so none is shown beside them. (None, None, None)
-        without a masked LM or a cell (``mlm_models`` empty)."""
+    def encoder_table(self, frame: pd.DataFrame) -> Table | None:
+        """:meth:`MpgGrid.encoder_rows`' frame as Table I's encoder rows: every method's pseudo-perplexity at every
+        sparsity on every masked LM, best per column bold, second underlined. The paper's RoBERTa numbers are not
+        in this repository, so none is shown beside them. None without a masked LM or a cell (``mlm_models``
+        empty)."""
         p, models = self.p, list(self.grid.mlm)
         if not models or frame is None or frame.empty:
-            return None, None, None
+            return None
         vals = grid(frame, "ppl", p.methods, models, p.sparsities)
         table = marked_table(vals, grid(frame, "ci95", p.methods, models, p.sparsities), skip_rows=["Dense"])
         table.columns = [f"{m} @ {s}" for m, s in table.columns]
@@ -99,7 +128,7 @@ class Report(Tables):
         title = (f"Table I, encoder rows: pseudo-perplexity (Salazar et al. 2020), lower is better, at {levels}% head sparsity; calibrated scorers on the first calibration draw only."
                  f"{self.draws_note(frame)}")
         keys = [k for ks in frame["keys"] for k in ks] if len(frame) else []
-        return table, caption_line(title, self.encoder_setting(), self.profile, self.store.cache_summary(keys)), vals
+        return Table(table, caption_line(title, self.encoder_setting(), self.profile, self.store.cache_summary(keys)))
 
     def glue_provenance(self) -> list[str]:
         """Section 6's encoder: what it is, where its weights come from, how each task's folds train it."""
@@ -123,20 +152,17 @@ class Report(Tables):
                 + f" examples, each scored once); fine-tuning seeds {', '.join(map(str, self.p.glue_seeds))}"
                   "; float32")
 
-    def table3_glue(self, frame: pd.DataFrame) -> tuple[pd.DataFrame, str]:
-        """Section 6's table (:func:`repro.papers.mpg.glue.table3`) and its caption."""
+    def table3_glue(self, frame: pd.DataFrame) -> Table:
+        """Section 6's table (:func:`repro.papers.mpg.glue.table3`)."""
         p = self.p
         keys = sorted({k for ks in frame["keys"] for k in ks})
-        return table3(frame, p.methods, p.sparsities), caption_line(
+        return Table(table3(frame, p.methods, p.sparsities), caption_line(
             "Table III, fine-tune then prune: metric (%) over all examples; change against dense, points, paired "
             "95% bootstrap interval over examples (MP-G, MP, Hybrid at z = 2).", self.glue_setting(), self.profile,
-            self.store.cache_summary(keys))
+            self.store.cache_summary(keys)), glue_reading(frame, p.sparsities))
 
-    def glue_reading(self, frame: pd.DataFrame) -> str:
-        return glue_reading(frame, self.p.sparsities)
-
-    def differences(self):
-        """(table, caption): what differs from the paper, generated from the parameters that ran."""
+    def differences(self) -> Table:
+        """What differs from the paper, generated from the parameters that ran."""
         p, lm, vision = self.p, self.grid.lm, self.grid.vision
         evals = "; ".join(f"{n}: {e.data.label}, {e.windows()}" for n, e in lm.items())
         calib = "; ".join(f"{n}: {e.setup.calib_nsamples} x {e.setup.calib_seqlen} tokens of {e.calib_text.label}, "
@@ -162,4 +188,4 @@ class Report(Tables):
                 ("Table III", "RoBERTa-large fine-tuned on GLUE (lr 1e-5, batch 16, 3 / 5 / 10 epochs), then pruned",
                  zs),
                 ("encoder rows", "RoBERTa pseudo-perplexity", enc)]
-        return differences_table(rows, self.profile)
+        return Table(*differences_table(rows, self.profile))

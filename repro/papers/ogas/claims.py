@@ -1,4 +1,5 @@
-"""Paper 2's claims by the one rule of :mod:`repro.claims`, the generated summary, README blocks and metrics.
+"""Paper 2's claims by the one rule of :mod:`repro.claims`, README blocks and metrics (what they say in words:
+:func:`.readings.claims_reading`).
 """
 from __future__ import annotations
 
@@ -11,12 +12,9 @@ from repro.claims import (
     at_chance,
     claims_frame,
     claims_markdown,
-    count_verdicts,
     destroyed,
     headline,
     ratio_claim,
-    shown,
-    underpowered,
     with_paper,
     with_sources,
 )
@@ -32,7 +30,7 @@ from repro.papers.ogas.records import (
     zeroshot_docs,
     zeroshot_paired,
 )
-from repro.report import to_markdown
+from repro.report import Table, to_markdown
 
 
 def ogas_claims(frame: pd.DataFrame, models: list[str], sparsity: float, zeroshot_tasks: list[str],
@@ -206,11 +204,10 @@ PAPER_SOURCES = {
 }
 
 
-def claims_table(frame: pd.DataFrame, grid: OgasGrid, dense_zs: dict | None = None
-                 ) -> tuple[pd.DataFrame, str, pd.DataFrame]:
-    """The claims checked on the grid's cells: the shown columns (with the paper's statement each row
-    tests, :data:`PAPER_SOURCES`), the caption, the full frame; ``dense_zs``: ``{model: dense lm-eval
-    result}`` of the zero-shot models (the zero-shot mean is also tested without the tasks at chance)."""
+def claims_table(frame: pd.DataFrame, grid: OgasGrid, dense_zs: dict | None = None) -> Table:
+    """The claims checked on the grid's cells (:func:`repro.claims.claims_frame`, with the paper's statement
+    each row tests, :data:`PAPER_SOURCES`) and their caption; ``dense_zs``: ``{model: dense lm-eval result}``
+    of the zero-shot models (the zero-shot mean is also tested without the tasks at chance)."""
     rows = ogas_claims(frame, grid.models, grid.p.sparsity, grid.p.zeroshot_tasks if grid.p.zeroshot_models else [],
                        grid.p.curve_models, grid.p.ablation_models, wt=grid.wt_name,
                        uniform={n: e.uniform_ppl for n, e in grid.wt.items()}, dense_zeroshot=dense_zs)
@@ -218,43 +215,18 @@ def claims_table(frame: pd.DataFrame, grid: OgasGrid, dense_zs: dict | None = No
     cap = (f"**Claims checked (Paper 2).** Profile `{grid.p.profile}`; models {', '.join(grid.models)}; verdicts by "
            "one rule from paired 95% intervals. 'paper says': the table or figure a row tests; words in quotation "
            "marks are the paper's, 'paraphrase:' marks ours (the paper's text is not available offline).")
-    return shown(claims), cap, claims
+    return Table(claims, cap)
 
 
-def summary(claims: pd.DataFrame, sparsity: float) -> str:
-    """'What the results say' as Markdown bullets, counted from the claims frame."""
-    return "\n".join([
-        f"- **OGAS vs Wanda** at {sparsity:.0%}: {count_verdicts(claims, 'OGAS below Wanda at')} (on average over the "
-        f"settings, the paper's average column: {count_verdicts(claims, 'OGAS below Wanda on average')}); **vs RIA**: "
-        f"{count_verdicts(claims, 'OGAS below RIA')}; **vs SparseGPT**: "
-        f"{count_verdicts(claims, 'OGAS at or below SparseGPT')}.",
-        f"- **Single signals between Wanda and OGAS**: {count_verdicts(claims, 'Each single signal')}; **PAPR-only "
-        f"comparable to energy-only**: {count_verdicts(claims, 'PAPR-only is comparable')}; **searched gamma better than "
-        f"fixed**: {count_verdicts(claims, 'Searching gamma')}.",
-        f"- **Zero-shot mean above Wanda**: {count_verdicts(claims, 'OGAS zero-shot mean')}.",
-        f"- **Flattest from 70% to 90%**: {count_verdicts(claims, 'OGAS degrades least')}; **lowest at 80% and 90%** "
-        f"(Figure 4's text): {count_verdicts(claims, 'OGAS has the lowest')}; **magnitude and SparseGPT collapse**: "
-        f"{count_verdicts(claims, 'Magnitude and SparseGPT collapse')}; **OGAS does not**: "
-        f"{count_verdicts(claims, 'OGAS does not collapse')}.",
-        f"- **HellaSwag above Wanda** (+3.39 points in the paper): {count_verdicts(claims, 'OGAS beats Wanda on')}.",
-        "- These are 135M/270M models from 4-bit weights with a few calibration windows; OGAS's signals come from "
-        "output statistics of small layers. Its gain over Wanda in the paper is 8.85 -> 7.99 on an 8B model, "
-        "x0.903 (9.7% lower perplexity): each claim row states whether our interval could detect an effect that "
-        "large.",
-        f"- **Power**: {underpowered(claims)}"])
-
-
-def readme_blocks(table12: tuple[pd.DataFrame, str], claims: tuple[pd.DataFrame, str]) -> dict[str, str]:
-    """The generated blocks from ``(table, caption)`` of Tables 1-2 and of the claims: the README's
-    headline, the tables and claims of docs/results.md."""
-    return {"ogas-headline": headline(claims[0], "OGAS below Wanda at"),
-            "ogas-tables": to_markdown(*table12), "ogas-claims": claims_markdown(*claims)}
+def readme_blocks(table12: Table, claims: Table) -> dict[str, str]:
+    """The generated blocks from Tables 1-2 and the claims: the README's headline, the tables and claims
+    of docs/results.md."""
+    return {"ogas-headline": headline(claims.frame, "OGAS below Wanda at"),
+            "ogas-tables": to_markdown(table12.frame, table12.caption),
+            "ogas-claims": claims_markdown(claims.frame, claims.caption)}
 
 
 def metrics(frame: pd.DataFrame, claims: pd.DataFrame, grid: OgasGrid) -> dict:
     """The run's summary numbers (the notebook's last line, read by the smoke test)."""
     return {"dense_ppl": dense_ppl(frame, grid), "n_cells": int(len(frame)), "n_claims": int(len(claims)),
             "verdicts": claims.verdict.value_counts().to_dict()}
-
-
-# ---- the notebook's experiments and its plan (repro.engines.plan) ----------------------------------

@@ -1,24 +1,17 @@
-"""Notebook 2's tables with their captions (:class:`Report`): each method takes the frame a section
-of the grid returned and gives what the notebook shows; the functions it calls are pure functions of
-records (:mod:`.tables`, :mod:`.claims`)."""
+"""Notebook 2's tables (:class:`Report`): each method takes what a section of the grid returned and gives the
+:class:`repro.report.Table` the notebook shows (frame, caption, raw numbers from :mod:`.tables`, :mod:`.claims`,
+:mod:`.worked`; the reading from :mod:`.readings`)."""
 from __future__ import annotations
 
 import pandas as pd
 
-from repro.claims import COLLAPSE, collapsed
 from repro.papers.ogas import claims as C
+from repro.papers.ogas import readings as Rd
 from repro.papers.ogas import tables as T
+from repro.papers.ogas import worked as W
 from repro.papers.ogas.grid import OgasGrid
-from repro.papers.ogas.records import LABELS, dense_ppl, paired_to, zeroshot_paired
-from repro.report import column_reading, differences_table, model_line, provenance
-
-
-def _of_grid(table):
-    """A report method ``(self, frame)`` of ``table(frame, grid)``, one of :mod:`.tables`' functions (its docstring)."""
-    def method(self, frame):
-        return table(frame, self.grid)
-    method.__doc__ = table.__doc__
-    return method
+from repro.papers.ogas.records import dense_ppl, find
+from repro.report import Table, differences_table, model_line, provenance
 
 
 class Report:
@@ -26,20 +19,6 @@ class Report:
 
     def __init__(self, session, grid: OgasGrid):
         self.session, self.grid = session, grid
-
-    # the tables of :mod:`.tables` that need only their frame (or zero-shot results) and the grid
-    table12 = _of_grid(T.table12)
-    achieved = _of_grid(T.achieved_table)
-    rounding = _of_grid(T.rounding_table)
-    nm = _of_grid(T.nm_table)
-    zeroshot = _of_grid(T.zeroshot_tables)
-    ablation = _of_grid(T.ablation_table)
-    figure2 = _of_grid(T.figure2)
-    gamma_frames = _of_grid(T.gamma_frames)
-    gamma_bounds = _of_grid(T.gamma_bounds_table)
-
-    def describe(self) -> str:
-        return self.grid.describe()
 
     def provenance(self) -> str:
         """The *This run* block's provenance: what each model is, its OGAS setting, evaluation samples
@@ -51,144 +30,8 @@ class Report:
                  for line, (n, e) in zip(g.describe().splitlines(), g.wt.items())]
         return provenance(lines)
 
-    def table12_reading(self, vals: pd.DataFrame) -> str:
-        """What Tables 1-2 show: per model and data set the lowest perplexity (against dense) and OGAS's rank."""
-        return column_reading(vals, focus=LABELS["ogas"])
-
-    def nm_reading(self, vals: pd.DataFrame) -> str:
-        """What the N:M table shows: per model and pattern the lowest perplexity (against dense)."""
-        return column_reading(vals)
-
-    @staticmethod
-    def ablation_reading(table5: pd.DataFrame) -> str:
-        """What Table 5 shows: per model, each variant's perplexity and its paired ratio to Wanda, best first."""
-        lines = []
-        for model, g in table5.groupby("model", sort=False):
-            g = g.sort_values("ppl")
-            lines.append(f"- **{model}**: " + "; ".join(f"{r.variant} {r.ppl:.4g} ({r['vs Wanda (paired)']} against Wanda)"
-                                                   for _, r in g.iterrows() if r.variant != "Wanda") + ".")
-        return "\n".join(lines)
-
-    @staticmethod
-    def bounds_reading(bounds: pd.DataFrame) -> str:
-        """What the gamma-bounds table shows: per variant and interval, how many layers' searches ended at a
-        bound (a search that ends there was stopped by the interval, not by the loss)."""
-        return "\n".join(f"- **{r.model}, {r.variant}, {r.interval}**: {r['at the lower bound']} of {r.layers} layers at "
-                         f"the lower bound, {r['at the upper bound']} at the upper; median gamma {r['median gamma']:.3g}."
-                         for _, r in bounds.iterrows())
-
-    def sample_vs_split(self, frame: pd.DataFrame, refs: dict):
-        """The tables' sample against shorter windows and the whole split (table, caption, reading)."""
-        return (T.sample_vs_split(frame, self.grid, refs),
-                f"**Which windows.** Dense perplexity, {self.grid.wt_name} (test): the tables' sample beside the "
-                "earlier sample's shorter windows (first ones, and as many spread over the split) and the whole "
-                f"split; profile `{self.grid.p.profile}`.", T.sample_reading(frame, self.grid, refs))
-
-    def answer_bias(self, results: dict):
-        return T.answer_bias(results, self.grid.p.zeroshot_tasks)
-
-    @staticmethod
-    def answer_bias_reading(bias: pd.DataFrame) -> str:
-        return T.answer_bias_reading(bias)
-
-    def dense_vs_chance(self, results: dict):
-        return T.dense_vs_chance(results, self.grid.p.zeroshot_tasks)
-
-    def chance_summary(self, chance: pd.DataFrame) -> str:
-        return T.chance_summary(chance)
-
-    @staticmethod
-    def achieved_reading(achieved: pd.DataFrame) -> str:
-        """Which methods hit the target exactly, what the others achieve, and each method's pruning time."""
-        exact = achieved[achieved.achieved == achieved.target]
-        off = achieved[achieved.achieved != achieved.target]
-        text = (f"- {', '.join(dict.fromkeys(exact.method))} remove exactly the target" if len(exact) else "- No method hits the target")
-        text += ("; " + "; ".join(f"{m} {g.achieved.min():.5g}-{g.achieved.max():.5g}" for m, g in off.groupby("method", sort=False))
-                 + " (its rounding keeps a few weights more)" if len(off) else "") + "."
-        times = achieved.groupby("method", sort=False)["prune seconds"]
-        return text + "\n- Pruning time: " + ", ".join(f"{m} {t.min():.3g}-{t.max():.3g} s" for m, t in times) + "."
-
-    def rounding_reading(self, frame: pd.DataFrame) -> str:
-        """Whether the paper's rounding changes OGAS's perplexity beyond the window sample's noise."""
-        lines = []
-        for name in self.grid.models:
-            for d in (self.grid.wt_name, self.grid.c4_name):
-                p = paired_to(frame, name, d, "ogas", "ogas-exact", self.grid.p.sparsity)
-                if p is not None:
-                    apart = p.ci[0] > 1 or p.ci[1] < 1
-                    lines.append(f"- **{name}, {d}**: x{p.estimate:.4f} [{p.ci[0]:.4f}, {p.ci[1]:.4f}]: "
-                                 + ("the rounding changes the perplexity beyond the windows' noise." if apart else
-                                    "not separable from no effect; the exact target reads the same."))
-        return "\n".join(lines)
-
-    def zeroshot_reading(self, results: dict, chance: pd.DataFrame) -> str:
-        """Per zero-shot model: OGAS minus Wanda in mean accuracy, paired over documents, over all tasks and
-        over only the tasks where the dense model is above chance (``chance``: :meth:`dense_vs_chance`)."""
-        lines = []
-        for name, res in results.items():
-            if "ogas" not in res or "wanda" not in res:
-                continue
-            tasks = self.grid.p.zeroshot_tasks
-            above = chance[(chance.model == name) & (chance["dense vs chance"] == "above chance")].task.tolist()
-            parts = []
-            for label, ts in (("all tasks", tasks), ("the tasks where dense is above chance", above)):
-                if ts:
-                    p = zeroshot_paired(res["ogas"], res["wanda"], ts)
-                    verdict = "better" if p.ci[0] > 0 else "worse" if p.ci[1] < 0 else "not separable"
-                    parts.append(f"over {label} ({len(ts)}) {p.estimate:+.3f} [{p.ci[0]:+.3f}, {p.ci[1]:+.3f}], {verdict}")
-            lines.append(f"- **{name}**, OGAS minus Wanda in mean accuracy, paired over documents: " + "; ".join(parts) + ".")
-        return "\n".join(lines)
-
-    def curve(self, frame: pd.DataFrame):
-        """Figure 4's lines and the dense perplexity of each model."""
-        return T.curve_frame(frame, self.grid), dense_ppl(frame, self.grid)
-
-    def curve_reading(self, curve: pd.DataFrame, dense: dict) -> str:
-        """What Figure 4 shows from 70% on: per model and sparsity the lowest perplexity among the methods'
-        own lines and which methods have collapsed there (above ``COLLAPSE`` x dense or at a uniform guess,
-        :func:`repro.claims.collapsed`: a comparison among them cannot inform a claim); then every place a line
-        falls as sparsity rises between two collapsed points (:func:`tables.falls_after_collapse`)."""
-        lines = []
-        uniform = {m: self.grid.wt[m].uniform_ppl for m in set(curve.model)}
-        for model, g in curve[curve.headroom.isna()].groupby("model", sort=False):
-            u = uniform[model]
-            parts = []
-            for sp, s in g[g.sparsity >= 0.7].groupby("sparsity"):
-                s = s.set_index("label").ppl.astype(float)
-                gone = [m for m, v in s.items() if collapsed(v, dense[model], u)]
-                parts.append(f"at {sp:.0%} {s.idxmin()} {s.min():,.0f}" +
-                             (f", collapsed: {', '.join(gone)}" if gone else ""))
-            if parts:
-                head = f"**{model}** (dense {dense[model]:.3g}, collapse above {COLLAPSE:g}x it" + \
-                       (f"; a uniform guess {u:,.0f})" if u else ")")
-                lines.append(f"- {head}: lowest " + "; ".join(parts) + ".")
-        for f in T.falls_after_collapse(curve, dense, uniform):
-            share = "" if f["of_uniform"] is None else (f" ({f['of_uniform'][0]:.2f} and {f['of_uniform'][1]:.2f} of a "
-                                                        "uniform guess's)")
-            lines.append(f"- **{f['model']}, {f['label']} falls** from {f['ppl_from']:,.0f} at {f['from']:.0%} to "
-                         f"{f['ppl_to']:,.0f} at {f['to']:.0%}{share}: both points have collapsed, where perplexity "
-                         "tells how a destroyed model is wrong (spread near uniformly, or confident and wrong), not "
-                         "what it kept: not a recovery, and no comparison between the two.")
-        return "\n".join(lines)
-
-    def curve_table(self, curve: pd.DataFrame, frame: pd.DataFrame):
-        return T.curve_table(curve, frame, self.grid)
-
-    def claims(self, frame: pd.DataFrame):
-        dense = {n: r["dense"] for n, r in self.grid.run_zeroshot().items()} if self.grid.p.zeroshot_models else None
-        return C.claims_table(frame, self.grid, dense)
-
-    def summary(self, claims: pd.DataFrame) -> str:
-        return C.summary(claims, self.grid.p.sparsity)
-
-    def readme_blocks(self, table12: tuple, claims: tuple) -> dict:
-        return C.readme_blocks(table12, claims)
-
-    def metrics(self, frame: pd.DataFrame, claims: pd.DataFrame) -> dict:
-        return C.metrics(frame, claims, self.grid)
-
-    def differences(self):
-        """(table, caption): what differs from the paper, generated from the parameters that ran."""
+    def differences(self) -> Table:
+        """What differs from the paper, generated from the parameters that ran."""
         g = self.grid
         models = "; ".join(f"{model_line(e)}, the paper's {g.p.ogas_setting[n]} setting" for n, e in g.wt.items())
         calib = "; ".join(f"{n}: {e.setup.calib_nsamples} x {e.setup.calib_seqlen} tokens of {e.calib_text.label} "
@@ -203,4 +46,112 @@ class Report:
                 ("evaluation", "WikiText-2 test, C4 validation", evals),
                 ("zero-shot", "the full task sets", zs),
                 ("precision", "fp16 on a GPU", f"pruning in float32; evaluation {dtypes}")]
-        return differences_table(rows, self.session.profile)
+        return Table(*differences_table(rows, self.session.profile))
+
+    # ---- the worked example (section 1a) ----
+
+    def worked_channels(self, worked: dict) -> Table:
+        """The worked layer's most and least important channels (:func:`.worked.channel_terms`)."""
+        g, layer = self.grid, W.trace_of(worked)["layer"]
+        return Table(W.channel_terms(worked).round(4),
+                     f"**The most and least important channels of {layer}** ({g.figure_model}, OGAS "
+                     f"{g.p.ogas_setting[g.figure_model]} setting, {g.p.sparsity:.0%}). E: energy, P: peak ratio, x and "
+                     f"y their normalised terms, I the importance, s the sparsity OGAS assigns; vs Wanda: weights "
+                     f"removed from the row minus Wanda's (negative: the row keeps more).")
+
+    def worked_reallocation(self, worked: dict) -> Table:
+        """How far OGAS moves the worked layer's channels off the target, per gamma (:func:`.worked.reallocation_table`)."""
+        return Table(W.reallocation_table(worked).round(4),
+                     f"**How much OGAS moves channels off the uniform {self.grid.p.sparsity:.0%}**, per gamma: alpha, "
+                     f"the layer's relative output error L, quantiles and spread of s, and the share of channels within "
+                     f"0.01 of the target.", Rd.reallocation_reading(worked))
+
+    # ---- Tables 1-2 and beside them (section 2) ----
+
+    def table12(self, frame: pd.DataFrame) -> Table:
+        """Tables 1-2 (:func:`.tables.table12`) and what they show."""
+        t = T.table12(frame, self.grid)
+        return t._replace(reading=Rd.table12_reading(t.raw))
+
+    def sample_vs_split(self, frame: pd.DataFrame, refs: dict) -> Table:
+        """The tables' sample against shorter windows and the whole split (:func:`.tables.sample_vs_split`)."""
+        g = self.grid
+        dense = {n: None if (d := find(frame, n, g.wt_name, "dense")) is None else float(d.ppl) for n in refs}
+        return Table(T.sample_vs_split(frame, g, refs),
+                     f"**Which windows.** Dense perplexity, {g.wt_name} (test): the tables' sample beside the "
+                     "earlier sample's shorter windows (first ones, and as many spread over the split) and the whole "
+                     f"split; profile `{g.p.profile}`.",
+                     Rd.sample_reading(refs, dense, {n: g.wt[n].setup.seqlen for n in refs}))
+
+    def achieved(self, frame: pd.DataFrame) -> Table:
+        t = T.achieved_table(frame, self.grid)
+        return t._replace(reading=Rd.achieved_reading(t.frame))
+
+    def rounding(self, frame: pd.DataFrame) -> Table:
+        g = self.grid
+        return T.rounding_table(frame, g)._replace(
+            reading=Rd.rounding_reading(frame, g.models, [g.wt_name, g.c4_name], g.p.sparsity))
+
+    def nm(self, frame: pd.DataFrame) -> Table:
+        t = T.nm_table(frame, self.grid)
+        return t._replace(reading=Rd.nm_reading(t.raw))
+
+    # ---- Tables 3-4: zero-shot (section 3) ----
+
+    def zeroshot(self, results: dict) -> list[tuple[str, Table]]:
+        """Tables 3-4, ``(file stem, table)`` per zero-shot model (:func:`.tables.zeroshot_tables`); what they
+        show together is :func:`.readings.zeroshot_reading`."""
+        return T.zeroshot_tables(results, self.grid)
+
+    def dense_vs_chance(self, results: dict) -> Table:
+        t = T.dense_vs_chance(results, self.grid.p.zeroshot_tasks)
+        return t._replace(reading=Rd.chance_reading(t.frame))
+
+    def answer_bias(self, results: dict) -> Table:
+        t = T.answer_bias(results, self.grid.p.zeroshot_tasks)
+        return t._replace(reading=Rd.answer_bias_reading(t.frame))
+
+    # ---- Table 5, Figure 2, the gamma search (sections 4-5) ----
+
+    def ablation(self, frame: pd.DataFrame) -> Table:
+        t = T.ablation_table(frame, self.grid)
+        return t._replace(reading=Rd.ablation_reading(t.frame))
+
+    def figure2(self, frame: pd.DataFrame):
+        """Figure 2's data: ``(model, layer, axes)`` (:func:`.tables.figure2`)."""
+        return T.figure2(frame, self.grid)
+
+    def gamma_frames(self, frame: pd.DataFrame):
+        """Per model whose OGAS searched gamma: ``(model, layers, quantiles)`` (:func:`.tables.gamma_frames`)."""
+        return T.gamma_frames(frame, self.grid)
+
+    def gamma_bounds(self, frame: pd.DataFrame) -> Table:
+        t = T.gamma_bounds_table(frame, self.grid)
+        return t._replace(reading=Rd.bounds_reading(t.frame))
+
+    # ---- Figure 4 (section 6) ----
+
+    def curve(self, frame: pd.DataFrame):
+        """Figure 4's lines and the dense perplexity of each model."""
+        return T.curve_frame(frame, self.grid), dense_ppl(frame, self.grid)
+
+    def curve_table(self, curve: pd.DataFrame, frame: pd.DataFrame) -> Table:
+        """Figure 4's data as a table, and what the figure shows from 70% on."""
+        uniform = {m: self.grid.wt[m].uniform_ppl for m in set(curve.model)}
+        return T.curve_table(curve, frame, self.grid)._replace(
+            reading=Rd.curve_reading(curve, dense_ppl(frame, self.grid), uniform))
+
+    # ---- the claims (sections 7-8) ----
+
+    def claims(self, frame: pd.DataFrame) -> Table:
+        """The claims checked (:func:`.claims.claims_table`); the reading is section 8's summary."""
+        g = self.grid
+        dense = {n: r["dense"] for n, r in g.run_zeroshot().items()} if g.p.zeroshot_models else None
+        t = C.claims_table(frame, g, dense)
+        return t._replace(reading=Rd.claims_reading(t.frame, g.p.sparsity))
+
+    def readme_blocks(self, table12: Table, claims: Table) -> dict:
+        return C.readme_blocks(table12, claims)
+
+    def metrics(self, frame: pd.DataFrame, claims: Table) -> dict:
+        return C.metrics(frame, claims.frame, self.grid)

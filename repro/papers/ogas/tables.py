@@ -1,4 +1,5 @@
-"""Paper 2's tables and figures' data, each with its caption, from the frame of the notebook's records.
+"""Paper 2's tables (each a :class:`repro.report.Table`: frame, caption and raw numbers; :class:`.report.Report`
+adds its reading) and figures' data, from the frame of the notebook's records.
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from repro.papers.ogas.records import (
     ratio_text,
     zeroshot_paired,
 )
-from repro.report import marked_table
+from repro.report import Table, marked_table
 
 
 def ppl_table(frame: pd.DataFrame, models: list[str], datas: list[str], patterns=("unstructured",), rows=(),
@@ -46,7 +47,7 @@ def ppl_table(frame: pd.DataFrame, models: list[str], datas: list[str], patterns
     return vals[ran], cis[ran], paired[[f"{c}: / Wanda" for c in ran]]
 
 
-def table12(frame: pd.DataFrame, grid: OgasGrid) -> tuple[pd.DataFrame, str, pd.DataFrame]:
+def table12(frame: pd.DataFrame, grid: OgasGrid) -> Table:
     """Tables 1-2 (WikiText-2 and C4 perplexity at the main sparsity, best bold, second underlined,
     paired ratios to Wanda), its caption and the raw perplexities."""
     vals, cis, paired = ppl_table(frame, grid.models, [grid.wt_name, grid.c4_name], rows=main_rows(grid),
@@ -59,7 +60,7 @@ def table12(frame: pd.DataFrame, grid: OgasGrid) -> tuple[pd.DataFrame, str, pd.
     table = marked_table(vals.astype(float), cis, skip_rows=["Dense"]).join(paired)
     cap = caption(grid, f"Tables 1-2. WikiText-2 test and C4 perplexity at {grid.p.sparsity:.0%} unstructured sparsity, "
                         "their mean (the paper's average column) and each method's paired ratio to Wanda.", frame)
-    return table, cap, vals
+    return Table(table, cap, raw=vals)
 
 
 def sample_vs_split(frame: pd.DataFrame, grid: OgasGrid, refs: dict[str, dict[str, dict]]) -> pd.DataFrame:
@@ -80,25 +81,7 @@ def sample_vs_split(frame: pd.DataFrame, grid: OgasGrid, refs: dict[str, dict[st
     return pd.DataFrame(rows)
 
 
-def sample_reading(frame: pd.DataFrame, grid: OgasGrid, refs: dict[str, dict[str, dict]]) -> str:
-    """One sentence per model splitting the step from the earlier sample (the first windows of the shorter
-    length) to the whole split into its factors: which articles (first -> spread, same length), how much
-    context (shorter -> the tables' length, spread), and how the tables' sample sits in the split."""
-    lines = []
-    for name, r in refs.items():
-        d = find(frame, name, grid.wt_name, "dense")
-        if d is None or not {"first short", "spread short", "whole split"} <= set(r):
-            continue
-        a, b, c = (r[k]["result"] for k in ("first short", "spread short", "whole split"))
-        lines.append(f"- **{name}**: {a['ppl']:.2f} on the first {a['n_windows']} x {a['seqlen']} tokens -> "
-                     f"{b['ppl']:.2f} on as many spread over the split (which articles: x{b['ppl'] / a['ppl']:.3f}) -> "
-                     f"{d.ppl:.2f} with {grid.wt[name].setup.seqlen} tokens each (more context per token: "
-                     f"x{d.ppl / b['ppl']:.3f}); over all {c['n_windows']} windows {c['ppl']:.2f} (the sample / "
-                     f"the split: x{d.ppl / c['ppl']:.3f}).")
-    return "\n".join(lines)
-
-
-def achieved_table(frame: pd.DataFrame, grid: OgasGrid) -> tuple[pd.DataFrame, str]:
+def achieved_table(frame: pd.DataFrame, grid: OgasGrid) -> Table:
     """Achieved sparsity over all pruned linears and pruning seconds of every main cell."""
     rows = []
     for name in grid.models:
@@ -108,11 +91,11 @@ def achieved_table(frame: pd.DataFrame, grid: OgasGrid) -> tuple[pd.DataFrame, s
                 if c is not None:
                     rows.append({"model": name, "data": d, "method": LABELS[r], "target": grid.p.sparsity,
                                  "achieved": round(c.achieved, 5), "prune seconds": round(c.prune_seconds, 1)})
-    return pd.DataFrame(rows), caption(grid, "Achieved sparsity over all pruned linears and pruning time on this "
-                                             "machine.", frame)
+    return Table(pd.DataFrame(rows), caption(grid, "Achieved sparsity over all pruned linears and pruning time on "
+                                                   "this machine.", frame))
 
 
-def rounding_table(frame: pd.DataFrame, grid: OgasGrid) -> tuple[pd.DataFrame, str]:
+def rounding_table(frame: pd.DataFrame, grid: OgasGrid) -> Table:
     """What the paper's rounding is worth: OGAS (floor per row) over OGAS at the exact target,
     paired over windows, where both ran."""
     rows = []
@@ -122,21 +105,21 @@ def rounding_table(frame: pd.DataFrame, grid: OgasGrid) -> tuple[pd.DataFrame, s
             if p is not None:
                 rows.append({"model": name, "data": d, "OGAS paper rounding / exact target (ppl, paired)":
                              ratio_text(p, 4), "windows better": f"{p.n_better}/{p.n}"})
-    return pd.DataFrame(rows), caption(grid, "What the paper's rounding is worth: OGAS as published (floor per row) "
-                                             "over OGAS at the exact target; below 1 means the rounding flatters OGAS.",
-                                       frame)
+    return Table(pd.DataFrame(rows), caption(grid, "What the paper's rounding is worth: OGAS as published (floor per "
+                                                   "row) over OGAS at the exact target; below 1 means the rounding "
+                                                   "flatters OGAS.", frame))
 
 
-def nm_table(frame: pd.DataFrame, grid: OgasGrid) -> tuple[pd.DataFrame, str, pd.DataFrame]:
+def nm_table(frame: pd.DataFrame, grid: OgasGrid) -> Table:
     """N:M perplexity (WikiText-2) of ``nm_methods`` on ``nm_models``, its caption and the raw values."""
     vals, cis, _ = ppl_table(frame, grid.p.nm_models, [grid.wt_name], grid.p.nm_patterns, ["dense", *grid.p.nm_methods],
                              sparsity=0.5)
-    return (marked_table(vals.astype(float), cis, skip_rows=["Dense"]),
-            caption(grid, "N:M sparsity: WikiText-2 test perplexity at 2:4 and 4:8 (50%).", frame), vals)
+    return Table(marked_table(vals.astype(float), cis, skip_rows=["Dense"]),
+                 caption(grid, "N:M sparsity: WikiText-2 test perplexity at 2:4 and 4:8 (50%).", frame), raw=vals)
 
 
-def zeroshot_tables(results: dict[str, dict[str, dict]], grid: OgasGrid) -> list[tuple[str, pd.DataFrame, str]]:
-    """Tables 3-4, one per zero-shot model: ``(file stem, table, caption)``; ``results``:
+def zeroshot_tables(results: dict[str, dict[str, dict]], grid: OgasGrid) -> list[tuple[str, Table]]:
+    """Tables 3-4, one per zero-shot model: ``(file stem, table)``; ``results``:
     ``{model: {"dense" or method: lm-eval result}}`` (:meth:`OgasGrid.run_zeroshot`). Accuracy per
     task, their mean (and that of the paper's Table 3 tasks, :data:`PAPER_ZEROSHOT`, where more ran),
     and the mean difference to Wanda paired over the same documents."""
@@ -162,15 +145,15 @@ def zeroshot_tables(results: dict[str, dict[str, dict]], grid: OgasGrid) -> list
                "`acc` (the highest log-likelihood answer); the last column: the paper's tasks' mean with `acc_norm` "
                "(log-likelihood per character) where lm-eval reports it (ARC, HellaSwag, PIQA), `acc` for BoolQ and "
                "WinoGrande. The paper does not say which it reports; the claims read `acc`.")
-        out.append((f"table{3 + i}_zeroshot_{name}", pd.DataFrame(t).T, cap))
+        out.append((f"table{3 + i}_zeroshot_{name}", Table(pd.DataFrame(t).T, cap)))
     return out
 
 
 BINARY_ANSWERS = {"boolq": ("no", "yes")}  # a two-answer task's answers, in lm-eval's doc_to_choice order
 
 
-def answer_bias(results: dict[str, dict[str, dict]], tasks: list[str]) -> tuple[pd.DataFrame, str]:
-    """(table, caption): per zero-shot model and task, the answer its *dense* model gives most often, how
+def answer_bias(results: dict[str, dict[str, dict]], tasks: list[str]) -> Table:
+    """Per zero-shot model and task, the answer its *dense* model gives most often, how
     often the gold answer is that one, and how often the dense and every pruned model give it (from the
     per-document ``pred``/``gold`` lm-eval scored; tasks whose records predate them are left out). A model
     that always gives one answer scores that answer's gold share without reading the question: on BoolQ,
@@ -191,27 +174,11 @@ def answer_bias(results: dict[str, dict[str, dict]], tasks: list[str]) -> tuple[
     cap = ("**Answer bias.** Per task, the answer each dense model gives most often: the share of documents whose "
            "gold answer it is, and the share of documents on which each model gives it. A model that always gives "
            "it scores the gold share without reading the question.")
-    return pd.DataFrame(rows), cap
+    return Table(pd.DataFrame(rows), cap)
 
 
-def answer_bias_reading(bias: pd.DataFrame) -> str:
-    """One bullet per model: the tasks where its dense model gives one answer far more often than it is right
-    (a share at least 0.15 above the gold share), with the pruned models' rates beside."""
-    if bias.empty:
-        return "- No per-document answers in these records (computed before they were kept)."
-    lines = []
-    for name, g in bias.groupby("model", sort=False):
-        others = [c for c in g.columns if c not in ("model", "task", "answer", "gold share", "Dense")]
-        parts = [f"{r.task} '{r.answer}' on {r.Dense:.0%} of documents (gold {r['gold share']:.0%}; "
-                 + ", ".join(f"{m} {r[m]:.0%}" for m in others) + ")"
-                 for _, r in g.iterrows() if r.Dense - r["gold share"] >= 0.15]
-        lines.append(f"- **{name}** " + ("leans to one answer: " + "; ".join(parts) if parts else
-                                         "gives no answer 0.15 more often than it is right") + ".")
-    return "\n".join(lines)
-
-
-def dense_vs_chance(results: dict[str, dict[str, dict]], tasks: list[str]) -> tuple[pd.DataFrame, str]:
-    """(table, caption): each zero-shot model's *dense* accuracy per task beside a uniform guess's
+def dense_vs_chance(results: dict[str, dict[str, dict]], tasks: list[str]) -> Table:
+    """Each zero-shot model's *dense* accuracy per task beside a uniform guess's
     (:data:`CHANCE`), with a 95% bootstrap interval over the documents and where the interval lies
     (above / at / below chance): a dense model at or below chance on a task cannot show what pruning
     costs there, and a dense number far below chance would be a bug in the feeding or scoring."""
@@ -230,25 +197,10 @@ def dense_vs_chance(results: dict[str, dict[str, dict]], tasks: list[str]) -> tu
     cap = ("**Dense zero-shot accuracy against a uniform guess among each task's answers.** lm-eval `acc` with its "
            "95% bootstrap interval over the documents evaluated; where the dense model is at chance, its pruned "
            "copies can only tie it or fall below it by noise.")
-    return pd.DataFrame(rows), cap
+    return Table(pd.DataFrame(rows), cap)
 
 
-def chance_summary(chance: pd.DataFrame) -> str:
-    """One Markdown bullet per model from :func:`dense_vs_chance`'s table: the tasks where its dense
-    accuracy lies above, at and below chance (the paper's four tasks marked *)."""
-    lines = []
-    for name, g in chance.groupby("model", sort=False):
-        parts = []
-        for where in ("above chance", "at chance", "below chance"):
-            t = g[g["dense vs chance"] == where]
-            if len(t):
-                parts.append(f"{where} on " + ", ".join(f"{task}{'*' if paper else ''} {acc:.2f}" for task, paper, acc
-                                                        in zip(t.task, t["paper's task"], t["dense accuracy"])))
-        lines.append(f"- **{name}** dense: " + "; ".join(parts) + ".")
-    return "\n".join(lines) + "\n\n(* the paper's four tasks; accuracy over the documents evaluated.)"
-
-
-def ablation_table(frame: pd.DataFrame, grid: OgasGrid) -> tuple[pd.DataFrame, str]:
+def ablation_table(frame: pd.DataFrame, grid: OgasGrid) -> Table:
     """Table 5: Wanda, OGAS energy-only, PAPR-only and OGAS on WikiText-2 for ``ablation_models``, and OGAS
     with the other setting's gamma rule (fixed or searched) for ``gamma_rule_models``; each with its lambda,
     perplexity and ratio to Wanda paired over windows (empty if none ran)."""
@@ -265,7 +217,7 @@ def ablation_table(frame: pd.DataFrame, grid: OgasGrid) -> tuple[pd.DataFrame, s
     cells = pd.DataFrame(rows)
     cap = caption(grid, f"Table 5. Ablation at {grid.p.sparsity:.0%} on WikiText-2 test (paper: LLaMA-3.1-8B 8.85 "
                         "Wanda -> 8.16 energy-only / similar PAPR-only -> 7.99 OGAS).", cells)
-    return (cells.drop(columns=["key"]).round(3) if len(cells) else cells), cap
+    return Table(cells.drop(columns=["key"]).round(3) if len(cells) else cells, cap)
 
 
 # ---- figures' data -----------------------------------------------------------------------------
@@ -323,8 +275,8 @@ def gamma_frames(frame: pd.DataFrame, grid: OgasGrid) -> list[tuple[str, pd.Data
     return out
 
 
-def gamma_bounds_table(frame: pd.DataFrame, grid: OgasGrid) -> tuple[pd.DataFrame, str]:
-    """(table, caption): for OGAS and each ablation variant whose gamma was searched, how many layers
+def gamma_bounds_table(frame: pd.DataFrame, grid: OgasGrid) -> Table:
+    """For OGAS and each ablation variant whose gamma was searched, how many layers
     ended the search within its tolerance of the lower and of the upper bound of the interval; and
     the sensitivity row beyond the paper: OGAS searched on a wider interval, its perplexity paired
     against OGAS on the paper's interval (same windows)."""
@@ -341,9 +293,9 @@ def gamma_bounds_table(frame: pd.DataFrame, grid: OgasGrid) -> tuple[pd.DataFram
                          "at the lower bound": int((g - lo < tol).sum()), "at the upper bound": int((hi - g < tol).sum()),
                          "median gamma": round(float(np.median(g)), 3),
                          "ppl": round(float(c.ppl), 3), "vs OGAS (paper's interval)": "" if p is None else ratio_text(p)})
-    return pd.DataFrame(rows), caption(grid, "Where the gamma search ended: layers within its tolerance of each bound; "
-                                             "(0.05, 1.1) is the paper's own interval, a wider one (beyond the paper) "
-                                             "is paired against it.")
+    return Table(pd.DataFrame(rows), caption(grid, "Where the gamma search ended: layers within its tolerance of each "
+                                                   "bound; (0.05, 1.1) is the paper's own interval, a wider one (beyond "
+                                                   "the paper) is paired against it."))
 
 
 def curve_frame(frame: pd.DataFrame, grid: OgasGrid) -> pd.DataFrame:
@@ -386,10 +338,7 @@ def falls_after_collapse(curve: pd.DataFrame, dense: dict[str, float], uniform: 
     return out
 
 
-def curve_table(curve: pd.DataFrame, frame: pd.DataFrame, grid: OgasGrid) -> tuple[pd.DataFrame, str]:
+def curve_table(curve: pd.DataFrame, frame: pd.DataFrame, grid: OgasGrid) -> Table:
     """Figure 4's data as a table: perplexity per line (rows) and sparsity (columns)."""
-    return (curve.pivot_table(index="method", columns="sparsity", values="ppl"),
-            caption(grid, "Figure 4 data: WikiText-2 test perplexity vs sparsity.", frame))
-
-
-# ---- claims and what they say ------------------------------------------------------------------
+    return Table(curve.pivot_table(index="method", columns="sparsity", values="ppl"),
+                 caption(grid, "Figure 4 data: WikiText-2 test perplexity vs sparsity.", frame))
