@@ -527,7 +527,7 @@ display(Markdown(claims.reading))
 # %% [markdown]
 # ### What the results say
 #
-# Generated from the records above (`BanditReport.discussion`): the dense references, the best method of
+# Generated from the records above (`Report.discussion`): the dense references, the best method of
 # each setting against the two bandits, and what the verdicts mean.
 
 # %%

@@ -1,10 +1,9 @@
 """Plan, run, render: a paper notebook's cells computed as independent jobs.
 
 ``python -m repro run NOTEBOOK --profile P --jobs N`` builds the notebook's experiments from its
-parameters (the parameters cell, then the profile), *plans* its grid (the paper module's
-``plan``: every cell the notebook asks for, by the notebook's own calls, see
-:mod:`repro.engines.plan`), computes the missing records in ``N`` worker processes, and plans
-again whenever a worker is about to run out of cells, until nothing is missing (a cell that needs
+parameters (the parameters cell, then the profile), *plans* its grid (:func:`repro.engines.plan.survey` of
+the paper module's ``build``: every cell the notebook asks for, by the notebook's own calls), computes the
+missing records in ``N`` worker processes, and plans again whenever a worker is about to run out of cells, until nothing is missing (a cell that needs
 another cell's record, or whose existence depends on other cells' values, joins as soon as its
 inputs are written: no wave barrier, see :func:`compute`). The notebook then renders from records
 (``python -m repro notebook``); opened interactively it still computes what is missing inline.
@@ -38,7 +37,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from repro.engines.base import Experiment
-from repro.engines.plan import Job, Plan
+from repro.engines.plan import Job, Plan, survey
 from repro.errors import (
     Interrupted,
     RecordWriteError,
@@ -107,14 +106,9 @@ class Context:
         return self.survey().ordered()
 
     def survey(self) -> Plan:
-        """The notebook planned now: its jobs, and the cells that wait for them or are done."""
-        store = self.session.store
-        store.plan = Plan()
-        try:
-            self.module.plan(self.session, self.built)
-            return store.plan
-        finally:
-            store.plan = None
+        """The notebook surveyed now (:func:`repro.engines.plan.survey`: nothing computed): its jobs, and the cells
+        that wait for them or are done."""
+        return survey(self.built)
 
     def run(self, job: Job) -> float:
         """Compute ``job``'s records here; the seconds it took."""

@@ -260,8 +260,8 @@ def profile_name(profile: str | Path | None, params: dict) -> str:
 
 def paper_module(source: str | Path, nb=None):
     """The package of the paper whose notebook is ``source`` (its metadata ``repro: module: ...``, the jupytext
-    header): it builds the notebook's grid (``build(session)``), plans it (``plan(session, grid)``) and types its
-    parameters (``Params``, a :class:`repro.engines.params.NotebookParams`). The three papers are imported here by
+    header): it builds the notebook's grid (``build(session)``, a :class:`repro.engines.plan.Sections` that
+    :func:`repro.engines.plan.survey` walks) and types its parameters (``Params``, a :class:`repro.engines.params.NotebookParams`). The three papers are imported here by
     name; another module (a new paper's package, outside this repository) by the name the header gives."""
     import importlib
 
@@ -271,8 +271,8 @@ def paper_module(source: str | Path, nb=None):
     if not name:
         raise ReproError(f"{source} names no paper module (notebook metadata 'repro: module: ...'): it cannot be planned")
     module = {m.__name__: m for m in (mpg, ogas, bandit)}.get(name) or importlib.import_module(name)
-    if not (hasattr(module, "build") and hasattr(module, "plan")):
-        raise ReproError(f"{name} has no build(session) and plan(session, built)")
+    if not hasattr(module, "build"):
+        raise ReproError(f"{name} has no build(session)")
     return module
 
 

@@ -33,15 +33,6 @@ TIMING_FOLDERS = frozenset({"heads-efficiency", "bandit-removal"})  # cells that
 QUARANTINE = ".quarantine"  # under the results folder: records that could not be read, moved aside
 
 
-class Pending(Exception):
-    """A record asked for while planning (:attr:`Store.plan`) does not exist yet:
-    ``record = (experiment folder, key)``, ``config``: the configuration it would hold (for estimates)."""
-
-    def __init__(self, experiment: str, key: str, config: dict | None = None):
-        super().__init__(f"{experiment}/{key}")
-        self.record, self.config = (experiment, key), config
-
-
 def config_key(config: dict) -> str:
     """Stable 16-hex-digit key of a JSON-serialisable config (key order does not matter)."""
     blob = json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
@@ -97,8 +88,8 @@ class Store:
     ``"cached"`` (read from a record) or ``"computed"``; :meth:`cache_summary` counts them for
     table captions.
 
-    ``plan``: while set (a :class:`repro.engines.plan.Plan`), a missing record is not computed:
-    :meth:`run` raises :class:`Pending` instead. Several processes may share one ``root``: a cell
+    :meth:`lookup` is :meth:`run`'s read half (what a survey, :mod:`repro.engines.plan`, asks). Several
+    processes may share one ``root``: a cell
     is computed under an exclusive lock on ``.locks/<experiment>/<key>.lock`` (released by the
     kernel if its process dies), and a process that gets the lock after another wrote the record reads it.
 
@@ -114,7 +105,6 @@ class Store:
         self.recompute = recompute
         self.retime = retime  # time the timing cells (TIMING_FOLDERS) again on this machine, once each
         self.status: dict[tuple[str, str], str] = {}
-        self.plan = None
         self.dry = None
         self._memory: dict[tuple[str, str], dict] = {}
 
@@ -219,15 +209,25 @@ class Store:
                                        f"{e.strerror or e}") from None
         return record
 
+    def _fresh(self, key: tuple[str, str]) -> bool:
+        """The cell is computed again whatever exists (``recompute``, or ``retime`` of a timing cell), once."""
+        return (self.recompute or (self.retime and key[0] in TIMING_FOLDERS)) and self.status.get(key) != "computed"
+
+    def lookup(self, experiment: str, config: dict) -> dict | None:
+        """The record :meth:`run` would read, or None where it would compute (nothing is computed here)."""
+        key = (experiment, config_key(config))
+        record = None if self._fresh(key) else self.get(experiment, config)
+        if record is not None:
+            self.status.setdefault(key, "cached")
+        return record
+
     def run(self, experiment: str, config: dict, compute: Callable[[], dict]) -> dict:
         """The record of ``config``: read if finished (unless ``recompute``), else computed,
         stored and returned."""
         key = (experiment, config_key(config))
-        fresh = (self.recompute or (self.retime and experiment in TIMING_FOLDERS)) and self.status.get(key) != "computed"
-        record = None if fresh else self.get(experiment, config)
-        if record is None and self.plan is not None:
-            raise Pending(*key, config)
+        record = self.lookup(experiment, config)
         if record is None:
+            fresh = self._fresh(key)
             with self._claim(experiment, config):
                 record = None if fresh else self.get(experiment, config)  # another process may have written it
                 if record is None:
@@ -235,7 +235,6 @@ class Store:
                     result = compute()
                     record = self.put(experiment, config, result, time.perf_counter() - t0)
                     self.status[key] = "computed"
-        if record is not None:
             self.status.setdefault(key, "cached")
         return record
 

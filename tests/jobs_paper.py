@@ -60,19 +60,26 @@ class KillOnce(HeadExperiment):
                 Path(self.kill_marker).write_text(str(os.getpid()))
                 os.kill(os.getpid(), signal.SIGKILL)
             return out
-        return self.run("heads-ppl", {**self.base_config(), "method": "dense"}, compute)
+        return (yield P.Ask("heads-ppl", {**self.base_config(), "method": "dense"}, compute))
 
 
-def build(session) -> dict:
-    p = session.params
-    return {m: KillOnce(m, session.setup(m), session.store, progress=False, kill_marker=p["kill_marker"])
-            for m in p["models"]}
+class Grid(P.Sections):
+    """One section: dense and every method x sparsity of every model."""
+    sections = ("table",)
+
+    def __init__(self, session):
+        self.p = session.params
+        self.lm = {m: KillOnce(m, session.setup(m), session.store, progress=False, kill_marker=self.p["kill_marker"])
+                   for m in self.p["models"]}
+
+    @P.section
+    def table(self):
+        for e in self.lm.values():
+            yield e.grid.ask(self.p["methods"], self.p["sparsities"], dense=True)
 
 
-def plan(session, exps: dict) -> None:
-    p = session.params
-    for e in exps.values():
-        e.grid(p["methods"], p["sparsities"], dense=True)
+def build(session) -> Grid:
+    return Grid(session)
 
 
 def records(root) -> dict:

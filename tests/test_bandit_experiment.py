@@ -19,6 +19,7 @@ from repro.engines.bandit import (
     units_for,
 )
 from repro.engines.base import Setup
+from repro.engines.plan import run_steps
 from repro.errors import ReproError
 from repro.papers.bandit.claims import bandit_claims, readme_blocks
 from repro.papers.bandit.params import BanditParams
@@ -290,8 +291,8 @@ def test_vision_cells_are_paired_per_image(tmp_path):
 
 
 def test_removal_cell_is_exact_and_smaller(exp):
-    out = removal_cell(exp, "magnitude", [(["head"], 0.25), (["mlp"], 0.25)], seed=1, batches=(1,), seqlen=16,
-                       repeats=1)["result"]
+    out = run_steps(removal_cell(exp, "magnitude", [(["head"], 0.25), (["mlp"], 0.25)], seed=1, batches=(1,),
+                                 seqlen=16, repeats=1), exp.store)["result"]
     heads = exp.select("magnitude", ["head"], 0.25, seed=1)["result"]["units"]
     assert out["heads"] == len(heads) == 3
     assert out["units"] >= 2 and out["heads"] >= 1 and out["mlp_channels"] >= 1
@@ -361,8 +362,8 @@ def test_grid_runs_dense_and_every_cell_with_the_right_parameters(exp):
 
 def test_removal_takes_each_unit_types_largest_ratio(exp):
     rec = exp.removal("magnitude", {"head": [0.1, 0.25], "mlp": [0.25]}, 1, FAST, batches=(1,), seqlen=16, repeats=1)
-    direct = removal_cell(exp, "magnitude", [(["head"], 0.25), (["mlp"], 0.25)], seed=1, batches=(1,), seqlen=16,
-                          repeats=1)
+    direct = run_steps(removal_cell(exp, "magnitude", [(["head"], 0.25), (["mlp"], 0.25)], seed=1, batches=(1,),
+                                    seqlen=16, repeats=1), exp.store)
     assert rec["key"] == direct["key"] and rec["result"]["heads"] == 3
 
 
@@ -672,19 +673,18 @@ def test_ablations_run_on_the_ablation_settings_only():
     from repro.papers.bandit.grid import BanditGrid
     from repro.papers.bandit.params import BanditParams
 
-    calls = []
     params = {"models": ["m"], "unit_settings": {"m": {"head": [0.1], "mlp": [0.03, 0.08]}}, "methods": ["thompson"],
               "seeds": [1], "search": {"budget": 8, "pool_size": 16}, "lambada_limit": None, "vision_models": [],
               "vision_ratio": 0.1, "vision_methods": ["thompson"], "vision_search": {}, "memory": "persist",
               "memory_ablation": True, "join": "posterior", "join_ablation": True, "wide_search": {}, "removal": {},
               "seqlen": 8}
     grid = BanditGrid.__new__(BanditGrid)
-    grid.lm, grid.vision = {"m": SimpleNamespace(grid=lambda units, *a: calls.append(units))}, {}
+    grid.lm, grid.vision = {"m": SimpleNamespace(grid=SimpleNamespace(ask=lambda units, *a: units))}, {}
     for ablation, expected in ((None, {"head": [0.1], "mlp": [0.03, 0.08]}),
                                ({"m": {"mlp": [0.03]}}, {"mlp": [0.03]})):
-        calls.clear()
         grid.p = BanditParams.of({**params, "ablation_settings": ablation})
-        grid.memory_ablation(), grid.join_ablation()
+        # the units of each grid call the two sections yield (their bodies driven without running a cell)
+        calls = [*BanditGrid.memory_ablation.steps(grid), *BanditGrid.join_ablation.steps(grid)]
         assert calls == [expected] * 5  # UCB and TS under "step" and "carry", then TS under the other join
     with pytest.raises(ReproError, match=r"ablation_settings\['m'\] must be a part of unit_settings"):
         BanditParams.of({**params, "ablation_settings": {"m": {"mlp": [0.05]}}})

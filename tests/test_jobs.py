@@ -22,36 +22,35 @@ from repro.store import Store, config_key
 SMALL = Setup(data="wiki-sample", seqlen=32, max_windows=2, calib_data="wiki-sample", calib_nsamples=2, calib_seqlen=32)
 
 
-def planned(e, ask):
-    e.store.plan = Plan()
-    try:
-        ask()
-        return e.store.plan
-    finally:
-        e.store.plan = None
+def planned(*calls):
+    """The plan of surveying ``calls`` (each a cell's or a group's :class:`repro.engines.plan.Call`)."""
+    plan = Plan()
+    for call in calls:
+        plan.visit(call)
+    return plan
 
 
 def test_a_planned_cell_waits_for_the_scores_it_needs_and_computes_nothing(tmp_path):
     e = HeadExperiment("tiny-llama", SMALL, Store(tmp_path), progress=False)
-    plan = planned(e, lambda: e.grid(["mpg", "mp"], [0.25, 0.5], dense=True))
+    plan = planned(e.grid.ask(["mpg", "mp"], [0.25, 0.5], dense=True))
     assert [(j.call, j.args) for j in plan.ordered()] == [("dense", ()), ("scores", ("mpg", 2.0)),
                                                           ("scores", ("mp", 2.0))]
     assert plan.blocked == 4 and not plan.empty  # the cells wait for their scores: a later wave
     assert [p.parent.name for p in tmp_path.rglob("*.json")] == ["models"]  # planning wrote no record (a model card)
     for job in plan.ordered():
         getattr(e, job.call)(*job.args, **dict(job.kwargs))
-    plan = planned(e, lambda: e.grid(["mpg", "mp"], [0.25, 0.5], dense=True))
+    plan = planned(e.grid.ask(["mpg", "mp"], [0.25, 0.5], dense=True))
     assert [(j.call, j.args[:2]) for j in plan.ordered()] == [("cell", (m, s)) for m in ("mpg", "mp") for s in (0.25, 0.5)]
     assert plan.blocked == 0
     for job in plan.ordered():
         getattr(e, job.call)(*job.args, **dict(job.kwargs))
-    assert planned(e, lambda: e.grid(["mpg", "mp"], [0.25, 0.5], dense=True)).empty
+    assert planned(e.grid.ask(["mpg", "mp"], [0.25, 0.5], dense=True)).empty
 
 
 def test_one_job_per_missing_record(tmp_path):
     """Asking twice for the same scores (the grid, then a cell's dependency) plans them once."""
     e = HeadExperiment("tiny-llama", SMALL, Store(tmp_path), progress=False)
-    plan = planned(e, lambda: (e.scores("mpg"), e.scores("mpg"), e.cell("mpg", 0.25)))
+    plan = planned(e.scores.ask("mpg"), e.scores.ask("mpg"), e.cell.ask("mpg", 0.25))
     assert len(plan.jobs) == 1 and plan.blocked == 1
 
 

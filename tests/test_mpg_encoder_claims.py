@@ -27,12 +27,8 @@ def test_plan_lists_the_section_without_computing(tmp_path):
     store = Store(tmp_path)
     e = VisionHeadExperiment("tiny-vit", Setup(eval_dtype="float32"), store, n_calib=16, grad_nsamples=8,
                              n_eval=40, progress=False, loaded=loaded("tiny-vit"))
-    store.plan = Plan()
-    try:
-        MpgGrid(session(store), lm={}, vision={"tiny-vit": e}).mha()
-        plan = store.plan
-    finally:
-        store.plan = None
+    plan = Plan()
+    plan.visit(MpgGrid(session(store), lm={}, vision={"tiny-vit": e}).mha.ask())
     jobs = plan.ordered()
     calls = [(j.call, j.args) for j in jobs]
     assert calls[:3] == [("scores", ("mp", 1.5)), ("scores", ("mp", 2.0)), ("scores", ("mp", 2.5))]

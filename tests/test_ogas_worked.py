@@ -12,14 +12,14 @@ import torch
 import repro.engines.prune
 from repro.calib.blocks import Gram
 from repro.engines.base import Setup
-from repro.engines.plan import Plan
+from repro.engines.plan import survey
 from repro.engines.prune import PruneExperiment
 from repro.errors import ReproError
 from repro.methods import ogas_terms as T
 from repro.methods.unstructured import OGAS, PRUNERS, channel_sparsity, prune_model
 from repro.papers.ogas import readings as Rd
 from repro.papers.ogas import worked as W
-from repro.papers.ogas.grid import OgasGrid, plan
+from repro.papers.ogas.grid import OgasGrid
 from repro.store import Store
 from repro.structure.sparsity import prunable_linears
 
@@ -279,11 +279,6 @@ def test_the_grid_plans_and_reads_the_worked_cell(run):
                      {"tiny-llama": PruneExperiment("tiny-llama", SMALL.replace(data="c4-sample:eval",
                                                     calib_data="c4-sample:calib"), store2, progress=False,
                                                     loaded=e.loaded)}, ogas_params({"tiny-llama": "llama"}))
-    store2.plan = Plan()
-    try:
-        plan(None, fresh)
-        jobs = store2.plan.ordered()
-    finally:
-        store2.plan = None
+    jobs = survey(fresh).ordered()
     (job,) = [j for j in jobs if j.call == "worked_layer"]
     assert job.args == (LAYER, "ogas", 0.5, {"lam": 0.4, "gamma": "search"}) and job.record[0] == "prune-worked"

@@ -166,8 +166,8 @@ class BanditExperiment(Experiment):
                 return longest[0].prefix(cfg["k"]).as_dict()
             return compute
         for c in sorted(missing, key=lambda c: -c["k"]):
-            self.run("bandit-select", c, prefix(c))
-        return self.run("bandit-select", cfgs[ratio], prefix(cfgs[ratio]))
+            yield plan.Ask("bandit-select", c, prefix(c))
+        return (yield plan.Ask("bandit-select", cfgs[ratio], prefix(cfgs[ratio])))
 
     @contextmanager
     def masked(self, units):
@@ -193,36 +193,43 @@ class BanditExperiment(Experiment):
 
     @plan.cell
     def dense(self, lambada_limit: int | None = None) -> dict:
-        return self.run("bandit-ppl", {**self.eval_config(lambada_limit), "method": "dense"},
-                        lambda: self._evaluate([], lambada_limit))
+        return (yield plan.Ask("bandit-ppl", {**self.eval_config(lambada_limit), "method": "dense"},
+                               lambda: self._evaluate([], lambada_limit)))
 
     @plan.cell
     def cell(self, method: str, kinds=KINDS, ratio: float = 0.1, seed: int = 1, params: dict | None = None,
              lambada_limit: int | None = None, ratios=()) -> dict:
         """Select (or read the selection; ``ratios`` as in :meth:`select`), then evaluate the
         masked model."""
-        sel = self.select(method, kinds, ratio, seed, params, ratios)
+        sel = yield self.select.ask(method, kinds, ratio, seed, params, ratios)
         cfg = {**self.eval_config(lambada_limit), "method": method, "selection": sel["key"]}
-        return self.run("bandit-ppl", cfg, lambda: {**self._evaluate([Unit(*u) for u in sel["result"]["units"]],
-                                                                     lambada_limit),
-                                                    "selection": sel["config"]})
+        return (yield plan.Ask("bandit-ppl", cfg, lambda: {**self._evaluate([Unit(*u) for u in sel["result"]["units"]],
+                                                                            lambada_limit),
+                                                           "selection": sel["config"]}))
 
+    @plan.cells
     def grid(self, unit_ratios: dict, methods, seeds, search: dict | None = None,
              lambada_limit: int | None = None) -> list[dict]:
         """The dense cell and every (unit type, ratio, method, seed) cell of ``unit_ratios``
         (``{kind: ratios}``); ``search`` goes to the sequential selectors only
         (:func:`search_params`), and one search per (type, method, seed) serves all its ratios."""
-        self.dense(lambada_limit)
-        return [self.cell(m, [kind], ratio, seed, search_params(m, search), lambada_limit, ratios=ratios)
-                for kind, ratios in unit_ratios.items() for ratio in ratios for m in methods for seed in seeds]
+        yield self.dense.ask(lambada_limit)
+        out = []
+        for kind, ratios in unit_ratios.items():
+            for ratio in ratios:
+                for m in methods:
+                    for seed in seeds:
+                        out.append((yield self.cell.ask(m, [kind], ratio, seed, search_params(m, search), lambada_limit,
+                                                        ratios=ratios)))
+        return out
 
     @plan.cell(exclusive=True)
     def removal(self, method: str, unit_ratios: dict, seed: int, search: dict | None = None, batches=(1, 4),
                 seqlen: int = 128, repeats: int = 5) -> dict:
         """:func:`removal_cell` of ``method`` and ``seed`` on each unit type's largest ratio
         (:func:`removal_parts`), with the search parameters ``method`` takes."""
-        return removal_cell(self, method, removal_parts(unit_ratios), seed, search_params(method, search), batches,
-                            seqlen, repeats)
+        return (yield from removal_cell(self, method, removal_parts(unit_ratios), seed, search_params(method, search),
+                                        batches, seqlen, repeats))
 
 
 def structural_plan(adapter, units, group_size: int) -> tuple[list[tuple[int, int]], dict[int, list[int]]]:
@@ -242,8 +249,10 @@ def removal_cell(e: BanditExperiment, method: str, parts, seed: int, params: dic
     the notebook's own selection) zeroed vs physically removed (``repro.structure``) vs dense:
     parameters, checkpoint bytes, the largest logit difference between the removed and the zeroed
     model on one batch (0 up to float rounding: removal is exact), and prefill seconds timed
-    round-robin."""
-    sels = [e.select(method, kinds, ratio, seed, params) for kinds, ratio in parts]
+    round-robin. A cell's body (a generator of what it needs: :mod:`repro.engines.plan`)."""
+    sels = []
+    for kinds, ratio in parts:
+        sels.append((yield e.select.ask(method, kinds, ratio, seed, params)))
     cfg = {"protocol": PROTOCOL, "model": e.base_config()["model"], "selections": [s["key"] for s in sels],
            "batches": list(batches),
            "seqlen": seqlen, "repeats": repeats, "dtype": e.setup.eval_dtype,
@@ -267,7 +276,7 @@ def removal_cell(e: BanditExperiment, method: str, parts, seed: int, params: dic
             out[name] = {"params": count_params(model), "checkpoint_bytes": size}
         out["removed_vs_zeroed_max_abs_logit_diff"] = float((z - r).abs().max())  # float32
         return with_prefill(out, variants, batches, seqlen, repeats, e.bos, e.setup.eval_dtype)
-    return e.run("bandit-removal", cfg, compute)
+    return (yield plan.Ask("bandit-removal", cfg, compute))
 
 
 
@@ -312,12 +321,12 @@ class VisionBanditExperiment(BanditExperiment):
 
     @plan.cell
     def dense(self, lambada_limit: int | None = None) -> dict:
-        return self.run("bandit-vision", {**self.eval_config(), "method": "dense"}, lambda: self._evaluate([]))
+        return (yield plan.Ask("bandit-vision", {**self.eval_config(), "method": "dense"}, lambda: self._evaluate([])))
 
     @plan.cell
     def cell(self, method: str, kinds=("head",), ratio: float = 0.1, seed: int = 1, params: dict | None = None,
              lambada_limit: int | None = None, ratios=()) -> dict:
-        sel = self.select(method, kinds, ratio, seed, params, ratios)
+        sel = yield self.select.ask(method, kinds, ratio, seed, params, ratios)
         cfg = {**self.eval_config(), "method": method, "selection": sel["key"]}
-        return self.run("bandit-vision", cfg, lambda: {**self._evaluate([Unit(*u) for u in sel["result"]["units"]]),
-                                                        "selection": sel["config"]})
+        return (yield plan.Ask("bandit-vision", cfg, lambda: {**self._evaluate([Unit(*u) for u in sel["result"]["units"]]),
+                                                               "selection": sel["config"]}))

@@ -348,9 +348,6 @@ class Experiment:
 
         return evaluate_zeroshot(model, self.loaded.tokenizer, list(tasks), limit=limit, progress=self.progress)
 
-    def run(self, experiment: str, config: dict, compute) -> dict:
-        return self.store.run(experiment, config, compute)
-
     # -- which records are this experiment's ---------------------------------------------------------
     def owner_fields(self, config: dict) -> dict:
         """The fields a record's config must share with this experiment to be one of its cells

@@ -174,8 +174,13 @@ class GlueHeadExperiment:
             return {"test": test.tolist(), "labels": ex.labels[test].tolist(), "train_losses": losses,
                     "dense": predict(model, tok, ex, test, self.recipe.max_length).tolist(), "cells": cells,
                     "shape": list(shape), "finetune_seconds": t1 - t0, "seconds": time.perf_counter() - t0}
-        return self.store.run(self.records, cfg, compute)
+        return (yield plan.Ask(self.records, cfg, compute))
 
+    @plan.cells
     def grid(self, seeds) -> list[dict]:
-        """Every fold of every fine-tuning seed (None for those still planned)."""
-        return [self.fold(s, f) for s in seeds for f in range(self.k)]
+        """Every fold of every fine-tuning seed (None for those a survey finds missing)."""
+        out = []
+        for s in seeds:
+            for f in range(self.k):
+                out.append((yield self.fold.ask(s, f)))
+        return out

@@ -122,7 +122,7 @@ class HeadExperiment(Experiment):
             # "seconds": what this method costs on its own, including its calibration pass
             return {"scores": s.tolist(), "seconds": elapsed + (calib.capture_seconds if shared else 0.0),
                     "scoring_seconds": elapsed}
-        rec = self.run("heads-scores", cfg, compute)
+        rec = yield plan.Ask("heads-scores", cfg, compute)
         return np.asarray(rec["result"]["scores"]), rec["result"]["seconds"]
 
     @plan.cell
@@ -130,8 +130,8 @@ class HeadExperiment(Experiment):
         """The L2 norms of layer ``layer``'s W_Q/W_K/W_V rows and W_O columns (eq. 1), recorded so
         that the notebook's norm-profile figure renders without loading the model."""
         cfg = {"protocol": PROTOCOL, "model": model_key(self.identity), "layer": int(layer)}
-        return self.run("heads-norms", cfg, lambda: {role: norms(self.adapter.attention(layer), role).tolist()
-                                                      for role in "qkvo"})
+        return (yield plan.Ask("heads-norms", cfg, lambda: {role: norms(self.adapter.attention(layer), role).tolist()
+                                                             for role in "qkvo"}))
 
     @plan.cell
     def worked(self, z: float = 2.0) -> dict:
@@ -150,7 +150,7 @@ class HeadExperiment(Experiment):
                     "zero": json.loads(json.dumps(T.zero_score_arithmetic(ad, z), default=_number)),
                     "disagreement": _records(T.rank_disagreement(ad, z)),
                     "single_kv": _records(T.single_kv_constant(ad, z)) if single else None}
-        return self.run("heads-worked", cfg, compute)
+        return (yield plan.Ask("heads-worked", cfg, compute))
 
     def head_mask(self, pruned) -> torch.Tensor:
         return head_mask(self.shape, pruned)
@@ -167,7 +167,7 @@ class HeadExperiment(Experiment):
 
     @plan.cell
     def dense(self) -> dict:
-        return self.run(self.records, {**self.base_config(), "method": "dense"}, lambda: self._evaluate(None))
+        return (yield plan.Ask(self.records, {**self.base_config(), "method": "dense"}, lambda: self._evaluate(None)))
 
     @plan.cell
     def cell(self, method: str, sparsity: float, z: float = 2.0, tie_break: str = "index", seed: int = 0,
@@ -176,7 +176,7 @@ class HeadExperiment(Experiment):
         by their layer's mean (:func:`repro.methods.heads.layer_normalised`, our remedy ablation)."""
         if scale not in SCALES:
             raise UnknownNameError("scale", scale, list(SCALES))
-        scores, _ = self.scores(method, z, seed, calib_seed)
+        scores, _ = yield self.scores.ask(method, z, seed, calib_seed)
         cfg = {**self.base_config(), **self.method_config(method, z, seed, calib_seed), "sparsity": sparsity,
                "tie_break": tie_break, **({"scale": scale} if scale != "global" else {})}
         if tie_break == "random":
@@ -185,7 +185,7 @@ class HeadExperiment(Experiment):
         def compute():
             pruned = self.selection(scores, sparsity, tie_break, seed, scale)
             return {**self._evaluate(pruned), "pruned": [list(p) for p in pruned], "n_pruned": len(pruned)}
-        return self.run(self.records, cfg, compute)
+        return (yield plan.Ask(self.records, cfg, compute))
 
     @staticmethod
     def selection(scores, sparsity: float, tie_break: str = "index", seed: int = 0, scale: str = "global") -> list:
@@ -194,6 +194,7 @@ class HeadExperiment(Experiment):
         select through here."""
         return select_heads(SCALES[scale](scores), sparsity, tie_break, seed)
 
+    @plan.cells
     def grid(self, methods, sparsities=(), z_values=(2.0,), tie_break: str = "index",
              dense: bool = False, random_seeds=(0,), calib_seeds=(None,)) -> list[dict]:
         """Every cell of ``methods`` x ``z_values`` (a method without z: only 2.0) x ``sparsities``,
@@ -202,7 +203,7 @@ class HeadExperiment(Experiment):
         cell first. Draws: Random once per seed of ``random_seeds``, a method that reads calibration data
         once per calibration draw of ``calib_seeds`` (None: the setup's). The perplexity records, in that
         order."""
-        out = [self.dense()] if dense else []
+        out = [(yield self.dense.ask())] if dense else []
         ties = self.tie_seeds if tie_break == "random" else [None]
         for m in methods:
             spec = get_method(m)
@@ -213,9 +214,11 @@ class HeadExperiment(Experiment):
                     for cs in calibs:
                         draw = {**({"seed": seed} if seed != 0 else {}),
                                 **({"calib_seed": cs} if cs not in (None, self.setup.calib_seed) else {})}
-                        self.scores(m, z, **draw)  # a default draw asked as before draws existed
-                        out += [self.cell(m, sp, z, tie_break, **({**draw, "seed": t} if t is not None else draw))
-                                for sp in sparsities for t in ties]
+                        yield self.scores.ask(m, z, **draw)  # a default draw asked as before draws existed
+                        for sp in sparsities:
+                            for t in ties:
+                                out.append((yield self.cell.ask(m, sp, z, tie_break,
+                                                                **({**draw, "seed": t} if t is not None else draw))))
         return out
 
     @plan.cell
@@ -227,7 +230,7 @@ class HeadExperiment(Experiment):
         how much the selection rescales each layer's survivors (:func:`repro.evaluate.rescale.remaining_rms`).
         On ``n_windows`` windows of ``seqlen`` tokens spread over the evaluation split (the diagnosis runs
         dozens of evaluations: a small sample, the loss not the table's perplexity)."""
-        scores, _ = self.scores(method, z, seed, calib_seed)
+        scores, _ = yield self.scores.ask(method, z, seed, calib_seed)
         cfg = {"protocol": PROTOCOL, "model": model_key(self.identity), **self.method_config(method, z, seed, calib_seed),
                "sparsity": sparsity, "data": self.base_config()["data"], "n_windows": n_windows, "seqlen": seqlen,
                "dtype": self.setup.eval_dtype, **self.feeding()}
@@ -244,14 +247,14 @@ class HeadExperiment(Experiment):
                 out["remaining"] = {str(i): remaining_rms(ad, z_in[("head", i)], "head", i, [h for l, h in pruned if l == i])
                                     for i in sorted({l for l, _ in pruned}) if i not in out["emptied"]}
             return out
-        return self.run("heads-anatomy", cfg, compute)
+        return (yield plan.Ask("heads-anatomy", cfg, compute))
 
     @plan.cell
     def zeroshot_cell(self, method: str, sparsity: float, tasks: list[str], limit: int | None = None,
                       z: float = 2.0) -> dict:
         """Zero-shot accuracy (lm-eval) of the model with ``method``'s heads at ``sparsity`` masked
         (``method="dense"``: nothing pruned)."""
-        pruned = [] if method == "dense" else select_heads(self.scores(method, z)[0], sparsity)
+        pruned = [] if method == "dense" else select_heads((yield self.scores.ask(method, z))[0], sparsity)
         cfg = {**self.zeroshot_config(tasks, limit), "method": method}
         if method != "dense":
             cfg.update(self.method_config(method, z), sparsity=sparsity)
@@ -261,18 +264,22 @@ class HeadExperiment(Experiment):
             with Masks(get_adapter(model)) as masks:
                 masks.heads = self.head_mask(pruned) if pruned else None
                 return {**self.zeroshot(model, tasks, limit), "n_pruned": len(pruned)}
-        return self.run("heads-zeroshot", cfg, compute)
+        return (yield plan.Ask("heads-zeroshot", cfg, compute))
 
+    @plan.cells
     def zeroshot_grid(self, cells, tasks: list[str], limit: int | None = None) -> list[dict]:
         """The zero-shot record of each ``(method, sparsity)`` of ``cells``."""
-        return [self.zeroshot_cell(m, sp, tasks, limit) for m, sp in cells]
+        out = []
+        for m, sp in cells:
+            out.append((yield self.zeroshot_cell.ask(m, sp, tasks, limit)))
+        return out
 
     @plan.cell(exclusive=True)
     def efficiency(self, method: str, sparsities=(0.25, 0.5), batches=(1, 8), seqlen: int = 512,
                    repeats: int = 5, z: float = 2.0) -> dict:
         """Params, attention FLOPs and prefill time of the dense model and of the zeroed and the
         physically removed model at each sparsity, all timed round-robin in one cell."""
-        scores, _ = self.scores(method, z)
+        scores, _ = yield self.scores.ask(method, z)
         cfg = {"protocol": PROTOCOL, "model": model_key(self.identity), "method": method, "z": z,
                "sparsities": list(sparsities),
                "batches": list(batches), "seqlen": seqlen, "repeats": repeats, "dtype": self.setup.eval_dtype,
@@ -293,7 +300,7 @@ class HeadExperiment(Experiment):
                                  attention_flops=attention_flops(model, seqlen),
                                  heads=sum(get_adapter(model).heads_per_layer()))
             return with_prefill(out, variants, batches, seqlen, repeats, self.bos, self.setup.eval_dtype)
-        return self.run("heads-efficiency", cfg, compute)
+        return (yield plan.Ask("heads-efficiency", cfg, compute))
 
 
 # ---- MHA encoders: image classifiers ---------------------------------------------------------------

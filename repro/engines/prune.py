@@ -62,13 +62,13 @@ class PruneExperiment(Experiment):
 
     @plan.cell
     def dense(self) -> dict:
-        return self.run("prune-ppl", {**self.base_config(), "method": "dense"}, lambda: self.ppl(self.eval_model()))
+        return (yield plan.Ask("prune-ppl", {**self.base_config(), "method": "dense"}, lambda: self.ppl(self.eval_model())))
 
     @plan.cell
     def dense_zeroshot(self, tasks: list[str], limit: int | None) -> dict:
         """The dense model's zero-shot record (the reference row of Tables 3-4)."""
-        return self.run("prune-zeroshot", {**self.zeroshot_config(tasks, limit), "method": "dense"},
-                        lambda: self.zeroshot(self.eval_model(), tasks, limit))
+        return (yield plan.Ask("prune-zeroshot", {**self.zeroshot_config(tasks, limit), "method": "dense"},
+                               lambda: self.zeroshot(self.eval_model(), tasks, limit)))
 
     def down_projections(self) -> list[str]:
         """The MLP down projections of the model's blocks, block 0 first (Figure 2's layer choice),
@@ -98,7 +98,7 @@ class PruneExperiment(Experiment):
             return {"trace": plain(extras["trace"]), "zeros_sha256": zeros_sha256(model),
                     "extras": plain({k: v for k, v in extras.items() if not isinstance(v, np.ndarray) and k != "trace"}),
                     "achieved": report.layers[layer], "overall": report.overall}
-        return self.run("prune-worked", cfg, compute)
+        return (yield plan.Ask("prune-worked", cfg, compute))
 
     @plan.cell
     def cell(self, method: str, sparsity: float | None, pattern: str = "unstructured", params: dict | None = None,
@@ -125,6 +125,6 @@ class PruneExperiment(Experiment):
             if zeroshot_tasks:
                 out["zeroshot"] = self.zeroshot(model, zeroshot_tasks, zeroshot_limit)
             return out
-        return self.run("prune-ppl", cfg, compute)
+        return (yield plan.Ask("prune-ppl", cfg, compute))
 
 

@@ -1,5 +1,5 @@
 """MP and MP-G (eqs. 1-3) taken apart on a model's real weights, for teaching (notebook 1's worked example,
-read in words by :mod:`repro.papers.mpg.worked`).
+read in words by :mod:`repro.papers.mpg.readings`).
 
 Every number is recomputed from the weights with the functions :func:`repro.methods.heads.mp` and
 :func:`~repro.methods.heads.mpg` use (:func:`~repro.methods.heads.norms`, :func:`~repro.methods.heads.excess`),

@@ -8,7 +8,7 @@ import pandas as pd
 from repro.claims import claims_frame, ratio_claim
 from repro.engines.base import owned
 from repro.engines.params import NotebookParams
-from repro.engines.plan import Sections, shown
+from repro.engines.plan import Sections, section
 from repro.engines.prune import PruneExperiment
 from repro.evaluate.stats import paired_ratio
 from repro.report import caption as caption_line
@@ -43,12 +43,12 @@ class ToyGrid(Sections):
         self.p, self.store = ToyParams.of(session.params), session.store
         self.lm = session.experiments(PruneExperiment, self.p.models)
 
-    def table(self) -> pd.DataFrame | None:
+    @section(shows=lambda grid: grid.frame())
+    def table(self):
         for e in self.lm.values():
-            e.dense()
+            yield e.dense.ask()
             for m in self.p.methods:
-                e.cell(m, self.p.sparsity)
-        return shown(self.store, self.frame)
+                yield e.cell.ask(m, self.p.sparsity)
 
     def frame(self) -> pd.DataFrame:
         return pd.DataFrame([{"key": ("prune-ppl", r["key"]), "model": e.name, "method": r["config"]["method"],
@@ -82,7 +82,3 @@ class Report:
 
 def build(session) -> ToyGrid:
     return ToyGrid(session)
-
-
-def plan(session, grid: ToyGrid) -> None:
-    grid.plan()

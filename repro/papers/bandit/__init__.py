@@ -7,7 +7,7 @@ cells that show no table (:mod:`.readings`) and the few helpers the notebook's c
 from repro.methods.bandit import reward_summary
 from repro.papers.bandit import rescale, synthetic
 from repro.papers.bandit.claims import readme_blocks
-from repro.papers.bandit.grid import BanditGrid, build, plan
+from repro.papers.bandit.grid import BanditGrid, build
 from repro.papers.bandit.lambada import read_check
 from repro.papers.bandit.params import BanditParams
 from repro.papers.bandit.readings import lambada_reading, rescale_reading, score_layers_reading, worked_join_reading
@@ -18,5 +18,5 @@ from repro.papers.bandit.tables import lm_table, vision_table
 Params = BanditParams  # the notebook's parameters (repro.notebooks.paper_module finds them by this name)
 
 __all__ = ["Params", "BanditGrid", "BanditParams", "LABELS", "Report", "build", "first_run", "lambada_reading",
-           "lm_table", "plan", "read_check", "readme_blocks", "rescale", "rescale_reading", "reward_summary",
+           "lm_table", "read_check", "readme_blocks", "rescale", "rescale_reading", "reward_summary",
            "score_layers_reading", "synthetic", "vision_table", "worked_join_reading"]

@@ -14,8 +14,8 @@ from repro.methods.bandit import SELECTORS
 
 
 def read_check(path: str | Path) -> dict | None:
-    """The check's result, or None where the file is absent (a fresh clone keeps it; a user's own run
-    may not have made it)."""
+    """A committed check's result (this one's, or the layer-scale measurements' that :mod:`.rescale` reads), or
+    None where the file is absent (a fresh clone keeps it; a user's own run may not have made it)."""
     path = Path(path)
     return json.loads(path.read_text()) if path.is_file() else None
 

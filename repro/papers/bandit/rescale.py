@@ -10,21 +10,13 @@
 """
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 from scipy.special import logit
 
 from repro.methods.bandit import TAU
+from repro.papers.bandit.lambada import read_check  # noqa: F401  (the notebook's RS.read_check: one reader)
 from repro.papers.bandit.records import MAB, unit_of
-
-
-def read_check(path: str | Path) -> dict | None:
-    """The committed measurement, None when the file is absent."""
-    p = Path(path)
-    return json.loads(p.read_text()) if p.exists() else None
 
 
 def unit_damage(frame: pd.DataFrame, model: str, kinds: str = "head") -> pd.Series:

@@ -329,5 +329,3 @@ def labelled(table: pd.DataFrame) -> pd.DataFrame:
     """``table`` with its methods' labels instead of their names (an empty table as it is)."""
     return table.assign(method=table.method.map(LABELS)) if len(table) else table
 
-
-# ---- the notebook's experiments and its plan (repro.engines.plan) ----------------------------------

@@ -6,7 +6,7 @@ are imported from their modules.
 """
 from repro.methods.heads import excess, select_heads
 from repro.papers.mpg import readings
-from repro.papers.mpg.grid import MpgGrid, build, plan
+from repro.papers.mpg.grid import MpgGrid, build
 from repro.papers.mpg.params import MpgParams
 from repro.papers.mpg.records import LABEL, curve, find, metrics, pct, readme_blocks
 from repro.papers.mpg.report import Report
@@ -14,4 +14,4 @@ from repro.papers.mpg.report import Report
 Params = MpgParams  # the notebook's parameters (repro.notebooks.paper_module finds them by this name)
 
 __all__ = ["Params", "LABEL", "MpgGrid", "MpgParams", "Report", "build", "curve", "excess", "find", "metrics", "pct",
-           "plan", "readings", "readme_blocks", "select_heads"]
+           "readings", "readme_blocks", "select_heads"]

@@ -1,15 +1,13 @@
-"""Notebook 1's grid, declared once: :class:`MpgGrid` (its experiments, one method per notebook section that runs, or while the
-store plans, plans that section's cells and returns what the section shows). :func:`plan` is "call
-every section", so the notebook and ``repro run`` ask for the same cells by the same calls.
+"""Notebook 1's grid, declared once: :class:`MpgGrid` (its experiments, and one :func:`~repro.engines.plan.section`
+per notebook section: the cells it needs and what it shows). The notebook calls each section; ``repro run``
+surveys them (:func:`repro.engines.plan.survey`): the same cells by the same calls.
 """
 from __future__ import annotations
-
-import pandas as pd
 
 from repro.engines.glue import GlueHeadExperiment
 from repro.engines.heads import HeadExperiment, VisionHeadExperiment
 from repro.engines.mlm import MlmHeadExperiment
-from repro.engines.plan import Sections, shown
+from repro.engines.plan import Sections, section
 from repro.papers.mpg.glue import glue_frame
 from repro.papers.mpg.params import MpgParams
 from repro.papers.mpg.records import Z_METHODS, main_cells, ppl_frame, scores_frame, vision_frame, zeroshot_cells
@@ -44,64 +42,85 @@ class MpgGrid(Sections):
         return [*self.lm.values(), *self.vision.values(), *self.glue.values(), *self.mlm.values()]
 
     # ---- one method per section ------------------------------------------------------------------
-    def norm_profile(self) -> dict | None:
+    @section
+    def norm_profile(self):
         """Section 1's figure: eq. 1's norms of every role in the middle layer of the first model."""
         if not self.lm:
             return None
         first = next(iter(self.lm.values()))
-        return first.norm_profile(first.shape[0] // 2)
+        return (yield first.norm_profile.ask(first.shape[0] // 2))
 
-    def worked(self) -> dict:
+    @section
+    def worked(self):
         """Section 1a: ``{model: worked-example record}`` (:meth:`HeadExperiment.worked`, z = 2)."""
-        return {n: e.worked() for n, e in self.lm.items()}
+        out = {}
+        for n, e in self.lm.items():
+            out[n] = yield e.worked.ask()
+        return out
 
-    def scores(self) -> pd.DataFrame:
+    @section(shows=lambda g: scores_frame(g.store, g.lm))
+    def scores(self):
         """Section 2: every method's head scores on every model."""
         for e in self.lm.values():
-            e.grid(self.p.methods)
-        return shown(self.store, lambda: scores_frame(self.store, self.lm))
+            yield e.grid.ask(self.p.methods)
 
-    def table1(self) -> pd.DataFrame:
+    @section(shows=lambda g: main_cells(ppl_frame(g.store, g.lm)))
+    def table1(self):
         """Section 3 (Table I): dense and every method x sparsity, Random once per seed of ``random_seeds``
         and the calibrated scorers once per draw of ``calib_seeds``; the frame of the main cells (z = 2,
         index tie-break)."""
         for e in self.lm.values():
-            e.grid(self.p.methods, self.p.sparsities, dense=True, random_seeds=self.p.random_seeds,
-                   calib_seeds=self.p.calib_seeds)
-        return shown(self.store, lambda: main_cells(ppl_frame(self.store, self.lm)))
+            yield e.grid.ask(self.p.methods, self.p.sparsities, dense=True, random_seeds=self.p.random_seeds,
+                             calib_seeds=self.p.calib_seeds)
 
-    def full_split(self) -> dict:
+    @section
+    def full_split(self):
         """Section 3: ``{model: dense record over every window of the split}`` (where the table's sample
         is a subset of it)."""
-        return {n: e.full_split().dense() for n, e in self.lm.items() if e.setup.spread and e.setup.max_windows}
+        out = {}
+        for n, e in self.lm.items():
+            if e.setup.spread and e.setup.max_windows:
+                out[n] = yield e.full_split().dense.ask()
+        return out
 
-    def feeding(self) -> dict:
+    @section
+    def feeding(self):
         """Section 3a: ``{model: (dense record, dense record without <bos>)}`` of the families that need <bos>."""
-        return {n: (e.dense(), e.without_bos().dense()) for n, e in self.lm.items() if e.bos is not None}
+        out = {}
+        for n, e in self.lm.items():
+            if e.bos is not None:
+                out[n] = ((yield e.dense.ask()), (yield e.without_bos().dense.ask()))
+        return out
 
-    def table2(self) -> pd.DataFrame:
+    @section(shows=lambda g: ppl_frame(g.store, g.lm))
+    def table2(self):
         """Section 4 (Table II): MP-G and MP at every z on ``z_sparsities``; every perplexity cell so far."""
         for e in self.lm.values():
-            e.grid(Z_METHODS, self.p.z_sparsities, self.p.z_values)
-        return shown(self.store, lambda: ppl_frame(self.store, self.lm))
+            yield e.grid.ask(Z_METHODS, self.p.z_sparsities, self.p.z_values)
 
-    def zeroshot(self) -> list[dict]:
-        """Section 6 (Table III analogue): zero-shot records of the cells Table I's ranking picks; they
-        exist only once Table I's records do (while planning, nothing before may be pending)."""
+    @section(reads_earlier=True)
+    def zeroshot(self):
+        """Section 6 (Table III analogue): zero-shot records of the cells Table I's ranking picks (they
+        exist only once Table I's records do)."""
         p = self.p
-        if not p.zeroshot_tasks or (self.store.plan is not None and not self.store.plan.empty):
+        if not p.zeroshot_tasks:
             return []
         main = main_cells(ppl_frame(self.store, self.lm))
-        cells = {n: zeroshot_cells(main, n, p.zeroshot_sparsities) for n in p.zeroshot_models if n in self.lm}
-        return [r for n, c in cells.items() for r in self.lm[n].zeroshot_grid(c, p.zeroshot_tasks, p.zeroshot_limit)]
+        out = []
+        for n in p.zeroshot_models:
+            if n in self.lm:
+                cells = zeroshot_cells(main, n, p.zeroshot_sparsities)
+                out += (yield self.lm[n].zeroshot_grid.ask(cells, p.zeroshot_tasks, p.zeroshot_limit))
+        return out
 
-    def anatomy(self) -> list[dict]:
+    @section(reads_earlier=True)
+    def anatomy(self):
         """Section 3c: the anatomy record (:meth:`HeadExperiment.anatomy`) of every Table I cell that
         collapses (perplexity above ``COLLAPSE`` x dense; its first draw), and of MP-G and MP at the highest
-        sparsity; they exist only once Table I's records do (while planning, nothing before may be pending)."""
+        sparsity (they exist only once Table I's records do)."""
         from repro.papers.mpg.claims import COLLAPSE
 
-        if not self.p.anatomy or (self.store.plan is not None and not self.store.plan.empty):
+        if not self.p.anatomy:
             return []
         main = main_cells(ppl_frame(self.store, self.lm))
         out = []
@@ -112,61 +131,62 @@ class MpgGrid(Sections):
             cells = main[(main.model == n) & (main.method != "dense") & (main.ppl > COLLAPSE * dense.ppl.iloc[0])]
             wanted = {(m, float(sp)) for m, sp in zip(cells.method, cells.sparsity)}
             wanted |= {(m, max(self.p.sparsities)) for m in ("mpg", "mp") if m in self.p.methods}
-            out += [e.anatomy(m, sp) for m, sp in sorted(wanted)]
+            for m, sp in sorted(wanted):
+                out.append((yield e.anatomy.ask(m, sp)))
         return out
 
-    def remedy(self) -> pd.DataFrame:
+    @section(shows=lambda g: ppl_frame(g.store, g.lm, pool=False))
+    def remedy(self):
         """Section 3d (our ablation): ``remedy_methods`` ranked by layer-normalised scores at every sparsity
         (their first draw); every perplexity cell so far, one row per draw."""
         for e in self.lm.values():
             for m in self.p.remedy_methods:
                 for sp in self.p.sparsities:
-                    e.cell(m, sp, scale="layer")
-        return shown(self.store, lambda: ppl_frame(self.store, self.lm, pool=False))
+                    yield e.cell.ask(m, sp, scale="layer")
 
-    def table3(self) -> pd.DataFrame:
+    @section(shows=lambda g: glue_frame(g.store, g.glue))
+    def table3(self):
         """Section 6 (Table III as the paper runs it): every fold of every fine-tuning seed on every task."""
         for e in self.glue.values():
-            e.grid(self.p.glue_seeds)
-        return shown(self.store, lambda: glue_frame(self.store, self.glue))
+            yield e.grid.ask(self.p.glue_seeds)
 
-    def ties(self) -> pd.DataFrame:
+    @section(shows=lambda g: ppl_frame(g.store, g.lm))
+    def ties(self):
         """Section 7: MP-G with each model's seeded random tie-breaks; every perplexity cell so far."""
         for e in self.lm.values():
-            e.grid(["mpg"], self.p.sparsities, tie_break="random")
-        return shown(self.store, lambda: ppl_frame(self.store, self.lm))
+            yield e.grid.ask(["mpg"], self.p.sparsities, tie_break="random")
 
-    def efficiency(self) -> dict:
+    @section
+    def efficiency(self):
         """Section 8: ``{model: efficiency record}`` of zeroed against removed heads."""
-        p = self.p
-        return {n: self.lm[n].efficiency("mpg", p.efficiency_sparsities, p.efficiency_batches, p.efficiency_seqlen,
-                                         p.efficiency_repeats) for n in p.efficiency_models if n in self.lm}
+        p, out = self.p, {}
+        for n in p.efficiency_models:
+            if n in self.lm:
+                out[n] = yield self.lm[n].efficiency.ask("mpg", p.efficiency_sparsities, p.efficiency_batches,
+                                                         p.efficiency_seqlen, p.efficiency_repeats)
+        return out
 
-    def mha(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+    @section(shows=lambda g: (vision_frame(g.store, g.vision), scores_frame(g.store, g.vision)))
+    def mha(self):
         """Section 9: every method's scores (MP's at every z too, for the exact MP-G = MP check), dense and
         every method x sparsity, and MP-G's z sweep on the MHA encoders; their (frame, scores)."""
         p = self.p
         for e in self.vision.values():
-            e.grid(["mp"], (), p.z_values)  # scores only
-            e.grid(p.methods, p.sparsities, dense=True)
-            e.grid(["mpg"], p.z_sparsities, p.z_values)
-        return shown(self.store, lambda: (vision_frame(self.store, self.vision), scores_frame(self.store, self.vision)))
+            yield e.grid.ask(["mp"], (), p.z_values)  # scores only
+            yield e.grid.ask(p.methods, p.sparsities, dense=True)
+            yield e.grid.ask(["mpg"], p.z_sparsities, p.z_values)
 
-    def encoder_rows(self) -> pd.DataFrame:
+    @section(shows=lambda g: main_cells(ppl_frame(g.store, g.mlm, records=MlmHeadExperiment.records)))
+    def encoder_rows(self):
         """Section 9b (Table I's encoder rows): on every masked LM of ``mlm_models``, dense and every method x
         sparsity (z = 2, index tie-break), Random once per seed of ``random_seeds``, the calibrated scorers on the
         first calibration draw only (the setup's ``calib_seed``); the frame of those cells, pseudo-perplexity in
         its ``ppl`` column."""
         for e in self.mlm.values():
-            e.grid(self.p.methods, self.p.sparsities, dense=True, random_seeds=self.p.random_seeds)
-        return shown(self.store, lambda: main_cells(ppl_frame(self.store, self.mlm, records=MlmHeadExperiment.records)))
+            yield e.grid.ask(self.p.methods, self.p.sparsities, dense=True, random_seeds=self.p.random_seeds)
 
 
 def build(session) -> MpgGrid:
     """Notebook 1's grid from its parameters."""
     return MpgGrid(session)
 
-
-def plan(session, grid: MpgGrid) -> None:
-    """Ask for every cell notebook 1 asks for: every section of the grid."""
-    grid.plan()

@@ -4,11 +4,11 @@
 (:mod:`.records`), tables (:mod:`.tables`) and claims (:mod:`.claims`) are imported from their modules.
 """
 from repro.papers.ogas import readings, worked
-from repro.papers.ogas.grid import OgasGrid, build, plan
+from repro.papers.ogas.grid import OgasGrid, build
 from repro.papers.ogas.params import OgasParams
 from repro.papers.ogas.records import find
 from repro.papers.ogas.report import Report
 
 Params = OgasParams  # the notebook's parameters (repro.notebooks.paper_module finds them by this name)
 
-__all__ = ["Params", "OgasGrid", "OgasParams", "Report", "build", "find", "plan", "readings", "worked"]
+__all__ = ["Params", "OgasGrid", "OgasParams", "Report", "build", "find", "readings", "worked"]

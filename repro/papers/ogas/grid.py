@@ -1,5 +1,5 @@
-"""Notebook 2's grid (:class:`OgasGrid`): the setups and experiments per model and data set, one method per
-section that runs (or plans) that section's cells; :func:`build` and :func:`plan`.
+"""Notebook 2's grid (:class:`OgasGrid`): the setups and experiments per model and data set, and one
+:func:`~repro.engines.plan.section` per notebook section (the cells it needs, the frame it shows); :func:`build`.
 """
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from functools import cached_property
 import pandas as pd
 
 from repro.assets.data import parse_spec
+from repro.engines import plan
 from repro.engines.base import owned
-from repro.engines.plan import Sections, shown
+from repro.engines.plan import Call, Sections, section
 from repro.engines.prune import PruneExperiment
 from repro.methods.unstructured import OGAS_SETTINGS, auto_s_max, ogas_setting
 from repro.papers.ogas.params import OgasParams
@@ -30,7 +31,7 @@ class OgasGrid(Sections):
     """The cells of Paper 2's notebook: per model a WikiText-2 experiment (``wt``: calibrated on
     WikiText-2 train, evaluated on its test split) and a C4 one (``c4``: the C4 sample's two
     halves) sharing one loaded model, and the notebook's parameters (``p``) that decide which cells each
-    section asks for. Each ``run_*`` method computes (or reads) one section's cells; the tables
+    section asks for. Each ``run_*`` section computes (or reads) its cells and returns its frame; the tables
     are read from the records by :mod:`repro.papers.ogas`."""
     sections = ("worked", "run_main", "run_references", "run_nm", "run_zeroshot", "run_ablation", "run_curve")
 
@@ -89,8 +90,8 @@ class OgasGrid(Sections):
         return "\n".join(lines)
 
     # ---- the cells of each section ------------------------------------------------------------
-    def main_cell(self, model: str, data: str, method: str, **params) -> dict:
-        """A cell at the main sparsity: WikiText-2 cells of the zero-shot models carry their zero-shot
+    def main_cell(self, model: str, data: str, method: str, **params) -> Call:
+        """The call of a cell at the main sparsity: WikiText-2 cells of the zero-shot models carry their zero-shot
         scores, and the first model's OGAS cell keeps Figure 2's per-channel arrays, so each pruned
         model is built once and every section reads the same record."""
         extra = {}
@@ -98,8 +99,8 @@ class OgasGrid(Sections):
             extra.update(zeroshot_tasks=self.p.zeroshot_tasks, zeroshot_limit=self.p.zeroshot_limit)
         if data == self.wt_name and model == self.figure_model and method == "ogas" and not params:
             extra["keep_layers"] = (self.figure_layer_name,)
-        return self.experiment(model, data).cell(method, self.p.sparsity, params=self.params_for(model, method, **params),
-                                                 **extra)
+        return self.experiment(model, data).cell.ask(method, self.p.sparsity,
+                                                     params=self.params_for(model, method, **params), **extra)
 
     def extra_draws(self, model: str, data: str, method: str) -> list[int]:
         """The calibration draws of ``method`` beyond the setup's own (none for a method that reads no data)."""
@@ -108,24 +109,25 @@ class OgasGrid(Sections):
         own = self.experiment(model, data).setup.calib_seed
         return [s for s in self.p.calib_seeds if s is not None and s != own] if get_pruner(method).calibrated else []
 
-    def run_main(self) -> pd.DataFrame:
+    @section(shows=lambda g: frame(g))
+    def run_main(self):
         """Tables 1-2: dense and every method at the main sparsity on WikiText-2 (and C4 for
         ``c4_models``), plus OGAS at the exact target on ``exact_rounding_data``."""
         for name in self.models:
             for data in (self.wt_name, self.c4_name):
                 if data == self.c4_name and name not in self.p.c4_models:
                     continue
-                self.experiment(name, data).dense()
+                yield self.experiment(name, data).dense.ask()
                 for m in self.p.methods:
-                    self.main_cell(name, data, m)
+                    yield self.main_cell(name, data, m)
                     for seed in self.extra_draws(name, data, m):  # further calibration draws: perplexity only
-                        self.experiment(name, data).cell(m, self.p.sparsity, params=self.params_for(name, m),
-                                                         calib_seed=seed)
+                        yield self.experiment(name, data).cell.ask(m, self.p.sparsity, params=self.params_for(name, m),
+                                                                   calib_seed=seed)
                 if {data, parse_spec(self.experiment(name, data).setup.data)[0]} & set(self.p.exact_rounding_data):
-                    self.main_cell(name, data, "ogas", rounding="exact")
-        return shown(self.store, lambda: frame(self))
+                    yield self.main_cell(name, data, "ogas", rounding="exact")
 
-    def run_references(self) -> dict[str, dict[str, dict]]:
+    @section
+    def run_references(self):
         """The dense WikiText-2 numbers that place the tables' sample: ``{model: {"first short", "spread short",
         "whole split": dense record}}``, the first two where the setup names a shorter ``reference_seqlen`` (an
         earlier sample's), the last where its windows are spread (:meth:`Experiment.full_split`)."""
@@ -133,49 +135,58 @@ class OgasGrid(Sections):
         for name, e in self.wt.items():
             refs = {}
             if e.setup.reference_seqlen:
-                refs["first short"] = e.short_windows(False).dense()
-                refs["spread short"] = e.short_windows(True).dense()
+                refs["first short"] = yield e.short_windows(False).dense.ask()
+                refs["spread short"] = yield e.short_windows(True).dense.ask()
             if e.setup.spread and e.setup.max_windows:
-                refs["whole split"] = e.full_split().dense()
+                refs["whole split"] = yield e.full_split().dense.ask()
             if refs:
                 out[name] = refs
         return out
 
-    def run_nm(self) -> pd.DataFrame:
+    @section(shows=lambda g: frame(g))
+    def run_nm(self):
         """N:M cells (WikiText-2) of ``nm_methods`` on ``nm_models``."""
         for name in self.p.nm_models:
             for pattern in self.p.nm_patterns:
                 for m in self.p.nm_methods:
-                    self.wt[name].cell(m, None, pattern=pattern)
-        return shown(self.store, lambda: frame(self))
+                    yield self.wt[name].cell.ask(m, None, pattern=pattern)
 
-    def run_zeroshot(self) -> dict[str, dict[str, dict]] | None:
-        """Tables 3-4: ``{model: {"dense" or method: lm-eval result}}`` of the zero-shot models (the pruned models'
-        scores are in their main cells)."""
-        cells = {name: {"dense": self.wt[name].dense_zeroshot(self.p.zeroshot_tasks, self.p.zeroshot_limit),
-                        **{m: self.main_cell(name, self.wt_name, m) for m in self.p.methods}}
-                 for name in self.p.zeroshot_models}
-        return shown(self.store, lambda: {name: {k: r["result"] if k == "dense" else r["result"]["zeroshot"]
-                                                 for k, r in c.items()} for name, c in cells.items()})
+    @plan.cells
+    def zeroshot_cells(self):
+        """``{model: {"dense" or method: record}}``: the zero-shot models' dense zero-shot cell and their main
+        cells (the pruned models' scores are in those)."""
+        out = {}
+        for name in self.p.zeroshot_models:
+            out[name] = {"dense": (yield self.wt[name].dense_zeroshot.ask(self.p.zeroshot_tasks, self.p.zeroshot_limit))}
+            for m in self.p.methods:
+                out[name][m] = yield self.main_cell(name, self.wt_name, m)
+        return out
 
-    def run_ablation(self) -> pd.DataFrame:
+    @section(shows=lambda g: zeroshot_results(g.zeroshot_cells()))
+    def run_zeroshot(self):
+        """Tables 3-4: ``{model: {"dense" or method: lm-eval result}}`` of the zero-shot models."""
+        yield self.zeroshot_cells.ask()
+
+    @section(shows=lambda g: frame(g))
+    def run_ablation(self):
         """Table 5: Wanda, OGAS with one signal (the model's gamma), and OGAS, on WikiText-2; and, beyond
         the paper, OGAS with its gamma searched on ``wide_gamma_bounds`` (models whose gamma is searched)."""
         for name in self.p.ablation_models:
             for r in ABLATION:
                 if r in ("wanda", "ogas"):
-                    self.main_cell(name, self.wt_name, r)
+                    yield self.main_cell(name, self.wt_name, r)
                 else:
-                    self.wt[name].cell(r, self.p.sparsity, params={"gamma": ogas_setting(self.p.ogas_setting[name])["gamma"]})
+                    yield self.wt[name].cell.ask(r, self.p.sparsity,
+                                                 params={"gamma": ogas_setting(self.p.ogas_setting[name])["gamma"]})
             if self.p.wide_gamma_bounds and self.params_for(name, "ogas").get("gamma") == "search":
-                self.main_cell(name, self.wt_name, "ogas", gamma_bounds=tuple(self.p.wide_gamma_bounds))
+                yield self.main_cell(name, self.wt_name, "ogas", gamma_bounds=tuple(self.p.wide_gamma_bounds))
         for name in self.p.gamma_rule_models:  # fixed against searched gamma on every model: the other rule
             own = self.params_for(name, "ogas")["gamma"]
             other = OGAS_SETTINGS["mistral"]["gamma"] if own == "search" else "search"
-            self.wt[name].cell("ogas", self.p.sparsity, params=self.params_for(name, "ogas", gamma=other))
-        return shown(self.store, lambda: frame(self))
+            yield self.wt[name].cell.ask("ogas", self.p.sparsity, params=self.params_for(name, "ogas", gamma=other))
 
-    def run_curve(self) -> pd.DataFrame:
+    @section(shows=lambda g: frame(g))
+    def run_curve(self):
         """Figure 4: every method at each of ``curve_sparsities`` (WikiText-2), and OGAS with the
         other ``S_max`` headrooms where they prune differently (:func:`own_headroom`); every cell's frame so far."""
         for name in self.p.curve_models:
@@ -183,19 +194,19 @@ class OgasGrid(Sections):
             for sp in self.p.curve_sparsities:
                 for m in self.p.methods:
                     if sp == self.p.sparsity:
-                        self.main_cell(name, self.wt_name, m)
+                        yield self.main_cell(name, self.wt_name, m)
                     else:
-                        e.cell(m, sp, params=self.params_for(name, m))
+                        yield e.cell.ask(m, sp, params=self.params_for(name, m))
                 for h in self.p.s_max_headrooms:
                     if own_headroom(sp, h):
-                        e.cell("ogas", sp, params=self.params_for(name, "ogas", s_max_headroom=h))
-        return shown(self.store, lambda: frame(self))
+                        yield e.cell.ask("ogas", sp, params=self.params_for(name, "ogas", s_max_headroom=h))
 
-    def worked(self) -> dict:
+    @section
+    def worked(self):
         """The worked example: OGAS (the first model's setting, the main sparsity) on Figure 2's layer, its terms
         recorded (:meth:`PruneExperiment.worked_layer`; read by :mod:`repro.papers.ogas.worked`)."""
-        return self.wt[self.figure_model].worked_layer(self.figure_layer_name, "ogas", self.p.sparsity,
-                                                       self.params_for(self.figure_model, "ogas"))
+        return (yield self.wt[self.figure_model].worked_layer.ask(self.figure_layer_name, "ogas", self.p.sparsity,
+                                                                  self.params_for(self.figure_model, "ogas")))
 
 
 
@@ -234,6 +245,12 @@ def frame(grid: OgasGrid, draws: bool = False) -> pd.DataFrame:
     return f if draws else pool_draws(f, CELL)
 
 
+def zeroshot_results(cells: dict) -> dict[str, dict[str, dict]]:
+    """``{model: {"dense" or method: lm-eval result}}`` of :meth:`OgasGrid.zeroshot_cells`' records."""
+    return {name: {k: r["result"] if k == "dense" else r["result"]["zeroshot"] for k, r in c.items()}
+            for name, c in cells.items()}
+
+
 
 def build(session) -> OgasGrid:
     """Notebook 2's grid from its parameters: per model a WikiText-2 and a C4 experiment sharing one
@@ -243,7 +260,3 @@ def build(session) -> OgasGrid:
     c4 = session.experiments(PruneExperiment, p.models, shared=wt, changes={"data": p.c4_data, "calib_data": p.c4_calib})
     return OgasGrid(wt, c4, p)
 
-
-def plan(session, grid: OgasGrid) -> None:
-    """Ask for every cell notebook 2 asks for: every section of the grid."""
-    grid.plan()
