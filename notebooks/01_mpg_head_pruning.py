@@ -475,9 +475,9 @@ if glue is not None and len(glue):
 # ### 6a. Appendix: the zero-shot analogue (uninformative)
 #
 # Before the fine-tuned encoder, this notebook asked the causal LM to answer the same tasks zero-shot
-# (lm-eval's prompts). The reading below says, per task, whether the dense model answers above chance; where
-# it does not, no pruned row can be read against it. It stays as a record of why section 6 fine-tunes; its
-# rows no longer enter the claims.
+# (lm-eval's prompts). The reading below says, per task, whether the dense model answers above the trivial
+# answer (always the answer most often right on these documents); where it does not, no pruned row can be read
+# against it. It stays as a record of why section 6 fine-tunes; its rows no longer enter the claims.
 
 # %%
 records = grid.zeroshot()  # the cells Table I's ranking picks

@@ -64,33 +64,115 @@ def collapsed(ppl: float | None, dense: float | None = None, uniform: float | No
     return bool((uniform and ppl >= uniform) or (dense and ppl > COLLAPSE * dense))
 
 
-def destroyed(ppls: dict[str, float], uniform: float | None, dense: float | None = None) -> str:
-    """Why a comparison of perplexities ``ppls`` (``{side: perplexity}``) cannot inform a claim: every side
-    collapsed (:func:`collapsed`: at or above ``uniform``, the perplexity of a uniform guess over the
-    vocabulary, or above ``COLLAPSE`` x ``dense``), so which is "better" says nothing about the method; ""
-    where it can (or no bound is known)."""
-    if not ppls or not (uniform or dense) or not all(collapsed(v, dense, uniform) for v in ppls.values()):
+def destroyed(ppls: dict[str, float], uniform: float | None) -> str:
+    """Why a comparison of perplexities ``ppls`` (``{side: perplexity}``) cannot inform a claim: every side is at
+    or beyond ``uniform``, the perplexity of a uniform guess over the vocabulary (or not finite), so neither
+    model predicts anything and which is "better" says nothing about the method; "" where a side still predicts
+    (or the bound is unknown). Far above dense but below a uniform guess is not this: the papers compare such
+    models themselves (:func:`beyond_dense` flags them)."""
+    if not ppls or not uniform or not all(v is None or not math.isfinite(v) or v >= uniform for v in ppls.values()):
         return ""
     sides = " and ".join(f"{k} {v:,.0f}" for k, v in ppls.items())
-    if uniform and all(v >= uniform for v in ppls.values()):
-        return f"both models destroyed: perplexity {sides}, at or above a uniform guess over the {uniform:,.0f}-word vocabulary"
-    return (f"both models collapsed: perplexity {sides}, above {COLLAPSE:g}x the dense {dense:,.4g}"
-            + (f" (a uniform guess: {uniform:,.0f})" if uniform else ""))
+    return f"both models destroyed: perplexity {sides}, at or above a uniform guess over the {uniform:,.0f}-word vocabulary"
 
 
-def at_chance(correct, chance: float | None, what: str = "the dense model") -> str:
+def beyond_dense(ppls: dict[str, float], dense: float | None) -> str:
+    """A flag for a comparison whose every side is above ``COLLAPSE`` x the ``dense`` perplexity (both collapsed,
+    by this repository's definition): the verdict stands, and the row says that it compares two collapsed models;
+    "" otherwise."""
+    if not ppls or not dense or not all(collapsed(v, dense) for v in ppls.values()):
+        return ""
+    return f"both beyond {COLLAPSE:g}x dense"
+
+
+def judged_on(claim: "Claim", ppls: dict[str, float | None], uniform: float | None, dense: float | None) -> "Claim":
+    """``claim`` (a comparison of the perplexities ``ppls``, ``{side: perplexity}``; None: a cell not run) under the
+    two rules every paper applies to such a row: uninformative where every side is at a uniform guess
+    (:func:`destroyed`), flagged where every side is beyond ``COLLAPSE`` x ``dense`` (:func:`beyond_dense`)."""
+    ppls = {k: v for k, v in ppls.items() if v is not None}
+    claim.uninformative = claim.uninformative or destroyed(ppls, uniform)
+    claim.flag = beyond_dense(ppls, dense)
+    return claim
+
+
+def trivial_answer(gold=None, n_choices: int | None = None, names=None) -> tuple[float, str] | None:
+    """The accuracy a model gets on these documents without reading them, and that answer in words: always giving
+    the documents' most frequent gold answer (``gold``: per-document answer indices; ``names``: the answers'
+    names, e.g. BoolQ's ("no", "yes")), else, where the gold answers are not recorded, a uniform guess among
+    ``n_choices``; None where neither is known."""
+    if gold is not None and len(gold):
+        counts = np.bincount(np.asarray(gold, dtype=int))
+        k = int(counts.argmax())
+        name = f"always '{names[k]}'" if names is not None and k < len(names) else f"always answer {k}"
+        return float(counts[k] / counts.sum()), name
+    if n_choices:
+        return 1.0 / n_choices, "a uniform guess"
+    return None
+
+
+def task_trivial(task: str, per_doc: dict) -> tuple[float, str] | None:
+    """:func:`trivial_answer` of one lm-eval task's documents (``per_doc``: the record's per-document lists, its
+    ``gold`` answers where recorded)."""
+    from repro.evaluate.zeroshot import ANSWER_NAMES, CHANCE
+
+    chance = CHANCE.get(task)
+    return trivial_answer(per_doc.get("gold"), round(1 / chance) if chance else None, ANSWER_NAMES.get(task))
+
+
+def pooled_trivial(tasks: dict[str, dict]) -> tuple[float, str] | None:
+    """The trivial answer's accuracy over several tasks' documents pooled (``tasks``: ``{task: per_doc}``): each
+    task's :func:`task_trivial`, weighted by its documents; None where one is unknown."""
+    levels = [(len(d["acc"]), task_trivial(t, d)) for t, d in tasks.items()]
+    if not levels or any(x is None for _, x in levels):
+        return None
+    n = sum(k for k, _ in levels)
+    names = sorted({x[1] for _, x in levels})
+    return sum(k * x[0] for k, x in levels) / n, "each task's trivial answer (" + ", ".join(names) + ")"
+
+
+ONE_ANSWER = 0.95  # a model giving one answer on at least this share of a task's documents answers without reading
+
+
+def one_answer(pred, names=None) -> str:
+    """'answers 'yes' on 100% of documents' where the per-document answers ``pred`` give one answer on at least
+    :data:`ONE_ANSWER` of them; "" otherwise (or where no answers are recorded)."""
+    if pred is None or not len(pred):
+        return ""
+    counts = np.bincount(np.asarray(pred, dtype=int))
+    k, share = int(counts.argmax()), float(counts.max() / counts.sum())
+    if share < ONE_ANSWER:
+        return ""
+    name = f"'{names[k]}'" if names is not None and k < len(names) else f"answer {k}"
+    return f"answers {name} on {share:.0%} of documents"
+
+
+def carried_by_bias(gains: dict[str, float], biased: dict[str, str]) -> str:
+    """Why a pooled accuracy difference is not the method's: more than half of it (``gains``: each task's share of
+    the pooled difference, summing to it) comes from tasks where a side gives one answer on nearly every document
+    (``biased``: ``{task: "OGAS answers 'yes' on 100% of documents"}``, :func:`one_answer`), so it measures which
+    answer a model leans to, not what it knows; "" otherwise."""
+    total = sum(gains.values())
+    carried = {t: g for t, g in gains.items() if t in biased and g * total > 0}
+    if not total or sum(carried.values()) / total <= 0.5:
+        return ""
+    return (f"{sum(carried.values()) / total:.0%} of the difference comes from "
+            + "; ".join(f"{t}, where {biased[t]}" for t in carried) + ": answer bias, not a verdict on the method")
+
+
+def at_chance(correct, trivial: tuple[float, str] | None, what: str = "the dense model") -> str:
     """Why a comparison of zero-shot accuracies on these documents cannot inform a claim: ``what``'s
-    per-document correctness ``correct`` (its 95% bootstrap interval) does not lie above ``chance`` (a
-    uniform guess among the answers), so a pruned copy can only tie it or fall below it by noise; "" where
-    it lies above (or chance is unknown)."""
+    per-document correctness ``correct`` (its 95% bootstrap interval) does not lie above the ``trivial`` answer's
+    accuracy (:func:`trivial_answer`: the majority gold answer, such as BoolQ's always-yes), so a pruned copy can
+    only tie it or fall below it by noise; "" where it lies above (or the trivial answer is unknown)."""
     x = np.asarray(correct, dtype=float)
-    if chance is None or x.size < 2:
+    if trivial is None or x.size < 2:
         return ""
+    level, name = trivial
     ci = bootstrap_ci(x) or (float(x.mean()), float(x.mean()))
-    if ci[0] > chance:
+    if ci[0] > level:
         return ""
-    return (f"{what} is not above chance here: accuracy {x.mean():.3f} [{ci[0]:.3f}, {ci[1]:.3f}] over {x.size} "
-            f"documents against {chance:.3f} for a uniform guess")
+    return (f"{what} is not above the trivial answer here: accuracy {x.mean():.3f} [{ci[0]:.3f}, {ci[1]:.3f}] over "
+            f"{x.size} documents against {level:.3f} for {name}")
 
 
 def verdict(ci, threshold: float = 1.0, side: str = "below") -> str:
@@ -129,6 +211,8 @@ class Claim:
     source: str = ""                     # the paper's sentence this row tests, with its section (with_sources)
     construction: bool = False           # true by how it is counted, not by a measurement
     uninformative: str = ""              # why the design could not have shown the effect ("" where it could)
+    unit: str = ""                       # what n counts where it limits the interval (windows, draws, seeds, documents)
+    flag: str = ""                       # what a reader should know beside the verdict (both beyond 10x dense)
 
     @classmethod
     def check(cls, claim: str, setting: str, measured: str, effect: float | None, ci, threshold: float = 1.0,
@@ -233,7 +317,7 @@ def with_sources(claims: list[Claim], sources: dict[str, str]) -> list[Claim]:
     return claims
 
 
-COLUMNS = ["claim", "source", "setting", "measured", "verdict", "kind", "why uninformative", "power", "n",
+COLUMNS = ["claim", "source", "setting", "measured", "verdict", "kind", "flag", "why uninformative", "power", "n", "unit",
            "n for 80% power", "effect sized", "paper effect", "half-width", "effect", "ci", "threshold", "side", "paper",
            "log"]
 
@@ -258,8 +342,15 @@ def _paper_effect(row) -> str:
     return f"{'x' if row['log'] else ''}{e:.3g} ({row['paper']})"
 
 
-def _count(n) -> str:
-    return "" if n is None or n != n else str(int(n))
+def _count(n, unit="") -> str:
+    if n is None or n != n:
+        return ""
+    return f"{int(n)} {unit}" if isinstance(unit, str) and unit else str(int(n))
+
+
+def _counts(f) -> list[str]:
+    units = f["unit"] if "unit" in f else [""] * len(f)
+    return [_count(n, u) for n, u in zip(f.n, units)]
 
 
 POWER_NOTE = ("*n for 80% power*: the sample, in the row's units, that a two-sided 5% test would need to "
@@ -286,7 +377,8 @@ def claims_markdown(claims, caption: str = "") -> str:
         need, n = row["n for 80% power"], row["n"]
         if need is None or need != need:
             return "not sizeable"
-        text = f"{int(need):,} ({row['effect sized']} effect"
+        unit = row.get("unit")
+        text = f"{int(need):,}{' ' + unit if isinstance(unit, str) and unit else ''} ({row['effect sized']} effect"
         if n is None or n != n or not n:
             return text + ")"
         if need <= n:  # the effect sized would have been detected: an inconclusive row argues it is smaller
@@ -295,15 +387,17 @@ def claims_markdown(claims, caption: str = "") -> str:
     parts = [caption.strip()] if caption else []
     views = {
         DECIDED: lambda f: pd.DataFrame({"claim": f.apply(claim, axis=1), "setting": f.setting, "measured": f.measured,
-                                         "verdict": [v + (f" ({p})" if p == UNDERPOWERED else "")
-                                                     for v, p in zip(f.verdict, f.power)],
-                                         "paper effect": f.apply(_paper_effect, axis=1), "n": f.n.map(_count)}),
+                                         "verdict": [v + (f" ({'; '.join(x)})" if (x := [t for t in (
+                                                         p if p == UNDERPOWERED else "", g) if t]) else "")
+                                                     for v, p, g in zip(f.verdict, f.power, _flags(f))],
+                                         "paper effect": f.apply(_paper_effect, axis=1), "n": _counts(f)}),
         INCONCLUSIVE: lambda f: pd.DataFrame({"claim": f.apply(claim, axis=1), "setting": f.setting,
-                                              "measured": f.measured, "paper effect": f.apply(_paper_effect, axis=1),
-                                              "n": f.n.map(_count), "n for 80% power": f.apply(needed, axis=1)}),
+                                              "measured": [m + (f" ({g})" if g else "") for m, g in
+                                                           zip(f.measured, _flags(f))], "paper effect": f.apply(_paper_effect, axis=1),
+                                              "n": _counts(f), "n for 80% power": f.apply(needed, axis=1)}),
         UNINFORMATIVE: lambda f: pd.DataFrame({"claim": f.apply(claim, axis=1), "setting": f.setting,
                                                "measured": f.measured, "why uninformative": f["why uninformative"],
-                                               "n": f.n.map(_count)}),
+                                               "n": _counts(f)}),
         CONSTRUCTION: lambda f: pd.DataFrame({"claim": f.apply(claim, axis=1), "setting": f.setting,
                                               "measured": f.measured, "verdict": f.verdict}),
     }
@@ -317,6 +411,10 @@ def claims_markdown(claims, caption: str = "") -> str:
     if notes:
         parts.append("What the paper says: " + " ".join(f"{mark[s]} {s}" for s in notes))
     return "\n\n".join(parts) + "\n"
+
+
+def _flags(f) -> list[str]:
+    return [g if isinstance(g, str) else "" for g in (f["flag"] if "flag" in f else [""] * len(f))]
 
 
 SHOWN = ["claim", "paper says", "setting", "measured", "verdict", "power", "n", "paper effect", "half-width"]
@@ -368,9 +466,11 @@ def ratio_claim(claim: str, setting: str, what: str, p, threshold: float = 1.0, 
     run), e.g. "MP-G / Wanda-Head x0.912 [0.871, 0.950] (windows better 7/8)"."""
     if p is None:
         return Claim(claim, setting, "not run", INCONCLUSIVE)
-    c = Claim.check(claim, setting, f"{what} {fmt_ratio(p)} (windows better {p.n_better}/{p.n})",
-                    p.estimate, p.ci, threshold, side, p.n)
-    c.log = True
+    note = f"; {p.note}" if p.note else ""
+    unit, n = p.limit or ("windows", p.n)
+    c = Claim.check(claim, setting, f"{what} {fmt_ratio(p)} (windows better {p.n_better}/{p.n}{note})",
+                    p.estimate, p.ci, threshold, side, n)
+    c.log, c.unit = True, unit
     return c
 
 
@@ -381,13 +481,34 @@ def difference_claim(claim: str, setting: str, what: str, p, side: str = "below"
     if p is None:
         return Claim(claim, setting, "not run", INCONCLUSIVE)
     f = "+.4f" if unit == "nats" else "+.2f"
-    return Claim.check(claim, setting, f"{what} {p.estimate:{f}} [{p.ci[0]:{f}}, {p.ci[1]:{f}}] {unit} over "
-                                       f"{p.n} {over}", p.estimate, p.ci, threshold, side, p.n)
+    c = Claim.check(claim, setting, f"{what} {p.estimate:{f}} [{p.ci[0]:{f}}, {p.ci[1]:{f}}] {unit} over "
+                                    f"{p.n} {over}", p.estimate, p.ci, threshold, side, p.n)
+    c.unit = over
+    return c
 
 
-def count_verdicts(claims, prefix: str) -> str:
+def kind_counts(claims) -> dict:
+    """A claims table's rows counted as it shows them: decided rows by verdict, the other kinds by kind
+    (``{"decided": {"holds": 3, "does not hold": 1}, "inconclusive": 2, "uninformative": 1}``), so that a summary
+    line never counts a row the table does not."""
+    out: dict = {}
+    for kind in KINDS:
+        rows = claims[claims["kind"] == kind] if len(claims) else claims
+        if len(rows):
+            out[kind] = ({v: int(n) for v, n in rows.verdict.value_counts().items()} if kind == DECIDED
+                         else int(len(rows)))
+    return out
+
+
+def count_verdicts(claims, prefix: str | tuple[str, ...]) -> str:
     """'holds: 2, inconclusive: 1' for the rows of a claims frame whose claim starts with ``prefix``; rows
-    that are no verdict (uninformative, true by construction) are counted apart: '...; uninformative: 4'."""
+    that are no verdict (uninformative, true by construction) are counted apart: '...; uninformative: 4'. A prefix
+    that names more than one claim is refused: a summary line counts the rows of the claims it names, no others
+    (a tuple of prefixes, one per claim, counts several together)."""
+    for p in (prefix,) if isinstance(prefix, str) else prefix:
+        named = claims.claim[claims.claim.str.startswith(p)].unique()
+        if len(named) > 1:
+            raise ValueError(f"{p!r} names {len(named)} claims ({'; '.join(named)}): a count must name one")
     c = claims[claims.claim.str.startswith(prefix)]
     kind = c["kind"] if "kind" in c else c.verdict.map(lambda _: DECIDED)
     answered = c[kind.isin([DECIDED, INCONCLUSIVE])]

@@ -8,7 +8,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from repro.evaluate.stats import pooled_ppl
+from repro.evaluate.stats import Paired, paired_ratio, paired_ratio_draws, pooled_ppl
 from repro.store import atomic_write_text
 from repro.words import num, ordinal
 
@@ -226,16 +226,29 @@ def pool_draws(frame: pd.DataFrame, cell: list[str]) -> pd.DataFrame:
     ``ci95`` its interval (:func:`repro.evaluate.stats.pooled_ppl`), ``window_nll`` the per-window mean over
     draws, ``draw_nll`` the [D, W] NLLs (what paired comparisons read:
     :func:`repro.evaluate.stats.paired_ratio_draws`), ``draws_ppl`` each draw's perplexity, ``n_draws`` and
-    ``keys`` every draw's record; the other columns are the first draw's. A cell drawn once keeps its values."""
+    ``keys`` every draw's record, ``draws`` each draw's ``(source, id)`` where the frame's ``drawn`` column names the
+    source its method draws from ("calibration", "seed"; None: the method draws nothing) and None otherwise; the
+    other columns are the first draw's. A cell drawn once keeps its values."""
     if frame.empty:
-        return frame.assign(draw_nll=[], draws_ppl=[], n_draws=[], keys=[])
+        return frame.assign(draw_nll=[], draws_ppl=[], n_draws=[], keys=[], draws=[])
     rows = []
     for _, g in frame.sort_values("draw", kind="stable").groupby(cell, dropna=False, sort=False):
         row = g.iloc[0].copy()
         nll = [list(v) for v in g.window_nll]
         row["draw_nll"], row["draws_ppl"], row["n_draws"], row["keys"] = nll, list(g.ppl), len(g), list(g.key)
+        source = row.get("drawn")
+        row["draws"] = [(source, int(d)) for d in g.draw] if isinstance(source, str) else None
         if len(g) > 1:
             row["ppl"], row["ci95"] = pooled_ppl(nll)
             row["window_nll"] = list(np.mean(nll, axis=0))
         rows.append(row)
     return pd.DataFrame(rows).reset_index(drop=True)
+
+
+def paired_cells(a: pd.Series, b: pd.Series) -> Paired:
+    """``ppl(a) / ppl(b)`` of two cells of a :func:`pool_draws` frame on their shared windows: draws both sides
+    share paired draw by draw, independent draws widening the interval, unmatched ones refused
+    (:func:`repro.evaluate.stats.paired_ratio_draws`); two cells of one draw, window by window."""
+    if "draw_nll" in a and "draw_nll" in b:
+        return paired_ratio_draws(a.draw_nll, b.draw_nll, a.get("draws"), b.get("draws"))
+    return paired_ratio(a.window_nll, b.window_nll)

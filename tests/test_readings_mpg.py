@@ -35,12 +35,14 @@ def test_spread_reading_sets_emptied_layers_beside_their_perplexity():
         "- **m**: no method empties a layer at 12.5%."
 
 
-def test_zeroshot_reading_sets_dense_against_chance_and_counts_pruned_cells_outside_its_interval():
+def test_zeroshot_reading_sets_dense_against_the_trivial_answer_and_counts_pruned_cells_outside_its_interval():
     zs = pd.DataFrame({"model": ["m"] * 4, "method": ["Dense", "MP-G", "Dense", "MP-G"],
                        "task": ["sst2", "sst2", "mrpc", "mrpc"], "metric": ["acc", "acc", "f1", "f1"],
-                       "value": [0.52, 0.30, 0.0, 0.0], "stderr": [0.05, 0.05, 0.0, 0.0]})
+                       "value": [0.52, 0.30, 0.0, 0.0], "stderr": [0.05, 0.05, 0.0, 0.0],
+                       "trivial": [0.51, 0.51, None, None], "trivial answer": ["always answer 1"] * 2 + [None] * 2})
     text = R.zeroshot_reading(zs)
-    assert text.startswith("- **m** dense: sst2 acc 0.520 (chance 0.5, inside its interval), 1 of 1 pruned cells")
+    assert text.startswith("- **m** dense: sst2 acc 0.520 (the trivial answer, always answer 1: 0.510, inside its "
+                           "interval), 1 of 1 pruned cells")
     assert "mrpc f1 0.000 (it never predicts the positive class), 0 of 1" in text
 
 

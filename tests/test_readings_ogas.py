@@ -29,16 +29,16 @@ def test_rounding_reading_tells_a_separable_effect_from_none():
         "- **a, c4**: x1.0000 [1.0000, 1.0000]: not separable from no effect; the exact target reads the same."]
 
 
-def test_zeroshot_reading_pairs_ogas_with_wanda_over_all_tasks_and_those_above_chance():
+def test_zeroshot_reading_pairs_ogas_with_wanda_over_all_tasks_and_those_above_the_trivial_answer():
     def result(t1, t2):
         return {"tasks": {"t1": {"per_doc": {"acc": t1}}, "t2": {"per_doc": {"acc": t2}}}}
     half = [1.0, 0.0] * 10
     results = {"m": {"dense": result(half, half), "ogas": result([1.0] * 20, half), "wanda": result(half, half)},
                "n": {"dense": result(half, half)}}  # no pruned results: no line
-    chance = pd.DataFrame({"model": ["m", "m"], "task": ["t1", "t2"], "dense vs chance": ["above chance", "at chance"]})
+    chance = pd.DataFrame({"model": ["m", "m"], "task": ["t1", "t2"], "dense vs trivial": ["above", "at"]})
     text = Rd.zeroshot_reading(results, chance, ["t1", "t2"])
     assert text.startswith("- **m**, OGAS minus Wanda in mean accuracy, paired over documents: over all tasks (2) "
-                           "+0.250 [") and "better; over the tasks where dense is above chance (1) +0.500 [" in text
+                           "+0.250 [") and "better; over the tasks where dense is above the trivial answer (1) +0.500 [" in text
     assert text.endswith("better.") and "**n**" not in text
 
 

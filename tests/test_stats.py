@@ -12,6 +12,7 @@ from repro.claims import (
     UNDERPOWERED,
     Claim,
     claims_frame,
+    claims_markdown,
     shown,
     underpowered,
     verdict,
@@ -266,15 +267,96 @@ def test_draws_reduce_to_the_paired_ratio_and_widen_it_by_their_spread():
 
 
 def test_collapse_is_one_rule_for_every_method():
-    """A model collapses above 10x its dense perplexity or at a uniform guess, and a comparison is
-    uninformative only when every side collapsed."""
-    from repro.claims import collapsed, destroyed
+    """A model collapses above 10x its dense perplexity or at a uniform guess. A comparison is uninformative only
+    where every side is at or beyond a uniform guess; every side beyond 10x dense (but below uniform) is a flag
+    beside a verdict that stands (the papers compare such models: MP-G's 7,227 -> 282.8 at z = 2.5)."""
+    from repro.claims import DECIDED, Claim, beyond_dense, collapsed, destroyed, judged_on
 
     assert collapsed(float("inf")) and collapsed(None) and not collapsed(50.0)
     assert not collapsed(100.0, dense=10.0) and collapsed(100.1, dense=10.0)  # exactly 10x is not above
     assert collapsed(500.0, dense=100.0, uniform=400.0) and not collapsed(399.0, dense=100.0, uniform=400.0)
-    assert destroyed({"A": 150.0, "B": 900.0}, None, dense=10.0).startswith("both models collapsed")
-    assert destroyed({"A": 90.0, "B": 900.0}, None, dense=10.0) == ""
+    assert destroyed({"A": 150.0, "B": 900.0}, None) == ""  # no bound known: nothing to call destroyed
+    assert destroyed({"A": 150.0, "B": 900.0}, 800.0) == ""  # A still predicts better than a uniform guess
+    assert destroyed({"A": float("inf"), "B": 900.0}, 800.0).startswith("both models destroyed")
+    assert beyond_dense({"A": 150.0, "B": 900.0}, 10.0) == "both beyond 10x dense"
+    assert beyond_dense({"A": 90.0, "B": 900.0}, 10.0) == "" and beyond_dense({"A": 150.0}, None) == ""
+    # OGAS 680 against SparseGPT 361 at 80% on Gemma (dense 25, uniform 262,144): decided, flagged
+    row = judged_on(Claim.check("OGAS lowest at 80%", "gemma", "x1.88", 1.88, (1.77, 2.01)),
+                    {"OGAS": 680.0, "SparseGPT": 361.0, "missing": None}, 262_144.0, 25.0)
+    assert row.kind == DECIDED and row.verdict == "does not hold" and row.flag == "both beyond 10x dense"
+    text = claims_markdown(claims_frame([row]))
+    assert "does not hold (both beyond 10x dense)" in text
+
+
+def test_shared_calibration_draws_are_paired_draw_by_draw():
+    """Two methods calibrated on the same three draws: the between-draw spread they share cancels (Wanda against
+    itself is exactly x1; OGAS's steady 4% gain is decided), where the independent rule would have added each
+    side's spread; a method against one that draws nothing widens by its own draws' spread only."""
+    from repro.evaluate.stats import paired_ratio_draws
+
+    rng = np.random.default_rng(0)
+    base = rng.normal(3, 0.3, 32)
+    shift = np.array([-0.03, 0.0, 0.03])  # what each calibration draw does to both methods alike
+    wanda = base + shift[:, None] + rng.normal(0, 0.002, (3, 32))
+    ogas = wanda - 0.04 + rng.normal(0, 0.002, (3, 32))
+    ids = [("calibration", d) for d in range(3)]
+    independent = paired_ratio_draws(ogas, wanda)
+    paired = paired_ratio_draws(ogas, wanda, ids, ids)
+    assert paired.estimate == pytest.approx(independent.estimate)
+    assert independent.ci[0] < 1 < independent.ci[1] and independent.limit == ("draws", 3)  # shared spread added
+    assert paired.ci[1] < 1 and paired.note == "paired over 3 shared calibration draws"
+    itself = paired_ratio_draws(wanda, wanda, ids, ids)
+    assert itself.estimate == 1.0 and itself.ci == (1.0, 1.0)
+    magnitude = base[None]  # draws nothing: the draws of the other side are independent of it
+    alone = paired_ratio_draws(ogas, magnitude, ids, None)
+    assert alone.ci == paired_ratio_draws(ogas, magnitude).ci and alone.limit == ("calibration draws", 3)
+
+
+def test_a_one_draw_row_is_matched_to_its_own_draw_and_unmatched_samples_are_refused():
+    """Table 5's energy-only row ran on draw 0 only: against OGAS's three draws it is compared on draw 0 (like
+    with like), not against their mean; two sides drawn from one source that share no draw are refused."""
+    from repro.evaluate.stats import UnmatchedSamples, paired_ratio, paired_ratio_draws
+
+    rng = np.random.default_rng(1)
+    ogas = rng.normal(3, 0.3, (3, 32)) + np.array([[0.0], [0.2], [0.4]])
+    energy = ogas[:1] + 0.01
+    ids = [("calibration", d) for d in range(3)]
+    matched = paired_ratio_draws(ogas, energy, ids, ids[:1])
+    assert matched.estimate == pytest.approx(paired_ratio(ogas[0], energy[0]).estimate)
+    assert matched.note == "matched on calibration draw 0 (the only one both ran)"
+    with pytest.raises(UnmatchedSamples, match="share no calibration draw"):
+        paired_ratio_draws(ogas[1:], energy, ids[1:], ids[:1])
+
+
+def test_the_unit_that_limits_an_interval_is_the_unit_of_its_power():
+    """Where the draws' spread outweighs the windows', the claim counts draws: its n is the draws and the sample
+    for 80% power is in draws (more windows could never narrow it)."""
+    from repro.claims import INCONCLUSIVE, ratio_claim
+    from repro.evaluate.stats import paired_ratio_draws
+
+    rng = np.random.default_rng(2)
+    a = rng.normal(3, 0.3, 32)
+    b = np.stack([a + s for s in (-0.1, 0.0, 0.12)])  # three seeds of Random, far apart
+    c = ratio_claim("A beats B", "m", "A / B", paired_ratio_draws(a[None], b, None, [("seed", s) for s in range(3)]))
+    assert c.kind == INCONCLUSIVE and (c.n, c.unit) == (3, "seeds")
+    text = claims_markdown(claims_frame([c]))
+    assert "| 3 seeds |" in text and " seeds (observed effect" in text
+
+
+def test_the_trivial_answer_is_the_documents_majority_answer():
+    """BoolQ's dense 0.627 against always-yes (62.7% of the gold answers) is not above the trivial answer, though
+    it is far above a uniform guess; without recorded gold answers the rule falls back to a uniform guess."""
+    from repro.claims import at_chance, pooled_trivial, task_trivial, trivial_answer
+
+    gold = [1] * 627 + [0] * 373
+    assert task_trivial("boolq", {"acc": [1.0] * 1000, "gold": gold}) == (0.627, "always 'yes'")
+    assert task_trivial("hellaswag", {"acc": [1.0] * 10}) == (0.25, "a uniform guess")
+    assert trivial_answer() is None and trivial_answer([2, 2, 0]) == (pytest.approx(2 / 3), "always answer 2")
+    correct = [float(g == 1) for g in gold]  # a model that always says yes
+    assert at_chance(correct, task_trivial("boolq", {"gold": gold})).endswith("against 0.627 for always 'yes'")
+    assert at_chance(correct, (0.5, "a uniform guess")) == ""
+    pooled = pooled_trivial({"boolq": {"acc": [0.0] * 1000, "gold": gold}, "hellaswag": {"acc": [0.0] * 1000}})
+    assert pooled[0] == pytest.approx((0.627 + 0.25) / 2) and "always 'yes'" in pooled[1]
 
 
 def test_the_mean_of_ratios_over_settings_is_their_geometric_mean_with_quadrature_halfwidths():
@@ -365,3 +447,38 @@ def test_a_weighted_bootstrap_resamples_units_whole():
     assert ci == (float(np.exp(ref.confidence_interval.low)), float(np.exp(ref.confidence_interval.high)))
     assert ci[0] < np.exp(totals.sum() / n_tokens.sum()) < ci[1]
     assert bootstrap_ci(2 * n_tokens, weights=n_tokens) is None
+
+
+def test_a_gain_carried_by_answer_bias_is_not_a_verdict():
+    """SmolLM2's +0.027 that comes 87% from BoolQ, where OGAS answers 'yes' on every document: the row says so
+    instead of a verdict; a gain spread over tasks where both sides read the question stays a verdict."""
+    from repro.claims import carried_by_bias, one_answer
+
+    assert one_answer([1] * 100, ("no", "yes")) == "answers 'yes' on 100% of documents"
+    assert one_answer([1] * 94 + [0] * 6) == "" and one_answer(None) == ""
+    biased = {"boolq": "OGAS answers 'yes' on 100% of documents"}
+    why = carried_by_bias({"boolq": 0.0235, "hellaswag": 0.002, "piqa": 0.0015}, biased)
+    assert why.startswith("87% of the difference comes from boolq, where OGAS answers 'yes'")
+    assert carried_by_bias({"boolq": 0.005, "hellaswag": 0.01, "piqa": 0.01}, biased) == ""
+    assert carried_by_bias({"boolq": 0.02, "hellaswag": 0.01}, {}) == ""
+
+
+def test_a_summary_count_names_one_claim_and_a_metrics_line_counts_by_kind():
+    """'(beyond the paper)' matched two different claims, so notebook 1's summary counted rows its table does not
+    show under that claim: a prefix naming two claims is refused. The metrics line counts decided rows by verdict
+    and the others by kind, as the table shows them."""
+    import pandas as pd
+
+    from repro.claims import count_verdicts, kind_counts
+
+    rows = [Claim.check("(beyond the paper) Removal speeds up prefill", "m", "x1.2", 1.2, (1.1, 1.3), 1.0, "above"),
+            Claim.check("(beyond the paper) MP-G beats Random", "m", "x0.9", 0.9, (0.8, 1.1))]
+    rows[1].uninformative = "both models destroyed"
+    claims = claims_frame(rows)
+    with pytest.raises(ValueError, match="names 2 claims"):
+        count_verdicts(claims, "(beyond the paper)")
+    assert count_verdicts(claims, "(beyond the paper) Removal") == "holds: 1"
+    assert count_verdicts(claims, ("(beyond the paper) Removal", "(beyond the paper) MP-G")) == \
+        "holds: 1; uninformative: 1"
+    assert kind_counts(claims) == {"decided": {"holds": 1}, "uninformative": 1}
+    assert kind_counts(pd.DataFrame(columns=claims.columns)) == {}

@@ -99,6 +99,10 @@ class Paired:
     n_better: int
     n_worse: int
     p: float | None = None  # the two-sided p-value of the same statistic, where one is computed
+    # the unit that limits the interval and how many there are, where it is not the n units above: e.g.
+    # ("draws", 3) when the spread between calibration draws outweighs the spread over windows
+    limit: tuple[str, int] | None = None
+    note: str = ""  # how the sides were matched, where it is not unit by unit ("paired over 3 shared draws")
 
     def as_dict(self) -> dict:
         return {"estimate": self.estimate, "ci": self.ci, "n": self.n, "n_better": self.n_better,
@@ -107,7 +111,7 @@ class Paired:
     def scaled(self, factor: float) -> "Paired":
         """The same comparison in other units (``factor`` 100: a difference of shares in percentage points)."""
         ci = None if self.ci is None else (factor * self.ci[0], factor * self.ci[1])
-        return Paired(factor * self.estimate, ci, self.n, self.n_better, self.n_worse, self.p)
+        return Paired(factor * self.estimate, ci, self.n, self.n_better, self.n_worse, self.p, self.limit, self.note)
 
 
 def _paired_log_ratio(a: np.ndarray, b: np.ndarray, statistic, level: float, seed: int) -> Paired:
@@ -156,22 +160,76 @@ def _widen(ci: tuple[float, float], centre: float, se: float, dof: int, level: f
     return (centre - float(np.hypot(centre - ci[0], t)), centre + float(np.hypot(ci[1] - centre, t)))
 
 
-def paired_ratio_draws(nll_a, nll_b, level: float = LEVEL, seed: int = 0) -> Paired:
+class UnmatchedSamples(ReproError):
+    """Two sides drawn from the same source (calibration draws, seeds) share no draw: comparing them would set
+    one sample against another."""
+
+
+DRAW_UNIT = {"calibration": "calibration draw", "seed": "seed"}  # one draw of a source, in words
+
+
+def match_draws(draws_a, draws_b) -> tuple[list[int], list[int], str] | None:
+    """Where both sides are drawn from one source (``draws_*``: each draw's ``(source, id)``; None for a side that
+    draws nothing), the rows of each that hold the draws they share, in one order, and that source; None where
+    they share no source. Sides drawn from one source that share no draw are refused (:class:`UnmatchedSamples`):
+    like is compared with like, or not at all."""
+    ids_a = [tuple(d) for d in draws_a or ()]
+    ids_b = [tuple(d) for d in draws_b or ()]
+    sources = {s for s, _ in ids_a} & {s for s, _ in ids_b}
+    if not sources:
+        return None
+    common = [d for d in ids_a if d in ids_b]
+    if not common:
+        raise UnmatchedSamples(f"the two sides share no {sources.pop()} draw ({[d[1] for d in ids_a]} against "
+                               f"{[d[1] for d in ids_b]}): a comparison of unmatched samples is refused")
+    return [ids_a.index(d) for d in common], [ids_b.index(d) for d in common], common[0][0]
+
+
+def paired_ratio_draws(nll_a, nll_b, draws_a=None, draws_b=None, level: float = LEVEL, seed: int = 0) -> Paired:
     """``ppl_a / ppl_b`` where either side is a method drawn several times (Random's seeds, a calibrated
     scorer's calibration draws): ``nll_a`` [Da, W] and ``nll_b`` [Db, W] window NLLs of each draw on the
-    same W windows. The estimate compares the draws' mean NLL per window, ``exp(mean_w(mean_d a - mean_d
-    b))`` (each side's geometric-mean perplexity over its draws); its interval is the paired bootstrap over
-    windows of that per-window difference, each half-width widened in quadrature (log scale) by the t
-    interval of the between-draw spread, ``t_{0.975, D-1} sqrt(sum s_d^2 / D)``. Draws are few (3-5), so
-    they are never bootstrapped (:data:`MIN_BOOTSTRAP_UNITS`); with one draw per side this is
-    :func:`paired_ratio` exactly."""
+    same W windows; ``draws_a``, ``draws_b``: each row's draw, ``(source, id)`` (None: a side that draws nothing,
+    or draws not named).
+
+    * **Shared draws are paired.** Where both sides are drawn from one source (two methods calibrated on the same
+      calibration draws), only the draws both ran are compared (:func:`match_draws`), draw by draw: the estimate
+      is ``exp`` of the mean over draws and windows of ``a_d - b_d``; its interval is the paired bootstrap over
+      windows of the per-window mean difference, each half-width widened in quadrature (log scale) by
+      ``t_{0.975, D-1} s / sqrt(D)``, ``s`` the spread of the per-draw mean differences. What the draws share
+      cancels; a method against itself is exactly x1.
+    * **Independent draws are widened.** Otherwise (a drawn side against a deterministic one, Random's seeds against
+      calibration draws) the estimate compares the draws' mean NLL per window, ``exp(mean_w(mean_d a - mean_d b))``
+      (each side's geometric-mean perplexity over its draws), and the interval is widened by
+      ``t_{0.975, D-1} sqrt(sum s_d^2 / D)`` over the sides drawn more than once.
+
+    Draws are few (3-5), so they are never bootstrapped (:data:`MIN_BOOTSTRAP_UNITS`). Where the draws' term is
+    the larger half of the interval, :attr:`Paired.limit` names them: more windows could not narrow it. With one
+    draw per side this is :func:`paired_ratio` exactly."""
     a, b = np.atleast_2d(np.asarray(nll_a, float)), np.atleast_2d(np.asarray(nll_b, float))
+    matched = match_draws(draws_a, draws_b)
+    note = ""
+    if matched is not None:
+        rows_a, rows_b, source = matched
+        a, b = a[rows_a], b[rows_b]
+        d, unit = len(rows_a), DRAW_UNIT.get(source, "draw")
+        note = (f"paired over {d} shared {unit}s" if d > 1 else f"matched on {unit} {tuple(draws_a[rows_a[0]])[1]}"
+                + (" (the only one both ran)" if max(len(draws_a), len(draws_b)) > 1 else ""))
+        means = (a - b).mean(axis=1)
+        se, dof = (float(np.std(means, ddof=1) / np.sqrt(d)), d - 1) if d > 1 else (0.0, 0)
+    else:
+        se, dof = _draw_se(a, b)
+        sources = [tuple(ids[0])[0] for x, ids in ((a, draws_a), (b, draws_b)) if len(x) > 1 and ids]
+        unit = DRAW_UNIT.get(sources[0], "draw") if sources else "draw"
     p = paired_ratio(a.mean(0), b.mean(0), level, seed)
-    se, dof = _draw_se(a, b)
     if not dof or p.ci is None:
-        return p
-    log_ci = _widen((float(np.log(p.ci[0])), float(np.log(p.ci[1]))), float(np.log(p.estimate)), se, dof, level)
-    return Paired(p.estimate, (float(np.exp(log_ci[0])), float(np.exp(log_ci[1]))), p.n, p.n_better, p.n_worse)
+        return Paired(p.estimate, p.ci, p.n, p.n_better, p.n_worse, p.p, None, note)
+    centre = float(np.log(p.estimate))
+    window = (float(np.log(p.ci[0])), float(np.log(p.ci[1])))
+    log_ci = _widen(window, centre, se, dof, level)
+    draws_term = float(stats.t.ppf(0.5 + level / 2, dof)) * se
+    limit = (unit + "s", dof + 1) if draws_term > max(centre - window[0], window[1] - centre) else None
+    return Paired(p.estimate, (float(np.exp(log_ci[0])), float(np.exp(log_ci[1]))), p.n, p.n_better, p.n_worse,
+                  None, limit, note)
 
 
 def mean_ratio(ratios: list[Paired]) -> Paired:

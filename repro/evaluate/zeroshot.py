@@ -121,6 +121,7 @@ KNOWN_TASKS: tuple[str, ...] = tuple(_DATA)
 # the time)
 CHANCE = {"arc_challenge": 0.25, "arc_easy": 0.25, "hellaswag": 0.25, "openbookqa": 0.25, "boolq": 0.5,
           "winogrande": 0.5, "piqa": 0.5, "sst2": 0.5, "mrpc": 0.5, "rte": 0.5}
+ANSWER_NAMES = {"boolq": ("no", "yes")}  # a task's answers by name, in lm-eval's doc_to_choice order
 
 
 # ---------------------------------------------------------------- data

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from repro.assets.machine import label
-from repro.claims import claims_frame, with_paper, with_sources
+from repro.claims import claims_frame, kind_counts, with_paper, with_sources
 from repro.engines.bandit import removal_parts
 from repro.evaluate.stats import bh
 from repro.papers.bandit import readings
@@ -342,4 +342,4 @@ class Report:
         return {"dense_ppl": {n: float(frame[(frame.model == n) & (frame.method == "dense")].ppl.iloc[0])
                               for n in self.lm},
                 "n_cells": int(len(frame) + len(vframe)), "n_claims": int(len(claims)),
-                "verdicts": claims.verdict.value_counts().to_dict()}
+                "verdicts": kind_counts(claims)}

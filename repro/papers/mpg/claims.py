@@ -13,14 +13,14 @@ from repro.claims import (
     INCONCLUSIVE,
     Claim,
     at_chance,
-    destroyed,
     difference_claim,
     fmt_ratio,
+    judged_on,
+    pooled_trivial,
     ratio_claim,
 )
 from repro.evaluate.speed import timed
 from repro.evaluate.stats import paired_difference, paired_ratio, paired_ratio_t, speed_ratio
-from repro.evaluate.zeroshot import CHANCE
 from repro.papers.mpg.records import (
     CALIBRATED,
     LABEL,
@@ -86,16 +86,14 @@ def downstream_claims(records: list[dict]) -> list[Claim]:
     def docs(rec):
         return np.concatenate([np.asarray(t["per_doc"]["acc"], float) for _, t in sorted(rec["result"]["tasks"].items())])
 
-    def chance(rec):  # a uniform guess, document by document (every task's answers)
-        return float(np.mean(np.concatenate([np.full(len(t["per_doc"]["acc"]), CHANCE.get(name, np.nan))
-                                             for name, t in sorted(rec["result"]["tasks"].items())])))
     out = []
     by = {(r["config"]["model"]["name"], r["config"]["method"], r["config"].get("sparsity", 0.0)): r for r in records}
     for (model, method, sp), rec in sorted(by.items()):
         if method != "sparsegpt-head":
             continue
         dense = next((r for (m, _, s), r in by.items() if m == model and s == 0.0), None)
-        why = "" if dense is None else at_chance(docs(dense), chance(dense), "the dense model (tasks pooled)")
+        trivial = None if dense is None else pooled_trivial({t: r["per_doc"] for t, r in dense["result"]["tasks"].items()})
+        why = "" if dense is None else at_chance(docs(dense), trivial, "the dense model (tasks pooled)")
         for (m2, other, sp2), rec2 in sorted(by.items()):
             if m2 == model and sp2 == sp and other != method:
                 p = paired_difference(docs(rec), docs(rec2))
@@ -115,15 +113,14 @@ def mpg_claims(frame: pd.DataFrame, models: list[str], sparsities: list[float], 
 
     ``cost``: rows (model, method, seconds) of scoring cost; ``efficiency``: ``{model: result}`` of
     ``HeadExperiment.efficiency`` records (dense / zeroed / removed with round-robin timings); ``uniform``:
-    each model's uniform-guess perplexity (its vocabulary): a comparison of two cells both at or above it,
-    or both above ``COLLAPSE`` x dense, is uninformative (:func:`repro.claims.destroyed`)."""
+    each model's uniform-guess perplexity (its vocabulary): a comparison of two cells both at or above it is
+    uninformative, one of two cells both above ``COLLAPSE`` x dense is flagged (:func:`repro.claims.judged_on`)."""
     out: list[Claim] = []
 
     def unless_destroyed(claim: Claim, model: str, cells: dict) -> Claim:
         dense = find(frame, model, "dense")
-        claim.uninformative = destroyed({k: c.ppl for k, c in cells.items() if c is not None},
-                                        (uniform or {}).get(model), None if dense is None else dense.ppl)
-        return claim
+        return judged_on(claim, {k: None if c is None else c.ppl for k, c in cells.items()},
+                         (uniform or {}).get(model), None if dense is None else dense.ppl)
 
     for model in models:  # 1. no collapse: no cell beyond COLLAPSE x dense (nor at a uniform guess)
         dense = find(frame, model, "dense")
@@ -233,19 +230,21 @@ def mpg_claims(frame: pd.DataFrame, models: list[str], sparsities: list[float], 
                 runner = min((v for v in zs if v != z), key=lambda v: np.mean(half_of(zs[v].window_nll, 0)))
                 p = paired_ratio_t(half_of(zs[z].window_nll, 1), half_of(zs[runner].window_nll, 1))
                 decided = p.ci is not None and p.ci[1] < 1
-                out.append(Claim(
+                out.append(unless_destroyed(Claim(
                     "The optimal z is model-dependent", f"{model}, {pct(sp)}",
                     f"best z = {z} on every model, each chosen on the first half of its windows; on the other half "
                     f"z={z} / runner-up z={runner} {fmt_ratio(p)}" + ("" if decided else
                                                                       ": the choice itself is not decided"),
-                    FAILS if decided else INCONCLUSIVE, p.estimate, p.ci, 1.0, "above", p.n, log=True))
+                    FAILS if decided else INCONCLUSIVE, p.estimate, p.ci, 1.0, "above", p.n, log=True, unit="windows"),
+                    model, {f"z={z}": zs[z], f"z={runner}": zs[runner]}))
                 continue
             zs = cells[model]
             zo = min(others - {z}, key=lambda v: np.mean(half_of(zs[v].window_nll, 0)))
-            out.append(ratio_claim("The optimal z is model-dependent", f"{model}, {pct(sp)}",
-                                   f"own best z={z} / another model's best z={zo}, each chosen on the first half of "
-                                   "its windows, compared on the other half:",
-                                   paired_ratio_t(half_of(zs[z].window_nll, 1), half_of(zs[zo].window_nll, 1))))
+            out.append(unless_destroyed(ratio_claim(
+                "The optimal z is model-dependent", f"{model}, {pct(sp)}",
+                f"own best z={z} / another model's best z={zo}, each chosen on the first half of its windows, compared "
+                "on the other half:", paired_ratio_t(half_of(zs[z].window_nll, 1), half_of(zs[zo].window_nll, 1))),
+                model, {f"z={z}": zs[z], f"z={zo}": zs[zo]}))
     if cost is not None and len(cost):  # 7. seconds vs minutes
         for model in models:
             c = cost[cost.model == model].set_index("method").seconds

@@ -11,7 +11,6 @@ import pandas as pd
 
 from repro.claims import COLLAPSE, count_verdicts, underpowered
 from repro.evaluate.stats import classification_metric, paired_difference, paired_ratio
-from repro.evaluate.zeroshot import CHANCE
 from repro.methods.head_terms import collapse_compare
 from repro.papers.mpg.collapse import best_restore
 from repro.papers.mpg.glue import TASK_LABEL, dense_speaks
@@ -373,8 +372,9 @@ def _glue_ties(frame: pd.DataFrame) -> list[str]:
 
 
 def zeroshot_reading(zs: pd.DataFrame) -> str:
-    """Per model and task (``zs``: :meth:`.tables.Tables.zeroshot_rows`): the dense value against chance and
-    how many pruned cells lie outside the dense value's +-1.96 standard errors."""
+    """Per model and task (``zs``: :meth:`.tables.Tables.zeroshot_rows`): the dense value against the trivial
+    answer (:func:`repro.claims.task_trivial`) and how many pruned cells lie outside the dense value's +-1.96
+    standard errors."""
     lines = []
     for model, g in zs.groupby("model", sort=False):
         parts = []
@@ -386,10 +386,11 @@ def zeroshot_reading(zs: pd.DataFrame) -> str:
             half = 1.96 * (d.stderr or 0.0)
             pruned = t[t.method != "Dense"]
             out = int(((pruned.value - d.value).abs() > half).sum())
-            chance = CHANCE.get(task) if d.metric == "acc" else None
+            level = d.get("trivial") if d.metric == "acc" else None
             note = (" (it never predicts the positive class)" if d.metric == "f1" and d.value == 0 else
-                    f" (chance {chance:g}{', inside its interval' if abs(d.value - chance) <= half else ''})"
-                    if chance is not None else "")
+                    f" (the trivial answer, {d['trivial answer']}: {level:.3f}"
+                    f"{', inside its interval' if abs(d.value - level) <= half else ''})"
+                    if level is not None and level == level else "")
             parts.append(f"{task} {d.metric} {d.value:.3f}{note}, {out} of {len(pruned)} pruned cells differ from it by more "
                          "than 1.96 standard errors")
         lines.append(f"- **{model}** dense: " + "; ".join(parts) + ".")
@@ -502,10 +503,11 @@ def summary_reading(main: pd.DataFrame, claims: pd.DataFrame, table4: pd.DataFra
         f"{n('GQA models prefer')}; z = 2.5 rescues at 50%: {n('z = 2.5 rescues')}.",
         f"- **Cost:** {n('Calibration-free scoring')} (MP-G needs no forward pass at all).",
         f"- **Table III (section 6):** SparseGPT-Head the most robust downstream: "
-        f"{n('SparseGPT-Head is the most robust')}; MP-G beats Random there: {n('(beyond the paper) MP-G beats')}.",
+        f"{n('SparseGPT-Head is the most robust')}; MP-G beats Random there: "
+        f"{n('(beyond the paper) MP-G beats Random on a fine-tuned')}.",
         f"- **Efficiency:** zeroing at most 3.5% faster: {n('Zeroing heads')}; 8-16% fewer parameters at 50%: "
         f"{n('50% head sparsity removes')}; halved attention FLOPs: {n('50% head sparsity halves')}; "
-        f"removal speeds up prefill: {n('(beyond the paper)')}. SmolLM2's 28M-parameter tied embedding and "
+        f"removal speeds up prefill: {n('(beyond the paper) Physically removing')}. SmolLM2's 28M-parameter tied embedding and "
         "its MLPs dominate its size, so removing half the heads saves a smaller share of parameters than in the "
         "paper's 7-8B models; GQA padding keeps zero heads where the surviving groups are uneven.",
         "- **Likely reasons for differences from the paper:** models 30-60x smaller than the paper's; 4-bit source "
@@ -516,9 +518,9 @@ def summary_reading(main: pd.DataFrame, claims: pd.DataFrame, table4: pd.DataFra
         "\"no paper number\" in the claims table.",
     ]
     if mha is not None and len(mha):
-        def m(prefix: str) -> str:
+        def m(prefix) -> str:
             return count_verdicts(mha, prefix)
         lines.append("- **MHA encoders (beyond the paper's models; section 9):** MP-G reduces to MP for MHA: "
-                     f"{m('MP-G reduces to MP')}; MHA models prefer z = 1.5: {m('MHA models prefer')}; MP-G best "
+                     f"{m(('MP-G reduces to MP for MHA: identical head', 'MP-G reduces to MP for MHA: identical pruned'))}; MHA models prefer z = 1.5: {m('MHA models prefer')}; MP-G best "
                      f"at every sparsity: {m('MP-G is best at every sparsity')} (rows per model and sparsity).")
     return "\n".join(lines)

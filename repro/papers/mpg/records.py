@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from repro.claims import claims_markdown, headline
+from repro.claims import claims_markdown, headline, kind_counts
 from repro.engines.base import owned
-from repro.evaluate.stats import Paired, paired_difference, paired_ratio, paired_ratio_draws
+from repro.evaluate.stats import Paired, paired_difference
 from repro.methods.heads import HEAD_METHODS, select_heads
-from repro.report import Table, rank_marks, to_markdown
+from repro.report import Table, paired_cells, rank_marks, to_markdown
 from repro.report import pool_draws as pool_by_cell
 from repro.store import Store
 
@@ -46,6 +46,14 @@ def describe(experiments) -> str:
 
 # ---- records -> frames ------------------------------------------------------------------------
 
+def _drawn(method: str) -> str | None:
+    """What a method's draws are drawn from: Random's seeds, a calibration-based scorer's calibration draws
+    (None for one that draws nothing)."""
+    if method in HEAD_METHODS and "seed" in HEAD_METHODS[method].params:
+        return "seed"
+    return "calibration" if method in HEAD_METHODS and HEAD_METHODS[method].calibration else None
+
+
 def _draw(config: dict) -> int:
     """Which draw of its method a cell is: Random's seed, a calibration-based scorer's calibration seed
     (0 for a method that draws nothing)."""
@@ -66,13 +74,13 @@ def ppl_frame(store: Store, experiments, session: bool = True, pool: bool = True
     for r, _ in owned(store, records, experiments, session):
         c, res = r["config"], r["result"]
         rows.append({"key": (records, r["key"]), "model": c["model"]["name"], "method": c["method"],
-                     "draw": _draw(c), "scale": c.get("scale", "global"),
+                     "draw": _draw(c), "drawn": _drawn(c["method"]), "scale": c.get("scale", "global"),
                      "z": c.get("z"), "sparsity": c.get("sparsity", 0.0), "tie_break": c.get("tie_break", "index"),
                      "tie_seed": c.get("tie_seed"), "data": f'{c["data"]["name"]}:{c["data"]["split"]}',
                      "seqlen": c["seqlen"], "n_windows": res["n_windows"], "n_tokens": res["n_tokens"],
                      "dtype": res["dtype"], "ppl": res["ppl"], "ci95": res["ci95"], "window_nll": res["window_nll"],
                      "pruned": res.get("pruned"), "calibration": c.get("calibration"), "seconds": r.get("seconds")})
-    cols = ["key", "model", "method", "draw", "scale", "z", "sparsity", "tie_break", "tie_seed", "data", "seqlen", "n_windows",
+    cols = ["key", "model", "method", "draw", "drawn", "scale", "z", "sparsity", "tie_break", "tie_seed", "data", "seqlen", "n_windows",
             "n_tokens", "dtype", "ppl", "ci95", "window_nll", "pruned", "calibration", "seconds"]
     frame = pd.DataFrame(rows, columns=cols)
     return pool_draws(frame) if pool else frame
@@ -211,16 +219,12 @@ def zeroshot_cells(frame: pd.DataFrame, model: str, sparsities: list[float]) -> 
 
 def paired_vs(frame: pd.DataFrame, model: str, a: str, b: str, sparsity: float, z_a: float = 2.0,
               z_b: float = 2.0, sparsity_b: float | None = None) -> Paired | None:
-    """ppl(a) / ppl(b) on the same windows with its paired bootstrap CI (None if a cell is missing); a
-    method drawn several times compares by its draws' geometric mean, its interval widened by their
-    spread (:func:`repro.evaluate.stats.paired_ratio_draws`)."""
+    """ppl(a) / ppl(b) on the same windows with its paired bootstrap CI (None if a cell is missing); methods
+    drawn from the same source (calibration draws) paired on the draws both ran, independent draws (Random's
+    seeds) widening the interval (:func:`repro.report.paired_cells`)."""
     ca = find(frame, model, a, sparsity, z_a)
     cb = find(frame, model, b, sparsity if sparsity_b is None else sparsity_b, z_b)
-    if ca is None or cb is None:
-        return None
-    if "draw_nll" in ca and "draw_nll" in cb:  # across every draw of either side
-        return paired_ratio_draws(ca.draw_nll, cb.draw_nll)
-    return paired_ratio(ca.window_nll, cb.window_nll)
+    return None if ca is None or cb is None else paired_cells(ca, cb)
 
 
 def paired_table(frame: pd.DataFrame, models: list[str], sparsities: list[float], reference: str = "mpg",
@@ -244,7 +248,7 @@ def paired_table(frame: pd.DataFrame, models: list[str], sparsities: list[float]
 def metrics(main: pd.DataFrame, frame: pd.DataFrame, claims: pd.DataFrame, models: list[str]) -> dict:
     """What tests and CI assert of an executed notebook: dense perplexities, cell and claim counts."""
     return {"dense_ppl": {n: float(find(main, n, "dense").ppl) for n in models}, "n_cells": int(len(frame)),
-            "n_claims": int(len(claims)), "verdicts": claims.verdict.value_counts().to_dict()}
+            "n_claims": int(len(claims)), "verdicts": kind_counts(claims)}
 
 
 HEADLINE = "Calibration-free MP-G matches or beats the best calibration-based head score"  # the README's line

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from repro.assets.machine import label
-from repro.claims import claims_frame, fmt_ratio, with_paper, with_sources
+from repro.claims import claims_frame, fmt_ratio, task_trivial, with_paper, with_sources
 from repro.evaluate.speed import timed
 from repro.evaluate.stats import paired_ratio, speed_ratio
 from repro.methods.heads import select_heads
@@ -260,14 +260,18 @@ class Tables(SessionTables):
 
     def zeroshot_rows(self, records: list[dict]) -> pd.DataFrame:
         """One row per (record, task): each task's metric as the paper reports it (:data:`TABLE3_METRIC`;
-        else accuracy, else the first metric), its lm-eval standard error and document count."""
+        else accuracy, else the first metric), its lm-eval standard error and document count, and for accuracy the
+        trivial answer's (:func:`repro.claims.task_trivial`)."""
         rows = []
         for rec in records:
             c = rec["config"]
             for task, r in rec["result"]["tasks"].items():
                 metric = next(m for m in (TABLE3_METRIC.get(task), "acc", *r["metrics"]) if m in r["metrics"])
                 v, se = r["metrics"][metric]["value"], r["metrics"][metric]["stderr"]
-                rows.append({"model": c["model"]["name"], "method": LABEL[c["method"]],
+                trivial = task_trivial(task, r["per_doc"]) if metric == "acc" and "per_doc" in r else None
+                rows.append({"trivial": None if trivial is None else trivial[0],
+                             "trivial answer": None if trivial is None else trivial[1],
+                             "model": c["model"]["name"], "method": LABEL[c["method"]],
                              "sparsity": pct(c.get("sparsity", 0.0)), "task": task, "metric": metric, "value": v,
                              "stderr": se, "shown": f"{v:.3f}" if se is None else f"{v:.3f} ± {1.96 * se:.3f}",
                              "n": r["n"], "key": ("heads-zeroshot", rec["key"])})

@@ -10,18 +10,22 @@ from repro.claims import (
     COLLAPSE,
     Claim,
     at_chance,
+    carried_by_bias,
     claims_frame,
     claims_markdown,
-    destroyed,
     headline,
+    judged_on,
+    kind_counts,
+    one_answer,
     ratio_claim,
+    task_trivial,
     with_paper,
     with_sources,
 )
 from repro.evaluate.stats import discordant_sample_size, mean_ratio, paired_ratio
+from repro.evaluate.zeroshot import ANSWER_NAMES
 from repro.papers.ogas.grid import OgasGrid
 from repro.papers.ogas.records import (
-    CHANCE,
     LABELS,
     PAPER_ZEROSHOT,
     dense_ppl,
@@ -32,6 +36,30 @@ from repro.papers.ogas.records import (
 )
 from repro.report import Table, to_markdown
 
+ZEROSHOT_MEAN = "OGAS zero-shot mean accuracy above Wanda's"  # the claim, over two sets of tasks:
+PAPER_TASKS, ABOVE_TRIVIAL = "the paper's four tasks", "those where the dense model is above the trivial answer"
+
+
+def draw_of(a: pd.Series, b: pd.Series) -> str:
+    """'; calibration draw 0 of both' where either cell was drawn more than once (its zero-shot scores are its
+    first draw's: like is compared with like); "" otherwise."""
+    return f"; calibration draw {a.draw} of both" if max(a.get("n_draws", 1), b.get("n_draws", 1)) > 1 else ""
+
+
+def bias_of(a: dict, b: dict, tasks: list[str], n: int) -> str:
+    """:func:`repro.claims.carried_by_bias` of OGAS's zero-shot result ``a`` against Wanda's ``b`` over ``tasks``
+    (``n`` documents in all): each task's share of the pooled difference, and the tasks where either side gives
+    one answer on nearly every document."""
+    gains, biased = {}, {}
+    for t in tasks:
+        da, db = a["tasks"][t]["per_doc"], b["tasks"][t]["per_doc"]
+        gains[t] = float(np.sum(np.asarray(da["acc"], float) - np.asarray(db["acc"], float))) / n
+        said = [f"{side} {text}" for side, d in (("OGAS", da), ("Wanda", db))
+                if (text := one_answer(d.get("pred"), ANSWER_NAMES.get(t)))]
+        if said:
+            biased[t] = " and ".join(said)
+    return carried_by_bias(gains, biased)
+
 
 def ogas_claims(frame: pd.DataFrame, models: list[str], sparsity: float, zeroshot_tasks: list[str],
                 curve_models: list[str], ablation_models: list[str], high=(0.7, 0.9), wt: str = "wikitext2",
@@ -39,15 +67,15 @@ def ogas_claims(frame: pd.DataFrame, models: list[str], sparsity: float, zerosho
     """Paper 2's claims, each judged by :func:`repro.claims.verdict` on a paired interval; the
     ablation, zero-shot and curve claims read the ``wt`` (WikiText-2) cells. ``uniform``: each model's
     uniform-guess perplexity (its vocabulary): a comparison whose cells are all at or above it is
-    uninformative (:func:`repro.claims.destroyed`), however its interval lies."""
+    uninformative, however its interval lies, and one whose cells are all beyond ``COLLAPSE`` x dense is flagged
+    (:func:`repro.claims.judged_on`)."""
     out = []
 
     def unless_destroyed(claim: Claim, model: str, data: str, cells: dict) -> Claim:
         found = {LABELS.get(k, k): find(frame, model, data, k, sp) for k, sp in cells.items()}
         dense = find(frame, model, data, "dense", 0.0)
-        claim.uninformative = destroyed({k: c.ppl for k, c in found.items() if c is not None},
-                                        (uniform or {}).get(model), None if dense is None else dense.ppl)
-        return claim
+        return judged_on(claim, {k: None if c is None else c.ppl for k, c in found.items()},
+                         (uniform or {}).get(model), None if dense is None else dense.ppl)
 
     datas = sorted(set(frame.data)) if len(frame) else []
     for model in models:
@@ -92,19 +120,20 @@ def ogas_claims(frame: pd.DataFrame, models: list[str], sparsity: float, zerosho
             tasks = [t for t in zeroshot_tasks if t in PAPER_ZEROSHOT] or zeroshot_tasks
             dense = (dense_zeroshot or {}).get(model)
             above = [t for t in tasks if dense is None or not at_chance(dense["tasks"][t]["per_doc"]["acc"],
-                                                                        CHANCE.get(t))]
-            for label, ts in (("the paper's four tasks", tasks), ("those where the dense model is above chance", above)):
-                if not ts or (label != "the paper's four tasks" and ts == tasks):
+                                                                        task_trivial(t, dense["tasks"][t]["per_doc"]))]
+            for label, ts in ((PAPER_TASKS, tasks), (ABOVE_TRIVIAL, above)):
+                if not ts or (label != PAPER_TASKS and ts == tasks):
                     continue  # the second row only where it drops a task
                 p = zeroshot_paired(a.zeroshot, b.zeroshot, ts)
                 k, need = discordant_sample_size(*zeroshot_docs(a.zeroshot, b.zeroshot, ts), PAPER_ZEROSHOT_GAIN)
-                out.append(Claim.check(f"OGAS zero-shot mean accuracy above Wanda's ({label})", model,
-                                       f"mean accuracy difference {p.estimate:+.3f} [{p.ci[0]:+.3f}, {p.ci[1]:+.3f}] "
-                                       f"over {p.n} paired documents ({', '.join(ts)}); {k} discordant (one side "
-                                       "right); a paired test needs "
-                                       + ("?" if need is None else f"{need:,}")
-                                       + f" documents for the paper's +{100 * PAPER_ZEROSHOT_GAIN:.2f} points",
-                                       p.estimate, p.ci, 0.0, "above", p.n))
+                c = Claim.check(f"{ZEROSHOT_MEAN} ({label})", model,
+                                f"mean accuracy difference {p.estimate:+.3f} [{p.ci[0]:+.3f}, {p.ci[1]:+.3f}] "
+                                f"over {p.n} paired documents ({', '.join(ts)}{draw_of(a, b)}); {k} discordant (one "
+                                "side right); a paired test needs " + ("?" if need is None else f"{need:,}")
+                                + f" documents for the paper's +{100 * PAPER_ZEROSHOT_GAIN:.2f} points",
+                                p.estimate, p.ci, 0.0, "above", p.n)
+                c.unit, c.uninformative = "documents", bias_of(a.zeroshot, b.zeroshot, ts, p.n)
+                out.append(c)
             if "hellaswag" in zeroshot_tasks:
                 h = zeroshot_paired(a.zeroshot, b.zeroshot, ["hellaswag"])
                 out.append(Claim.check("OGAS beats Wanda on HellaSwag (+3.39 points in the paper)", model,
@@ -229,4 +258,4 @@ def readme_blocks(table12: Table, claims: Table) -> dict[str, str]:
 def metrics(frame: pd.DataFrame, claims: pd.DataFrame, grid: OgasGrid) -> dict:
     """The run's summary numbers (the notebook's last line, read by the smoke test)."""
     return {"dense_ppl": dense_ppl(frame, grid), "n_cells": int(len(frame)), "n_claims": int(len(claims)),
-            "verdicts": claims.verdict.value_counts().to_dict()}
+            "verdicts": kind_counts(claims)}

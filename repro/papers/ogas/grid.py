@@ -13,7 +13,7 @@ from repro.engines import plan
 from repro.engines.base import owned
 from repro.engines.plan import Call, Sections, section
 from repro.engines.prune import PruneExperiment
-from repro.methods.unstructured import OGAS_SETTINGS, auto_s_max, ogas_setting
+from repro.methods.unstructured import OGAS_SETTINGS, auto_s_max, get_pruner, ogas_setting
 from repro.papers.ogas.params import OgasParams
 from repro.report import pool_draws
 
@@ -221,6 +221,7 @@ def prune_frame(store, experiments: list[PruneExperiment], session: bool = True)
         rep = res.get("report", {})
         rows.append({"key": ("prune-ppl", r["key"]), "model": e.name, "data": e.data.name, "method": c["method"],
                      "draw": int((c.get("calibration") or {}).get("seed", e.setup.calib_seed)),
+                     "drawn": "calibration" if c["method"] != "dense" and get_pruner(c["method"]).calibrated else None,
                      "params_key": json.dumps(c.get("params", {}), sort_keys=True),
                      "sparsity": c.get("sparsity", 0.0) or 0.0, "pattern": c.get("pattern", "dense"),
                      "params": c.get("params", {}), "ppl": res["ppl"], "ci95": res["ci95"],

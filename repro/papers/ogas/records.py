@@ -6,12 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from repro.evaluate.stats import Paired, paired_difference, paired_ratio, paired_ratio_draws
-from repro.evaluate.zeroshot import CHANCE  # noqa: F401  (re-exported: the tables read it from here)
+from repro.evaluate.stats import Paired, paired_difference
 from repro.methods.unstructured import PRUNERS
 from repro.papers.ogas.grid import OgasGrid, own_headroom
 from repro.report import caption as caption_line
-from repro.report import lm_setting
+from repro.report import lm_setting, paired_cells
 
 # ---- cells of the frame -----------------------------------------------------------------------
 
@@ -67,15 +66,11 @@ def find(frame: pd.DataFrame, model: str, data: str, row: str, sparsity: float =
 
 
 def paired_to(frame, model, data, a, b, sparsity=0.5, pattern="unstructured", **params) -> Paired | None:
-    """ppl(a) / ppl(b) with a paired bootstrap CI over the shared windows (None if missing); a method
-    calibrated on several draws compares by its draws' geometric mean, the interval widened by their spread
-    (:func:`repro.evaluate.stats.paired_ratio_draws`)."""
+    """ppl(a) / ppl(b) with a paired bootstrap CI over the shared windows (None if missing); two calibrated
+    methods paired on the calibration draws both ran, a calibrated one against one that reads no data with the
+    interval widened by its draws' spread (:func:`repro.report.paired_cells`)."""
     ca, cb = find(frame, model, data, a, sparsity, pattern, **params), find(frame, model, data, b, sparsity, pattern)
-    if ca is None or cb is None:
-        return None
-    if "draw_nll" in ca and "draw_nll" in cb:  # across every calibration draw of either side
-        return paired_ratio_draws(ca.draw_nll, cb.draw_nll)
-    return paired_ratio(ca.window_nll, cb.window_nll)
+    return None if ca is None or cb is None else paired_cells(ca, cb)
 
 
 def zeroshot_docs(a: dict, b: dict, tasks: list[str], metric: str = "acc") -> tuple[np.ndarray, np.ndarray]:

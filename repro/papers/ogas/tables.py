@@ -6,13 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from repro.claims import collapsed
+from repro.claims import collapsed, task_trivial
 from repro.engines.prune import QUANTILES
 from repro.evaluate.stats import bootstrap_ci
+from repro.evaluate.zeroshot import ANSWER_NAMES
 from repro.methods.registry import minmax
 from repro.papers.ogas.grid import ABLATION, OgasGrid
 from repro.papers.ogas.records import (
-    CHANCE,
     LABELS,
     PAPER_GAMMA,
     PAPER_ZEROSHOT,
@@ -149,7 +149,6 @@ def zeroshot_tables(results: dict[str, dict[str, dict]], grid: OgasGrid) -> list
     return out
 
 
-BINARY_ANSWERS = {"boolq": ("no", "yes")}  # a two-answer task's answers, in lm-eval's doc_to_choice order
 
 
 def answer_bias(results: dict[str, dict[str, dict]], tasks: list[str]) -> Table:
@@ -165,7 +164,7 @@ def answer_bias(results: dict[str, dict[str, dict]], tasks: list[str]) -> Table:
             if "pred" not in d or any("pred" not in r["tasks"][task]["per_doc"] for r in res.values()):
                 continue
             k = int(np.bincount(d["pred"]).argmax())
-            names = BINARY_ANSWERS.get(task)
+            names = ANSWER_NAMES.get(task)
             row = {"model": name, "task": task, "answer": names[k] if names else f"choice {k}",
                    "gold share": round(float(np.mean(np.asarray(d["gold"]) == k)), 3)}
             row.update({LABELS[r]: round(float(np.mean(np.asarray(out["tasks"][task]["per_doc"]["pred"]) == k)), 3)
@@ -178,25 +177,28 @@ def answer_bias(results: dict[str, dict[str, dict]], tasks: list[str]) -> Table:
 
 
 def dense_vs_chance(results: dict[str, dict[str, dict]], tasks: list[str]) -> Table:
-    """Each zero-shot model's *dense* accuracy per task beside a uniform guess's
-    (:data:`CHANCE`), with a 95% bootstrap interval over the documents and where the interval lies
-    (above / at / below chance): a dense model at or below chance on a task cannot show what pruning
-    costs there, and a dense number far below chance would be a bug in the feeding or scoring."""
+    """Each zero-shot model's *dense* accuracy per task beside the trivial answer's
+    (:func:`repro.claims.task_trivial`: always the documents' most frequent gold answer, e.g. BoolQ's "yes"; a
+    uniform guess where the records hold no gold answers), with a 95% bootstrap interval over the documents and
+    where the interval lies (above / at / below it): a dense model at or below the trivial answer on a task cannot
+    show what pruning costs there, and a dense number far below it would be a bug in the feeding or scoring."""
     rows = []
     for name, res in results.items():
         d = res["dense"]["tasks"]
         for task in tasks:
             acc = np.asarray(d[task]["per_doc"]["acc"], float)
             ci = bootstrap_ci(acc) or (float(acc.mean()), float(acc.mean()))
-            chance = CHANCE.get(task)
-            where = ("" if chance is None else "above chance" if ci[0] > chance else
-                     "below chance" if ci[1] < chance else "at chance")
+            trivial = task_trivial(task, d[task]["per_doc"])
+            level = None if trivial is None else trivial[0]
+            where = ("" if level is None else "above" if ci[0] > level else "below" if ci[1] < level else "at")
             rows.append({"model": name, "task": task, "paper's task": task in PAPER_ZEROSHOT, "documents": acc.size,
                          "dense accuracy": round(float(acc.mean()), 3), "95% interval": f"[{ci[0]:.3f}, {ci[1]:.3f}]",
-                         "chance": chance, "dense vs chance": where})
-    cap = ("**Dense zero-shot accuracy against a uniform guess among each task's answers.** lm-eval `acc` with its "
-           "95% bootstrap interval over the documents evaluated; where the dense model is at chance, its pruned "
-           "copies can only tie it or fall below it by noise.")
+                         "trivial answer": "" if trivial is None else trivial[1],
+                         "trivial accuracy": None if level is None else round(level, 3), "dense vs trivial": where})
+    cap = ("**Dense zero-shot accuracy against the trivial answer of each task's documents** (always the most "
+           "frequent gold answer, such as BoolQ's \"yes\"; a uniform guess where no gold answer is recorded). lm-eval "
+           "`acc` with its 95% bootstrap interval over the documents evaluated; where the dense model is not above "
+           "the trivial answer, its pruned copies can only tie it or fall below it by noise.")
     return Table(pd.DataFrame(rows), cap)
 
 
