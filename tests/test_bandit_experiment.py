@@ -543,13 +543,14 @@ def test_captions_name_the_setting_and_the_cache():
         "memory `persist`; seeds 1, 2, 3; profile `cpu`.")
     assert "96 pulls per step over a pool of 96" in r.caption("W.", vision=True, search={"budget": 96, "pool_size": 96})
     assert r.provenance().splitlines() == [
-        "- m: org/m; 3 layers; evaluation WikiText-2 test, first 24 x 128 tokens; calibration 8 x 128 tokens per seed "
-        "in mini-batches of 1; weights Q4_K_M, evaluated in float32, <bos> + text windows, search losses in bfloat16",
+        # the windows as they were drawn (spread over the split here, not "first"), the feeding rule once
+        "- m: org/m; 3 layers; evaluation WikiText-2 test, 24 x 128 tokens, <bos> + text windows; calibration 8 x 128 "
+        "tokens per seed in mini-batches of 1; weights Q4_K_M, evaluated in float32, search losses in bfloat16",
         "- v: trained here, seed 0, test top-1 0.900; calibration 512 training images per seed; evaluation on the "
         "first 2000 Fashion-MNIST test images; evaluated in float32, search losses in float32"]
     assert r.settings == [("m", "head", 0.1), ("m", "mlp", 0.03), ("m", "mlp", 0.05)] and r.n_heads == {"v": 10}
     lines = r.describe().splitlines()
-    assert lines[0].startswith("m: org/m; 3 layers; evaluation WikiText-2 test, first 24 x 128 tokens")
+    assert lines[0].startswith("m: org/m; 3 layers; evaluation WikiText-2 test, 24 x 128 tokens, <bos> + text windows")
     assert lines[1] == ("v: trained here, seed 0, test top-1 0.900; calibration 512 training images per seed; "
                         "evaluation on the first 2000 Fashion-MNIST test images")
 
@@ -592,7 +593,8 @@ def test_report_tables_come_with_their_captions():
     magnitude_best = pd.concat([v, v[v.method == "greedy"].assign(method="magnitude", top1_drop_pp=0.5)])
     text = r.discussion(f, lm, magnitude_best, raw)
     assert "- **Where a one-shot score beats the bandits** (Magnitude on v head 10%)" in text
-    assert "its pool (16 candidates" in text and "mini-batches of 1 window(s) of 128 tokens" in text
+    # a vision setting is explained with the vision searches' pool, budget and batches, not the language models'
+    assert "its pool (48 candidates, chosen by magnitude) and 32 paired evaluations on mini-batches of 64 images" in text
     m = r.metrics(f, vision_rows(), raw)
     assert m["dense_ppl"] == {"m": 20.0} and m["n_cells"] == len(f) + 6 and m["n_claims"] == len(raw)
 

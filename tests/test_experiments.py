@@ -535,7 +535,7 @@ def test_zeroshot_and_efficiency_tables_from_constructed_records():
 
 
 def test_describe_names_each_model():
-    assert describe({"m": _fake_experiment()}) == "m: hub; L x H = 3 x 2, KV heads 1; eval wiki:val, first 2 windows of 32"
+    assert describe({"m": _fake_experiment()}) == "m: hub; L x H = 3 x 2, KV heads 1; eval wiki:val, first 2 x 32 tokens"
 
 
 def test_efficiency_claims_use_paired_rounds():
@@ -620,3 +620,20 @@ def test_the_same_best_z_everywhere_is_decided_only_on_the_held_out_half():
     z = {c.setting: c for c in claims if c.claim == "The optimal z is model-dependent"}
     assert z["a, 50.0%"].verdict == FAILS and "best z = 2.0 on every model" in z["a, 50.0%"].measured
     assert z["b, 50.0%"].verdict == "inconclusive" and "not decided" in z["b, 50.0%"].measured
+
+
+def test_a_first_place_counts_only_where_the_paired_interval_separates_it():
+    """Gradient-Head best by a clear margin at 25% and by a hair the windows cannot tell apart at 50%: one first
+    place and one setting too close to call, so "the most first places" is not decided by point estimates."""
+    w = np.tile([3.0, 3.5, 2.5, 4.0], 5)
+    rows = [dict(model="m", method="dense", sparsity=0.0, nll=w)]
+    for sp, grad in ((0.25, w - 0.2), (0.5, w + 0.099 + np.tile([-0.3, 0.3, -0.3, 0.3], 5))):
+        rows += [dict(model="m", method="mpg", sparsity=sp, z=2.0, nll=w + 0.1),
+                 dict(model="m", method="gradient-head", sparsity=sp, nll=grad),
+                 dict(model="m", method="sparsegpt-head", sparsity=sp, nll=w + 1),
+                 dict(model="m", method="wanda-head", sparsity=sp, nll=w + 1.5),
+                 dict(model="m", method="hybrid", sparsity=sp, nll=w + 2)]
+    claims = mpg_claims(_frame(rows), ["m"], [0.25, 0.5], [2.0], [], {"m": 1})
+    (firsts,) = [c for c in claims if c.claim.startswith("Gradient-Head has the most first places")]
+    assert "Gradient-Head 1" in firsts.measured and "1 setting too close to call" in firsts.measured
+    assert firsts.ci == (0.0, 2.0) and firsts.verdict == "inconclusive"

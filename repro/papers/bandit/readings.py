@@ -181,11 +181,13 @@ def claims_reading(claims: pd.DataFrame) -> str:
 
 
 def discussion_reading(frame: pd.DataFrame, lm: pd.DataFrame, vis: pd.DataFrame, claims: pd.DataFrame, search: dict,
-                       batch: str, ablation: pd.DataFrame | None = None) -> str:
+                       batch: str, ablation: pd.DataFrame | None = None, vision_search: dict | None = None,
+                       vision_batch: str = "") -> str:
     """What the results say, as Markdown bullets generated from the records: the dense references,
     the best method of each setting (mean over seeds) against the two bandits, and what the verdicts
     mean (with the rows too imprecise to decide). ``search``: the language-model searches' budget and
-    pool; ``batch``: what one of their mini-batches holds; ``ablation``: the memory ablation's rows."""
+    pool; ``batch``: what one of their mini-batches holds; ``vision_search``, ``vision_batch``: the same of the
+    vision models' searches (each setting is explained with its own); ``ablation``: the memory ablation's rows."""
     lines = []
     dense = frame[frame.method == "dense"] if len(frame) else frame
     if len(dense):
@@ -194,9 +196,10 @@ def discussion_reading(frame: pd.DataFrame, lm: pd.DataFrame, vis: pd.DataFrame,
                                (f", LAMBADA {r.lambada_ppl:.2f} (last-word accuracy {r.lambada_acc:.3f})"
                                 if getattr(r, "lambada_ppl", None) is not None and np.isfinite(r.lambada_ppl) else "")
                                for r in dense.itertuples()) + ".")
-    one_shot_wins = []  # settings whose lowest mean damage is a one-shot score's
-    for table, value, what in ((lm, "change_pct", "WikiText-2 perplexity change"),
-                               (vis, "top1_drop_pp", "top-1 drop (points)")):
+    one_shot_wins = {}  # settings whose lowest mean damage is a one-shot score's, by the searches they ran with
+    searched = {"lm": (search, batch), "vision": (vision_search or {}, vision_batch)}
+    for table, value, what, which in ((lm, "change_pct", "WikiText-2 perplexity change", "lm"),
+                                      (vis, "top1_drop_pp", "top-1 drop (points)", "vision")):
         if not len(table):
             continue
         for (model, kinds, ratio), t in table.groupby(SETTING):
@@ -205,7 +208,7 @@ def discussion_reading(frame: pd.DataFrame, lm: pd.DataFrame, vis: pd.DataFrame,
                 continue
             best = means.index[0]
             if best not in (*MAB, "greedy"):
-                one_shot_wins.append(f"{LABELS.get(best, best)} on {model} {kinds} {ratio:.0%}")
+                one_shot_wins.setdefault(which, []).append(f"{LABELS.get(best, best)} on {model} {kinds} {ratio:.0%}")
             ranks = {m: int(list(means.index).index(m)) + 1 for m in MAB if m in means}
             mab = ", ".join(f"{LABELS[m]} {means[m]:+.2f} (rank {ranks[m]} of {len(means)})" for m in ranks)
             lines.append(f"- **{model}, {kinds} {ratio:.0%}**: lowest mean {what} over seeds is "
@@ -236,11 +239,12 @@ def discussion_reading(frame: pd.DataFrame, lm: pd.DataFrame, vis: pd.DataFrame,
                      "every statistic at each step, so with fewer pulls a step than candidates UCB measures each "
                      "candidate it looks at once (section 5b's allocation table); `persist` keeps a candidate's pulls "
                      "while it stays in the pool and lets it join only after a pull under the mask it joins.")
-    if one_shot_wins:
-        lines.append(f"- **Where a one-shot score beats the bandits** ({'; '.join(one_shot_wins)}): the one-shot "
+    for which, wins in one_shot_wins.items():
+        s, b = searched[which]
+        lines.append(f"- **Where a one-shot score beats the bandits** ({'; '.join(wins)}): the one-shot "
                      "scorers rank every candidate at once from the whole calibration set, while each bandit step "
-                     f"sees only its pool ({search.get('pool_size')} candidates, chosen by magnitude) and "
-                     f"{search.get('budget')} paired evaluations on mini-batches of {batch}, so its damage estimates "
+                     f"sees only its pool ({s.get('pool_size')} candidates, chosen by magnitude) and "
+                     f"{s.get('budget')} paired evaluations on mini-batches of {b}, so its damage estimates "
                      "are noisy. This is a reading of the numbers above, not a tested claim.")
     return "\n".join(lines)
 

@@ -67,7 +67,7 @@ class Report:
     def describe(self) -> str:
         """One line per model: what it is, its evaluation and calibration data."""
         lines = [f"{n}: {e.identity.get('upstream')}; {e.structure['n_layers']} layers; evaluation {e.data.label}, "
-                 f"first {e.setup.max_windows} x {e.setup.seqlen} tokens; calibration {e.setup.calib_nsamples} x "
+                 f"{e.windows()}; calibration {e.setup.calib_nsamples} x "
                  f"{e.setup.calib_seqlen} tokens per seed in mini-batches of {e.calib_batch_size}"
                  for n, e in self.lm.items()]
         lines += [f"{n}: {e.identity['source']}" + (f", seed {e.identity['seed']}, test top-1 {e.identity['test_top1']:.3f}"
@@ -102,7 +102,7 @@ class Report:
     def provenance(self) -> str:
         """The *This run* block's provenance: what each model is, its evaluation and calibration samples
         and the dtype its search losses ran in (:meth:`describe`, one bullet per model)."""
-        lm = [f"{line}; weights {e.identity.get('quantisation')}, evaluated in {e.setup.eval_dtype}{e.feeding_note}, "
+        lm = [f"{line}; weights {e.identity.get('quantisation')}, evaluated in {e.setup.eval_dtype}, "
               f"search losses in {e.search_dtype}" for line, e in zip(self.describe().splitlines(), self.lm.values())]
         vision = [f"{line}; evaluated in {e.setup.eval_dtype}, search losses in {e.search_dtype}"
                   for line, e in zip(self.describe().splitlines()[len(self.lm):], self.vision.values())]
@@ -315,7 +315,8 @@ class Report:
         """The generated discussion (:func:`.readings.discussion_reading`) with this run's search parameters."""
         p = self.p
         return readings.discussion_reading(frame, lm, vis, claims, p.search,
-                                    f"{p.calib_batch_size} window(s) of {p.calib_seqlen} tokens", ablation)
+                                           f"{p.calib_batch_size} window(s) of {p.calib_seqlen} tokens", ablation,
+                                           p.vision_search, f"{p.vision_calib_batch_size} images")
 
     def removal(self, record: dict) -> Table:
         """The removal record of the ``removal`` parameter's (model, method, seed) as a table

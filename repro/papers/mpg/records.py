@@ -40,7 +40,7 @@ def describe(experiments) -> str:
     """One line per model: its source, shape and evaluation windows."""
     return "\n".join(f"{name}: {e.identity.get('upstream', e.identity['source'])}; "
                      f"L x H = {e.shape[0]} x {e.shape[1]}, KV heads {kv_heads_of(e)}; "
-                     f"eval {e.data.label}, first {e.setup.max_windows} windows of {e.setup.seqlen}"
+                     f"eval {e.data.label}, {e.windows()}"
                      for name, e in experiments.items())
 
 

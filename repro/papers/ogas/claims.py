@@ -194,8 +194,8 @@ PAPER_EFFECTS = {
 
 
 # The paper's statement each claim row tests (repro.claims.with_sources), by claim prefix: every row of
-# ogas_claims. The paper's full text is not available offline: words in quotation marks are only those that
-# issue 15 quotes from the paper; everything else names the table or figure and paraphrases it ("paraphrase:",
+# ogas_claims. The paper's full text is not available offline: words in quotation marks are only those quoted
+# from the paper; everything else names the table or figure and paraphrases it ("paraphrase:",
 # no quotation marks); the numbers are the paper's as the issues give them.
 PAPER_SOURCES = {
     "OGAS below Wanda": "Tables 1-2 (WikiText-2 and C4 perplexity, 50% unstructured); Table 1, LLaMA-3.1-8B, "
@@ -210,7 +210,7 @@ PAPER_SOURCES = {
                                "similar. paraphrase: either signal alone does about as well as the other",
     "Searching gamma per layer": "Tables 1-2's two settings (gamma searched per layer for LLaMA-3.1-8B, fixed "
                                  "at 0.2 for Mistral-7B). paraphrase: the per-layer search of gamma is worth its cost",
-    "OGAS does not collapse": 'Figure 4 (its text, as issue 15 quotes it): "magnitude and SparseGPT collapse at high '
+    "OGAS does not collapse": 'Figure 4 (its text): "magnitude and SparseGPT collapse at high '
                               'sparsity", said of OGAS\'s competitors. paraphrase: OGAS itself does not',
     "Each single signal improves on Wanda": "Table 5 (ablation, LLaMA-3.1-8B, WikiText-2, 50%): Wanda 8.85 -> "
                                             "energy-only 8.16, PAPR-only similar. paraphrase: either signal alone "
@@ -225,7 +225,7 @@ PAPER_SOURCES = {
     "OGAS beats Wanda on HellaSwag": 'Table 3 (LLaMA-3.1-8B, 50%): "HellaSwag +3.39% over Wanda"',
     "OGAS has the lowest perplexity at 80% and 90%": 'Figure 4 (its text): "OGAS has the lowest perplexity at 80% '
                                                      'and 90%"',
-    "Magnitude and SparseGPT collapse": 'Figure 4 (its text, as issue 15 quotes it): "magnitude and SparseGPT '
+    "Magnitude and SparseGPT collapse": 'Figure 4 (its text): "magnitude and SparseGPT '
                                         'collapse at high sparsity" (the paper gives no threshold; x10 the dense '
                                         'perplexity is our reading, the same for every method and notebook)',
     "OGAS degrades least from": "Figure 4 (perplexity vs sparsity, 30-90%). paraphrase: OGAS's curve rises least "
@@ -243,7 +243,7 @@ def claims_table(frame: pd.DataFrame, grid: OgasGrid, dense_zs: dict | None = No
     claims = claims_frame(with_sources(with_paper(rows, PAPER_EFFECTS), PAPER_SOURCES))
     cap = (f"**Claims checked (Paper 2).** Profile `{grid.p.profile}`; models {', '.join(grid.models)}; verdicts by "
            "one rule from paired 95% intervals. 'paper says': the table or figure a row tests; words in quotation "
-           "marks are the paper's, 'paraphrase:' marks ours (the paper's text is not available offline).")
+           "marks are the paper's, 'paraphrase:' marks ours.")
     return Table(claims, cap)
 
 

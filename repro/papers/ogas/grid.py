@@ -86,7 +86,7 @@ class OgasGrid(Sections):
             s = e.setup
             lines.append(f"{name}: {e.identity.get('upstream')}; OGAS setting {self.p.ogas_setting[name]} "
                          f"{ogas_setting(self.p.ogas_setting[name])}; eval {e.data.label} / {self.c4[name].data.label}, "
-                         f"first {s.max_windows} x {s.seqlen} tokens; calibration {s.calib_nsamples} x {s.calib_seqlen}")
+                         f"{e.windows()}; calibration {s.calib_nsamples} x {s.calib_seqlen}")
         return "\n".join(lines)
 
     # ---- the cells of each section ------------------------------------------------------------

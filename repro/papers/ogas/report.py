@@ -25,7 +25,7 @@ class Report:
         (WikiText-2 test and C4's held-out half), dtype and calibration."""
         g = self.grid
         lines = [f"{line}; weights {e.identity.get('quantisation')}, evaluated in {e.setup.eval_dtype}"
-                 f"{e.feeding_note}; calibration of {e.calib_text.label} (WikiText-2 rows) and "
+                 f"; calibration of {e.calib_text.label} (WikiText-2 rows) and "
                  f"{g.c4[n].calib_text.label} (C4 rows)"
                  for line, (n, e) in zip(g.describe().splitlines(), g.wt.items())]
         return provenance(lines)

@@ -341,6 +341,9 @@ def falls_after_collapse(curve: pd.DataFrame, dense: dict[str, float], uniform: 
 
 
 def curve_table(curve: pd.DataFrame, frame: pd.DataFrame, grid: OgasGrid) -> Table:
-    """Figure 4's data as a table: perplexity per line (rows) and sparsity (columns)."""
-    return Table(curve.pivot_table(index="method", columns="sparsity", values="ppl"),
+    """Figure 4's data as a table: perplexity per model and line (rows) and sparsity (columns), each cell one
+    record's (never a mean over models)."""
+    rows = pd.MultiIndex.from_tuples(list(dict.fromkeys(zip(curve.model, curve.method))), names=["model", "method"])
+    table = curve.pivot_table(index=["model", "method"], columns="sparsity", values="ppl", aggfunc="first")
+    return Table(table.reindex(rows),  # the figure's order
                  caption(grid, "Figure 4 data: WikiText-2 test perplexity vs sparsity.", frame))
