@@ -27,8 +27,10 @@ from repro.papers.bandit.readings import claims_reading, memory_reading, removal
 from repro.papers.bandit.records import bandit_frame, first_run, head_maps, stale_picks, vision_frame
 from repro.papers.bandit.report import Report
 from repro.papers.bandit.tables import (
+    ALL_FAMILY,
     DENSE_FAMILY,
     PAPER_FAMILY,
+    all_tests,
     budget_table,
     family_summary,
     greedy_tests,
@@ -258,8 +260,8 @@ def test_statistics_per_seed_across_seeds_and_family():
     per_q, families, summary = family_summary(per, {"ours": tests, "empty": pd.DataFrame()})
     tests_q = families["ours"]
     assert summary.family.tolist() == ["ours", DENSE_FAMILY]  # an empty family is no row
-    assert summary["the paper (its Table B2)"].tolist() == ["", ""]
-    assert family_summary(per, {PAPER_FAMILY: tests})[2]["the paper (its Table B2)"].iloc[0] == "23 / 11 / 6 of 28"
+    assert summary["the paper"].tolist() == ["", ""]
+    assert family_summary(per, {PAPER_FAMILY: tests})[2]["the paper"].iloc[0] == "23 / 11 / 6 of 28 (CI / p / q)"
     dense_row = summary.set_index("family").loc["each distinct selection vs dense (per seed)"]
     assert dense_row["comparisons"] == 11 and dense_row["CI excludes 0"] == 10  # magnitude's 5 seeds count once
     assert dense_row["failures (non-finite)"] == 1
@@ -447,13 +449,15 @@ def test_table2_vision_summary():
 
 def test_the_paper_family_is_mab_against_greedy_on_language_models_and_ours_the_rest():
     """greedy_tests: MAB vs budgeted greedy on the language models, WikiText-2 and LAMBADA, one test each;
-    mab_tests: the rest (here only the vision comparison with greedy: language-model greedy is the paper's)."""
+    mab_tests: the rest (here only the vision comparison with greedy: language-model greedy is the paper's);
+    all_tests: both, the paper's kind of family (every MAB-vs-baseline comparison on every data set)."""
     g = greedy_tests(lm_rows())
     assert list(zip(g.a, g.b, g.value)) == [("ucb", "greedy", "change_pct"), ("ucb", "greedy", "lambada_change_pct")]
     assert (g.seeds == 2).all() and g.iloc[1].mean_diff == pytest.approx(2 * g.iloc[0].mean_diff)  # finite pairs only
     t = mab_tests(lm_rows(), vision_rows())
     assert list(zip(t.a, t.b, t.value)) == [("thompson", "greedy", "top1_drop_pp")] and t.iloc[0].mean_diff == -2.0
-    assert len(mab_tests(lm_rows(), vision_rows(), lm_skip=())) == 2
+    assert len(mab_tests(lm_rows(), vision_rows(), lm_skip=())) == 3  # greedy on WikiText-2, LAMBADA and vision
+    assert len(all_tests(lm_rows(), vision_rows())) == len(g) + len(t) == 3
     assert mab_tests(pd.DataFrame(), pd.DataFrame()).empty and greedy_tests(pd.DataFrame()).empty
 
 
@@ -572,9 +576,11 @@ def test_report_tables_come_with_their_captions():
     assert r.head_maps(f)["m"][0].shape == (3, 4)
     (b2, cap_b2, _, _), (tests, cap_t, _, _), (others, cap_o, _, _) = r.statistics(lm, vision_rows(), f)
     assert cap_b2.startswith("**Table B2.") and cap_t.startswith("**The paper's comparison") and cap_o.startswith("**Ours")
-    assert b2.family.tolist() == [PAPER_FAMILY, "MAB vs the other baselines, and every vision comparison (ours)",
-                                  DENSE_FAMILY]
-    assert b2.comparisons.tolist() == [len(tests), 1, 12] and b2.iloc[2]["failures (non-finite)"] == 1
+    assert b2.family.tolist() == [ALL_FAMILY, PAPER_FAMILY, "MAB vs the other baselines, and every vision comparison "
+                                  "(ours)", DENSE_FAMILY]
+    assert b2.comparisons.tolist() == [len(tests) + 1, len(tests), 1, 12] and b2.iloc[3]["failures (non-finite)"] == 1
+    assert b2["the paper"].tolist()[:2] == ["6 with q < 0.05 of 116", "23 / 11 / 6 of 28 (CI / p / q)"]
+    assert tests["q (whole family)"].notna().all() and others["q (whole family)"].notna().all()
     assert (tests.a == "MAB-UCB").all() and (tests.b == "Budgeted greedy").all() and tests.q.notna().all()
     assert list(zip(others.a, others.b)) == [("MAB-TS", "Budgeted greedy")]  # the vision comparison
     raw, cap, _, _ = r.claims(lm, vision_rows())
