@@ -536,7 +536,8 @@ display(Markdown(claims.reading))
 # each setting against the two bandits, and what the verdicts mean.
 
 # %%
-display(Markdown(R.discussion(frame, lm, vis, claims.frame, ablation.frame if ablated else None)))
+discussion = R.discussion(frame, lm, vis, claims.frame, ablation.frame if ablated else None)
+display(Markdown(discussion))
 
 # %% [markdown]
 # ### Why loss-searched Gemma selections lower LAMBADA perplexity (investigated)
@@ -586,5 +587,5 @@ if rec is not None:
 # %%
 import json
 
-nb.update_readme(P.readme_blocks(table1, claims))
+nb.update_readme(P.readme_blocks(table1, claims, discussion))
 print(json.dumps(R.metrics(frame, vframe, claims.frame)))

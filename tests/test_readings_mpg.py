@@ -119,3 +119,15 @@ def test_single_kv_reading_counts_constant_layers_and_kept_orders():
 def test_zero_scores_reading_counts_the_exact_zeros():
     assert R.zero_scores_reading(np.array([[0.0, 1.0], [0.0, 0.0], [2.0, 3.0]])) == (
         "3 of 6 heads score exactly 0: at low sparsity the cut falls inside this tie.")
+
+
+def test_a_line_that_falls_as_sparsity_rises_is_named_beside_table_one():
+    """Gemma SparseGPT-Head read 38.5M -> 1,498 -> 309k over 12.5 / 25 / 50% with nothing said: Table I's reading
+    names every such line and points to its anatomy; a monotone table says nothing of the kind."""
+    cols = pd.MultiIndex.from_tuples([("g", "12.5%"), ("g", "25.0%"), ("g", "50.0%")])
+    vals = pd.DataFrame([[22.0, 22.0, 22.0], [38.5e6, 1498.0, 309_000.0], [30.0, 40.0, 80.0]],
+                        index=["Dense", "SparseGPT-Head", "MP-G"], columns=cols)
+    assert R.non_monotone(vals) == ["SparseGPT-Head on g: 38,500,000 at 12.5% -> 1,498 at 25.0% -> 309,000 at 50.0%"]
+    text = R.table1_reading(vals)
+    assert "Not monotone in sparsity" in text and "diagnosed in section 3c" in text
+    assert "Not monotone" not in R.table1_reading(vals.drop(index="SparseGPT-Head"))
