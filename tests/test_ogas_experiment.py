@@ -433,9 +433,12 @@ def test_figure_data(fake_grid):
     assert h.sparsity.tolist() == [0.7, 0.9] and h.row.tolist() == ["ogas-h0.05", "ogas"]  # at 90%: the 0.95 cap
     assert h.ppl.iloc[1] == ogas.ppl.iloc[2] and h.ppl.iloc[0] != ogas.ppl.iloc[1]
     table, cap, _, _ = curve_table(curve, f, fake_grid)
-    assert list(table.index) == [("a", "Magnitude"), ("a", "Wanda"), ("a", "OGAS"), ("a", "OGAS headroom 0.05")]
+    assert list(zip(table.model, table.method)) == [("a", "Magnitude"), ("a", "Wanda"), ("a", "OGAS"),
+                                                    ("a", "OGAS headroom 0.05")]
+    table = table.set_index(["model", "method"])
     assert math.isnan(table.at[("a", "OGAS headroom 0.05"), 0.5]) and cap.startswith("**Figure 4 data")
     two = curve_table(pd.concat([curve, curve.assign(model="b", ppl=curve.ppl * 2)]), f, fake_grid).frame
+    two = two.set_index(["model", "method"])
     assert two.at[("b", "OGAS"), 0.7] == 2 * table.at[("a", "OGAS"), 0.7]  # one record per cell, never a mean
     assert dense_ppl(f, fake_grid) == {"a": pytest.approx(np.exp(2.75)), "b": pytest.approx(np.exp(2.25))}
 

@@ -345,5 +345,7 @@ def curve_table(curve: pd.DataFrame, frame: pd.DataFrame, grid: OgasGrid) -> Tab
     record's (never a mean over models)."""
     rows = pd.MultiIndex.from_tuples(list(dict.fromkeys(zip(curve.model, curve.method))), names=["model", "method"])
     table = curve.pivot_table(index=["model", "method"], columns="sparsity", values="ppl", aggfunc="first")
-    return Table(table.reindex(rows),  # the figure's order
+    table = table.reindex(rows).reset_index()  # the figure's order, model and line as columns
+    table.columns.name = None
+    return Table(table,
                  caption(grid, "Figure 4 data: WikiText-2 test perplexity vs sparsity.", frame))
