@@ -238,7 +238,9 @@ def test_an_interrupted_notebook_is_one_line_without_a_kernel_traceback(tmp_path
             time.sleep(0.2)
         assert marker.exists(), proc.communicate(timeout=30)
         os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
-        out, err = proc.communicate(timeout=60)
+        # stopping takes seconds alone, but stopping the kernel took over a minute twice on a fully loaded
+        # 2-core CI machine: this test is about what is printed, so it waits long enough for the slow case
+        out, err = proc.communicate(timeout=240)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)

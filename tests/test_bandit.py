@@ -10,12 +10,12 @@ import torch
 from repro.arch import adapter
 from repro.calib import Calibration, image_windows, input_sumsq
 from repro.calib.blocks import InputSumSq
+from repro.calib.budget import Budget
 from repro.errors import ReproError, UnknownNameError
 from repro.evaluate.prefix import UnitEvaluator, example_loss, image_batches, lm_batches, token_nll
 from repro.methods.bandit import (
     SELECTORS,
     UCB,
-    Budget,
     Pool,
     Thompson,
     Unit,
@@ -610,7 +610,7 @@ def test_taylor_and_fisher_scores_are_the_same_bits_when_only_the_read_weights_g
     weight's gradient, and every parameter is trainable again afterwards."""
     import contextlib
 
-    import repro.methods.bandit as bandit
+    import repro.methods.unit_scores as unit_scores
 
     model, batches = build_tiny(name), calib(name)
     kinds = ("head",) if name == "tiny-vit" else ("head", "mlp")
@@ -626,7 +626,7 @@ def test_taylor_and_fisher_scores_are_the_same_bits_when_only_the_read_weights_g
 
     fast = scores()
     assert [p.requires_grad for p in model.parameters()] == trainable
-    monkeypatch.setattr(bandit, "gradients_only_for", lambda *a: contextlib.nullcontext())
+    monkeypatch.setattr(unit_scores, "gradients_only_for", lambda *a: contextlib.nullcontext())
     assert scores() == fast  # exact: same floats for every unit
 
 
@@ -661,3 +661,43 @@ def test_join_gaps_replays_thompsons_joins_from_the_record(join, memory):
     assert [g["joined"] for g in gaps] == [g[join] for g in gaps] == [str(u) for u in sel.units]
     other = "mean" if join == "posterior" else "posterior"
     assert all((g["damage_gap"] == 0) == (g[other] == g[join]) for g in gaps)
+
+
+class _Scripted:
+    """An evaluator whose unit u returns the damages ``script[u]`` in order, one per trial, whatever the mask."""
+    n_batches, group_size, adapter = 4, 32, None
+
+    def __init__(self, script):
+        from repro.calib.budget import Budget
+        self.script, self.calls, self.budget = script, {u: 0 for u in script}, Budget()
+
+    def reset(self):
+        pass
+
+    def add(self, unit):
+        pass
+
+    def damage(self, unit, batches):
+        self.budget.paired_evaluations += 1
+        self.calls[unit] += 1
+        return self.script[unit][self.calls[unit] - 1]
+
+
+def test_greedy_with_memory_keeps_its_trials_and_spends_them_as_greedy_does():
+    """Our control for Paper 3: budgeted greedy whose trials persist across steps under the bandits' rule. A
+    scores 0.40 then 0.12, C 0.20 then 0.14: plain greedy reads only this step's trials (A joins at step 2),
+    the control reads them all (C's mean beats A's); both try every unit exactly as often, and a unit joins
+    only after a trial under the mask it joins."""
+    from repro.methods.bandit import Unit, greedy_search
+
+    a, b, c = (Unit("head", 0, i) for i in range(3))
+    script = {a: [0.40, 0.12, 0.12], b: [0.05], c: [0.20, 0.14, 0.14]}
+    evs = {m: _Scripted(script) for m in ("step", "persist")}
+    runs = {m: greedy_search(evs[m], [a, b, c], np.arange(3.0), 2, budget=3, pool_size=3, memory=m) for m in evs}
+    assert runs["step"].units == [b, a] and runs["persist"].units == [b, c]
+    assert runs["persist"].damages[1] == pytest.approx(np.mean(script[c][:evs["persist"].calls[c]]))
+    assert runs["persist"].method == "greedy-memory"
+    assert [sorted(p) for p in runs["step"].pulled] == [sorted(p) for p in runs["persist"].pulled]
+    assert all(u in pulled for u, pulled in zip(runs["persist"].units, runs["persist"].pulled))
+    with pytest.raises(ReproError, match="greedy memory must be one of step, persist"):
+        greedy_search(_Scripted(script), [a, b, c], np.arange(3.0), 2, budget=3, pool_size=3, memory="carry")

@@ -698,3 +698,22 @@ def test_ablations_run_on_the_ablation_settings_only():
         assert calls == [expected] * 5  # UCB and TS under "step" and "carry", then TS under the other join
     with pytest.raises(ReproError, match=r"ablation_settings\['m'\] must be a part of unit_settings"):
         BanditParams.of({**params, "ablation_settings": {"m": {"mlp": [0.05]}}})
+
+
+def test_the_greedy_with_memory_control_splits_mab_vs_greedy_into_allocation_and_memory():
+    """With the control's rows in a setting, the claims add memory (control - greedy) and allocation (MAB -
+    control) beside MAB vs greedy (both): per seed the two parts add up to the whole."""
+    from repro.papers.bandit.claims import ALLOCATION, MEMORY
+    from repro.papers.bandit.records import MAB_VS_GREEDY
+
+    lm = lm_rows()
+    control = lm[lm.method == "greedy"].assign(method="greedy-memory", change_pct=[1.5, 3.0, np.inf],
+                                               selection=lambda f: "gm-" + f.seed.astype(str))
+    claims = bandit_claims(pd.concat([lm, control], ignore_index=True))
+    memory = [c for c in claims if c.claim == MEMORY]
+    allocation = [c for c in claims if c.claim == ALLOCATION and "UCB" in c.setting]  # (TS did not run: "not run")
+    both = [c for c in claims if c.claim == MAB_VS_GREEDY and "UCB" in c.setting]
+    assert len(memory) == 1 and [c.setting for c in allocation] == ["m, head 10%, MAB-UCB"] and len(both) == 1
+    assert memory[0].effect + allocation[0].effect == pytest.approx(both[0].effect)  # seeds 1 and 2 (3 failed)
+    assert memory[0].unit == "seeds" and "greedy with memory - greedy" in memory[0].measured
+    assert not [c for c in bandit_claims(lm) if c.claim in (MEMORY, ALLOCATION)]  # no control: no such rows

@@ -84,170 +84,44 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass, field, replace
-from typing import Callable, NamedTuple, Protocol, Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import Callable, Sequence
 
 import numpy as np
-import torch
-from scipy.special import expit
 
-from repro.arch import Adapter, Site
-from repro.calib import gradients_only_for
-from repro.calib.budget import Budget
-from repro.calib.stats import feature_sums, record_input_sumsq
 from repro.errors import ReproError, UnknownNameError
 from repro.methods.bandit_stats import allocation, join_gaps, reward_summary  # noqa: F401 (part of this API)
-from repro.methods.heads import ROLES, combine
 from repro.methods.registry import Method, Registry
-from repro.structure.masks import GROUP_SIZE, KINDS, n_groups
+from repro.methods.unit_scores import (  # noqa: F401 (part of this API)
+    select_fisher,
+    select_magnitude,
+    select_random,
+    select_taylor,
+    select_wanda,
+)
+from repro.methods.units import (  # noqa: F401 (part of this API)
+    TAU,
+    Evaluator,
+    Selection,
+    Unit,
+    candidates,
+    check_k,
+    check_kinds,
+    count_pulls,
+    finish,
+    magnitudes,
+    per_kind_normalised,
+    reward,
+    unit_sums,
+)
+from repro.structure.masks import KINDS
 
 POOL_SIZE = 48          # pre-screened candidates the sequential searches work on
 BUDGET = 32             # paired evaluations per step
-TAU = 0.02              # reward temperature
 UCB_C = 1.5             # UCB exploration constant
 BATCHES_PER_EVAL = 2    # mini-batches averaged in one paired evaluation
 MEMORY = ("persist", "step", "carry")  # how long a pull's statistics count (the module docstring)
 
-
-class Unit(NamedTuple):
-    kind: str   # "head" or "mlp"
-    layer: int
-    index: int  # head, or channel group of the evaluator's group size
-
-    def __str__(self) -> str:
-        return f"{self.kind}{self.layer}.{self.index}"
-
-
-class Evaluator(Protocol):
-    """What the selectors need (``repro.evaluate.prefix.UnitEvaluator`` implements it)."""
-    adapter: Adapter
-    group_size: int
-    n_batches: int
-    budget: Budget
-
-    def reset(self) -> None: ...                                         # empty mask, zero budget
-    def add(self, unit: Unit) -> None: ...                               # unit joins the mask
-    def damage(self, unit: Unit, batches: Sequence[int]) -> float: ...   # one paired evaluation
-    def forward(self, batch: int) -> torch.Tensor: ...                   # one calibration pass (hooks read it)
-    def gradient(self, batch: int) -> float: ...                         # forward + backward into .grad
-
-
-@dataclass
-class Selection:
-    """Result of one selector run."""
-    method: str
-    units: list[Unit]                                            # in the order they joined
-    budget: Budget
-    params: dict = field(default_factory=dict)
-    damages: list[float] = field(default_factory=list)           # sequential: damage estimate when it joined
-    pulls: dict[Unit, int] = field(default_factory=dict)         # sequential: paired evaluations per unit
-    rewards: list[list[float]] = field(default_factory=list)     # sequential: rewards of each step's pulls
-    scores: dict[Unit, float] = field(default_factory=dict)      # one-shot scorers: every candidate's score
-    pulled: list[list[Unit]] = field(default_factory=list)       # sequential: the units pulled in each step
-    steps: list[dict] = field(default_factory=list)              # sequential: the budget spent up to each step
-
-    def as_dict(self) -> dict:
-        return {"method": self.method, "units": [list(u) for u in self.units], "budget": asdict(self.budget),
-                "params": self.params, "damages": self.damages,
-                "pulls": {str(u): n for u, n in self.pulls.items()}, "rewards": self.rewards,
-                "scores": {str(u): s for u, s in self.scores.items()},
-                "pulled": [[str(u) for u in step] for step in self.pulled], "steps": self.steps}
-
-    def prefix(self, k: int) -> "Selection":
-        """The selection of the first ``k`` units, exactly as a run to ``k`` would return it:
-        no selector's step depends on how many units are still to come (a sequential search's
-        first k steps, a one-shot ranking's first k entries, a random permutation's first k), so
-        one run to the largest k of a setting serves every smaller k (tested). A sequential
-        prefix keeps the budget, pulls and rewards of its first k steps."""
-        _check_k(k, len(self.units))
-        params = {**self.params, "k": int(k)} if self.params else self.params
-        if not self.steps:
-            return replace(self, units=self.units[:k], params=params)
-        return replace(self, units=self.units[:k], params=params, budget=Budget(**self.steps[k - 1]),
-                       damages=self.damages[:k], rewards=self.rewards[:k], pulls=_count(self.pulled[:k]),
-                       pulled=self.pulled[:k], steps=self.steps[:k])
-
-
-def _count(pulled: list[list[Unit]]) -> dict[Unit, int]:
-    """Paired evaluations per unit over the steps ``pulled``."""
-    pulls: dict[Unit, int] = {}
-    for u in (u for step in pulled for u in step):
-        pulls[u] = pulls.get(u, 0) + 1
-    return pulls
-
-
-# ---- candidates and per-unit sums over weights ----------------------------------------------
-
-def candidates(adapter: Adapter, kinds: Sequence[str] = KINDS, group_size: int = GROUP_SIZE) -> list[Unit]:
-    """Every unit of ``kinds``, layer by layer (heads, then MLP groups of ``group_size``)."""
-    kinds = check_kinds(kinds)
-    out = []
-    for i in range(adapter.n_layers):
-        if "head" in kinds:
-            out += [Unit("head", i, h) for h in range(adapter.attention(i).n_heads)]
-        if "mlp" in kinds:
-            out += [Unit("mlp", i, g) for g in range(n_groups(adapter.mlp(i).n_channels, group_size))]
-    return out
-
-
-def check_kinds(kinds) -> tuple[str, ...]:
-    kinds = (kinds,) if isinstance(kinds, str) else tuple(kinds)
-    bad = [k for k in kinds if k not in KINDS]
-    if bad or not kinds:
-        raise UnknownNameError("unit kind", ",".join(bad) or "(none)", KINDS)
-    return kinds
-
-
-def unit_sums(adapter: Adapter, units: Sequence[Unit], group_size: int,
-              values: Callable[[Site, str], torch.Tensor]) -> np.ndarray:
-    """Per-unit sums of per-feature ``values(site, role)`` (one number per feature of that role,
-    in unit order): a head adds its Q and O features and 1/g of its KV group's K and V
-    features; an MLP group adds its channels over every MLP site."""
-    per_layer: dict[tuple[str, int], torch.Tensor] = {}
-    out = np.empty(len(units))
-    for j, u in enumerate(units):
-        key = (u.kind, u.layer)
-        if key not in per_layer:
-            if u.kind == "head":
-                a = adapter.attention(u.layer)
-                role_units = {r: values(a.site(r), r).double().cpu().reshape(-1, a.head_dim).sum(1) for r in ROLES}
-                per_layer[key] = combine(a, role_units, kv_share=True)
-            else:
-                m = adapter.mlp(u.layer)
-                ch = sum(values(s, "c").double().cpu() for s in m.sites)
-                n = n_groups(m.n_channels, group_size)  # the last group may be shorter
-                per_layer[key] = torch.stack([ch[g * group_size:(g + 1) * group_size].sum() for g in range(n)])
-        out[j] = float(per_layer[key][u.index])
-    return out
-
-
-def magnitudes(adapter: Adapter, units: Sequence[Unit], group_size: int) -> np.ndarray:
-    """L2 norm of each unit's weights (shared K/V squares counted 1/g per head)."""
-    return np.sqrt(unit_sums(adapter, units, group_size, lambda s, r: s.matrix(r).double().pow(2).sum(1)))
-
-
-def per_kind_normalised(units: Sequence[Unit], scores: np.ndarray) -> np.ndarray:
-    """Each kind's scores divided by that kind's mean |score| (comparable across kinds)."""
-    scores = np.asarray(scores, dtype=float).copy()
-    kinds = np.array([u.kind for u in units])
-    if len(set(kinds)) > 1:
-        for k in set(kinds):
-            scale = np.abs(scores[kinds == k]).mean()
-            if scale > 0:
-                scores[kinds == k] /= scale
-    return scores
-
-
-# ---- rewards ----------------------------------------------------------------------------------
-
-def reward(damage, tau: float = TAU):
-    """``sigmoid(-damage / tau)`` in (0, 1): 0.5 neutral, -> 1 beneficial, -> 0 harmful."""
-    if not tau > 0:
-        raise ReproError(f"reward temperature tau must be positive, got {tau!r}")
-    return expit(-np.asarray(damage, dtype=float) / tau)
-
-
-# ---- sequential search ------------------------------------------------------------------------
 
 class Pool:
     """The ``size`` lowest-ranked candidates not yet selected; refilled in rank order."""
@@ -325,9 +199,12 @@ class UCB:
     def __init__(self, c: float = UCB_C):
         self.c = c
 
+    def bonus(self, n: int, t: int) -> float:
+        """The exploration bonus of a unit pulled ``n`` times after ``t`` pulls in the run: c sqrt(ln t / n)."""
+        return self.c * math.sqrt(math.log(max(t, 1)) / n)
+
     def choose(self, pool: list[Unit], arms: dict[Unit, Arm], t: int, rng: np.random.Generator) -> Unit:
-        ln_t = math.log(max(t, 1))
-        return pool[int(np.argmax([arms[u].mean_reward + self.c * math.sqrt(ln_t / arms[u].n) for u in pool]))]
+        return pool[int(np.argmax([arms[u].mean_reward + self.bonus(arms[u].n, t) for u in pool]))]
 
     def best(self, pool: list[Unit], arms: dict[Unit, Arm]) -> Unit:
         return pool[int(np.argmax([arms[u].mean_reward for u in pool]))]
@@ -355,12 +232,6 @@ class Thompson:
         return pool[int(np.argmax([value(arms[u]) for u in pool]))]
 
 
-def _done(sel: Selection, ev: Evaluator, t0: float) -> Selection:
-    """Freeze the evaluator's budget into the result, with the run's wall time."""
-    sel.budget = replace(ev.budget, seconds=time.perf_counter() - t0)
-    return sel
-
-
 def _join(sel: Selection, ev: Evaluator, unit: Unit, damage: float, rewards: list[float], pulled: list[Unit],
           t0: float) -> None:
     """End of a sequential step: ``unit`` joins the mask; the step's damage estimate, rewards,
@@ -379,11 +250,6 @@ def _rngs(seed: int) -> tuple[np.random.Generator, np.random.Generator]:
     return np.random.default_rng(a), np.random.default_rng(b)
 
 
-def _check_k(k: int, n: int) -> None:
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= n:
-        raise ReproError(f"k (units to select) must be an integer in [1, {n}], got {k!r}")
-
-
 def _check_budget(budget: int) -> None:
     if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 1:
         raise ReproError(f"the per-step budget must be a positive integer, got {budget!r}")
@@ -393,7 +259,7 @@ def _start(ev: Evaluator, units: Sequence[Unit], ranking: np.ndarray, k: int, se
            pool_size: int, batches_per_eval: int):
     """What every sequential search starts from: checked arguments, an empty mask, the seeded
     mini-batch stream, the pool of the ``pool_size`` lowest-ranked units, and the search's own rng."""
-    _check_k(k, len(units))
+    check_k(k, len(units))
     _check_budget(budget)
     t0 = time.perf_counter()
     ev.reset()
@@ -438,117 +304,53 @@ def bandit_search(ev: Evaluator, units: Sequence[Unit], ranking: np.ndarray, k: 
         entered = pool.remove(best)
         if entered is not None:
             arms[entered] = Arm()
-    sel.pulls = _count(sel.pulled)
-    return _done(sel, ev, t0)
+    sel.pulls = count_pulls(sel.pulled)
+    return finish(sel, ev, t0)
+
+
+GREEDY_MEMORY = ("step", "persist")  # what budgeted greedy's trials count for (see greedy_search)
 
 
 def greedy_search(ev: Evaluator, units: Sequence[Unit], ranking: np.ndarray, k: int, seed: int = 0,
                   budget: int = BUDGET, pool_size: int = POOL_SIZE, tau: float = TAU,
-                  batches_per_eval: int = BATCHES_PER_EVAL) -> Selection:
+                  batches_per_eval: int = BATCHES_PER_EVAL, memory: str = "step") -> Selection:
     """Budgeted greedy: each step exactly ``budget`` trials on pool units (seeded permutations of
-    the pool, repeated when the budget exceeds it); the lowest mean damage of the step joins."""
+    the pool, repeated when the budget exceeds it); the lowest mean damage of the step joins.
+
+    ``memory="persist"`` (*our control*, the greedy-with-memory search): a unit's trials keep counting across
+    steps while it stays in the pool, under the bandits' ``persist`` rule (only a unit tried under the mask it
+    joins may join; among those the lowest mean damage over all its trials joins). The trials are spread exactly
+    as plain greedy spreads them (the same seeded permutations), so against plain greedy it isolates memory, and
+    against the bandits at the same budget it isolates adaptive allocation."""
+    if memory not in GREEDY_MEMORY:
+        raise ReproError(f"greedy memory must be one of {', '.join(GREEDY_MEMORY)}, got {memory!r}")
     t0, stream, pool, trial_rng = _start(ev, units, ranking, k, seed, budget, pool_size, batches_per_eval)
-    sel = Selection("greedy", [], ev.budget)
+    sel = Selection("greedy" if memory == "step" else "greedy-memory", [], ev.budget)
+    kept: dict[Unit, list[float]] = {}  # every trial a pool unit has had ("step": this step's only)
     for _ in range(k):
+        if memory == "step":
+            kept = {}
         order: list[Unit] = []
         pulled: list[Unit] = []
-        trials: dict[Unit, list[float]] = {}
+        trials: dict[Unit, list[float]] = {}  # this step's trials, under the current mask
         for _ in range(budget):
             if not order:
                 order = [pool.members[i] for i in trial_rng.permutation(len(pool.members))]
             u = order.pop(0)
-            trials.setdefault(u, []).append(ev.damage(u, stream.next()))
+            d = ev.damage(u, stream.next())
+            trials.setdefault(u, []).append(d)
+            kept.setdefault(u, []).append(d)
             pulled.append(u)
         tried = [u for u in pool.members if u in trials]
-        best = tried[int(np.argmin([np.mean(trials[u]) for u in tried]))]
-        _join(sel, ev, best, float(np.mean(trials[best])), [float(r) for ds in trials.values() for r in reward(ds, tau)],
-              pulled, t0)
+        best = tried[int(np.argmin([np.mean(kept[u]) for u in tried]))]
+        _join(sel, ev, best, float(np.mean(kept.pop(best))),
+              [float(r) for ds in trials.values() for r in reward(ds, tau)], pulled, t0)
         pool.remove(best)
-    sel.pulls = _count(sel.pulled)
-    return _done(sel, ev, t0)
+    sel.pulls = count_pulls(sel.pulled)
+    return finish(sel, ev, t0)
 
 
 # ---- one-shot scorers ---------------------------------------------------------------------------
-
-def _one_shot(method: str, ev: Evaluator, units: list[Unit], scores: np.ndarray, k: int, t0: float) -> Selection:
-    _check_k(k, len(units))
-    ranked = per_kind_normalised(units, scores)
-    order = np.argsort(ranked, kind="stable")[:k]
-    sel = Selection(method, [units[i] for i in order], ev.budget, scores={u: float(s) for u, s in zip(units, scores)})
-    return _done(sel, ev, t0)
-
-
-def _sites(ad: Adapter, units: Sequence[Unit]) -> list[torch.nn.Module]:
-    layers = {(u.kind, u.layer) for u in units}
-    mods = []
-    for kind, i in sorted(layers):
-        mods += [s.module for s in (ad.attention(i).sites if kind == "head" else ad.mlp(i).sites)]
-    return mods
-
-
-def _gradient_sums(ev: Evaluator, units: list[Unit]) -> np.ndarray:
-    """[n_batches, n_units]: sum of g_b * w over each unit's weights, per mini-batch b."""
-    ad = ev.adapter
-    model = ad.model
-    if next(model.parameters()).dtype != torch.float32:
-        raise ReproError("Taylor and Fisher scores need a float32 model")
-    rows = []
-    try:
-        with gradients_only_for(model, [m.weight for m in _sites(ad, units)]):  # the weights read below
-            for b in range(ev.n_batches):
-                model.zero_grad(set_to_none=True)
-                ev.gradient(b)
-                rows.append(unit_sums(ad, units, ev.group_size,
-                                      lambda s, r: (s.matrix(r).double() * s.grad_matrix(r).double()).sum(1)))
-    finally:
-        model.zero_grad(set_to_none=True)
-    return np.stack(rows)
-
-
-def select_random(ev: Evaluator, k: int, kinds=KINDS, seed: int = 0) -> Selection:
-    t0 = time.perf_counter()
-    ev.reset()
-    units = candidates(ev.adapter, kinds, ev.group_size)
-    _check_k(k, len(units))
-    pick = np.random.default_rng(seed).permutation(len(units))[:k]  # a prefix of one permutation: nested in k
-    return _done(Selection("random", [units[i] for i in pick], ev.budget), ev, t0)
-
-
-def select_magnitude(ev: Evaluator, k: int, kinds=KINDS, seed: int = 0) -> Selection:
-    t0 = time.perf_counter()
-    ev.reset()
-    units = candidates(ev.adapter, kinds, ev.group_size)
-    return _one_shot("magnitude", ev, units, magnitudes(ev.adapter, units, ev.group_size), k, t0)
-
-
-@torch.no_grad()
-def select_wanda(ev: Evaluator, k: int, kinds=KINDS, seed: int = 0) -> Selection:
-    t0 = time.perf_counter()
-    ev.reset()
-    units = candidates(ev.adapter, kinds, ev.group_size)
-    with record_input_sumsq(_sites(ev.adapter, units)) as stats:  # ||X_j|| over every calibration mini-batch
-        for b in range(ev.n_batches):
-            ev.forward(b)
-    norms = {m: s.norm for m, s in stats.items()}
-    scores = unit_sums(ev.adapter, units, ev.group_size, lambda s, r: feature_sums(s, r, norms[s.module]))
-    return _one_shot("wanda", ev, units, scores, k, t0)
-
-
-def select_taylor(ev: Evaluator, k: int, kinds=KINDS, seed: int = 0) -> Selection:
-    """|sum g * w|, g the gradient of the mean loss over all mini-batches (= mean of g_b)."""
-    t0 = time.perf_counter()
-    ev.reset()
-    units = candidates(ev.adapter, kinds, ev.group_size)
-    return _one_shot("taylor", ev, units, np.abs(_gradient_sums(ev, units).mean(0)), k, t0)
-
-
-def select_fisher(ev: Evaluator, k: int, kinds=KINDS, seed: int = 0) -> Selection:
-    """sum_b (sum g_b * w)^2 over calibration mini-batches b."""
-    t0 = time.perf_counter()
-    ev.reset()
-    units = candidates(ev.adapter, kinds, ev.group_size)
-    return _one_shot("fisher", ev, units, (_gradient_sums(ev, units) ** 2).sum(0), k, t0)
-
 
 def _sequential(run: Callable) -> Callable:
     def select(ev: Evaluator, k: int, kinds=KINDS, seed: int = 0, **params) -> Selection:
@@ -569,7 +371,13 @@ def _thompson(ev, units, ranking, k, seed=0, join: str = "posterior", **params) 
     return bandit_search(ev, units, ranking, k, Thompson(join), seed, **params)
 
 
+def _greedy_memory(ev, units, ranking, k, seed=0, memory: str = "persist", **params) -> Selection:
+    """Budgeted greedy whose trials persist across steps (:func:`greedy_search`'s ``memory``): our control."""
+    return greedy_search(ev, units, ranking, k, seed, memory=memory, **params)
+
+
 select_ucb, select_thompson, select_greedy = _sequential(_ucb), _sequential(_thompson), _sequential(greedy_search)
+select_greedy_memory = _sequential(_greedy_memory)
 
 
 _SEQ = {"budget": BUDGET, "pool_size": POOL_SIZE, "tau": TAU, "batches_per_eval": BATCHES_PER_EVAL}
@@ -581,6 +389,8 @@ SELECTORS = Registry("unit selector", [
     Method("taylor", "Taylor", select_taylor, calibration="gradients"),
     Method("fisher", "Fisher", select_fisher, calibration="gradients"),
     Method("greedy", "Budgeted greedy", select_greedy, _SEQ, calibration="losses"),
+    Method("greedy-memory", "Greedy, memory kept", select_greedy_memory, _SEQ | {"memory": "persist"},
+           calibration="losses"),
     Method("ucb", "MAB-UCB", select_ucb, _MAB | {"c": UCB_C}, calibration="losses"),
     Method("thompson", "MAB-TS", select_thompson, _MAB | {"join": "posterior"}, calibration="losses"),
 ])

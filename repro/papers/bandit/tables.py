@@ -300,7 +300,8 @@ def allocation_table(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
         runs = frame[frame.method.isin(SELECTORS.names(sequential=True))] if len(frame) else frame
         by = [*CELL, "search"] if "search" in runs else CELL
         for (model, kinds, ratio, method, *search), f in (runs.groupby(by, sort=False) if len(runs) else []):
-            key = (model, kinds, ratio, method, *search, "-" if method not in MAB else rule)
+            own = {"greedy-memory": "persist"}.get(method, "-")  # greedy with memory: always the persist rule
+            key = (model, kinds, ratio, method, *search, rule if method in MAB else own)
             if key in seen:
                 continue
             seen.add(key)

@@ -1,0 +1,62 @@
+"""MAB-UCB worked on a real search: the index of every candidate at one step, rebuilt from a committed selection
+record (no model), and how often that rebuilt index names the unit the search really pulled.
+
+Under ``memory="persist"`` a candidate's statistics are every pull it has had since it entered the pool, and a
+unit leaves the pool only by joining, so a record's pulls and rewards (per step, in pull order) give each
+candidate's pull count n and mean reward at any moment, and the run's pull count t. A pool unit never pulled is
+pulled first (its bonus is infinite); every other pull is argmax of mean reward + c sqrt(ln t / n)
+(:meth:`repro.methods.bandit.UCB.bonus`).
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from repro.methods.bandit import UCB, Arm
+
+
+def _replay(result: dict, c: float):
+    """Walk the record's pulls: yield ``(step, pull, t, arms, pulled unit, fresh)`` before each pull, ``arms``
+    the statistics of every candidate pulled so far that has not joined."""
+    arms: dict[str, Arm] = {}
+    t = 0
+    for step, (units, rewards) in enumerate(zip(result["pulled"], result["rewards"])):
+        for j, (u, r) in enumerate(zip(units, rewards)):
+            fresh = u not in arms
+            yield step, j, t, dict(arms), u, fresh
+            arm = arms.setdefault(u, Arm())
+            arm.n, arm.reward_sum = arm.n + 1, arm.reward_sum + r
+            t += 1
+        arms.pop(result["units"][step] if isinstance(result["units"][step], str) else _name(result["units"][step]),
+                 None)
+
+
+def _name(unit) -> str:
+    kind, layer, index = unit
+    return f"{kind}{layer}.{index}"
+
+
+def ucb_step(result: dict, step: int, c: float) -> pd.DataFrame:
+    """Every candidate's mean reward, pulls, bonus and UCB index before the first pull of ``step`` that the
+    index decides (not a first pull of a fresh entrant), and which unit the search pulled there, from a
+    ``memory="persist"`` MAB-UCB selection record's ``result``."""
+    ucb = UCB(c)
+    for s, j, t, arms, u, fresh in _replay(result, c):
+        if s == step and not fresh:
+            rows = [{"unit": name, "pulls": a.n, "mean reward": a.mean_reward, "bonus": ucb.bonus(a.n, t),
+                     "index": a.mean_reward + ucb.bonus(a.n, t), "pulled": name == u} for name, a in arms.items()]
+            out = pd.DataFrame(rows).sort_values("index", ascending=False, ignore_index=True)
+            return out.assign(step=step, pull=j, t=t)
+    raise ValueError(f"step {step} has no pull that the index decides")
+
+
+def replay_agreement(result: dict, c: float) -> tuple[int, int]:
+    """``(agreeing, decided)``: of the pulls the index decides (not fresh entrants' first pulls), how many the
+    rebuilt index names (ties to the earlier candidate, as the search breaks them): a check that the record and
+    the rule it was made by agree."""
+    ucb, agree, decided = UCB(c), 0, 0
+    for _, _, t, arms, u, fresh in _replay(result, c):
+        if fresh:
+            continue
+        decided += 1
+        agree += max(arms, key=lambda name: arms[name].mean_reward + ucb.bonus(arms[name].n, t)) == u
+    return agree, decided
