@@ -339,10 +339,12 @@ def test_the_default_memory_allocates_pulls_when_the_budget_is_below_the_pool(po
 
 
 def test_allocation_counts_from_a_record():
-    """On a record's string form: 2 steps of 3 pulls; the second join was not pulled in its step."""
+    """On a record's string form: 2 steps of 3 pulls; the second join was not pulled in its step. Step 2 spends
+    two of its three pulls on head0.4, new in that step (the pool's newest entrant)."""
     a = allocation(["head0.1", "head0.2"], [["head0.1", "head0.1", "head0.3"], ["head0.3", "head0.4", "head0.4"]])
-    assert a == {"distinct_per_step": 2.0, "pulls_per_step": 3.0, "pulls_per_unit": 2.0, "most_pulls": 2,
-                 "joins_backed": 0.5, "join_evidence": 1.0}
+    assert a == pytest.approx({"distinct_per_step": 2.0, "pulls_per_step": 3.0, "pulls_per_unit": 2.0, "most_pulls": 2,
+                               "joins_backed": 0.5, "join_evidence": 1.0, "to_newcomers": (1 + 2 / 3) / 2,
+                               "joins_new": 0.5})
     assert allocation(["head0.3"], [["head0.3"], ["head0.3", "head0.3"]][:1])["join_evidence"] == 1.0
     assert allocation(["head0.4", "head0.3"], [["head0.3", "head0.4"], ["head0.3", "head0.3"]])["join_evidence"] == 2.0
     assert allocation(["head0.4", "head0.3"], [["head0.3", "head0.4"], ["head0.3", "head0.3"]],

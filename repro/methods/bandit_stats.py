@@ -38,19 +38,27 @@ def allocation(units: Sequence, pulled: Sequence[Sequence], memory: str = "persi
     distinct units pulled per step (mean), pulls per step, pulls per distinct unit over the run (mean and
     most), the share of joins whose unit was pulled in the step it joined (under the joining mask), and
     the pulls a join was decided on (mean): the joined unit's pulls up to its join, or, under ``memory``
-    "step", in its step only (greedy: pass "step")."""
+    "step", in its step only (greedy: pass "step"); the share of a step's pulls that go to units first pulled
+    in that step (the pool's newest entrants, mean over steps), and the share of joins first pulled in the step
+    they join."""
     if not pulled:
         return {}
     counts: dict = {}
     for u in (u for step in pulled for u in step):
         counts[u] = counts.get(u, 0) + 1
     key, steps = [_name(u) for u in units], [[_name(u) for u in step] for step in pulled]
+    first: dict = {}
+    for i, step in enumerate(steps):
+        for u in step:
+            first.setdefault(u, i)
     return {"distinct_per_step": float(np.mean([len(set(s)) for s in steps])),
             "pulls_per_step": float(np.mean([len(s) for s in steps])),
             "pulls_per_unit": float(np.mean(list(counts.values()))), "most_pulls": int(max(counts.values())),
             "joins_backed": float(np.mean([u in s for u, s in zip(key, steps)])),
             "join_evidence": float(np.mean([s.count(u) if memory == "step" else sum(t.count(u) for t in steps[:i + 1])
-                                            for i, (u, s) in enumerate(zip(key, steps))]))}
+                                            for i, (u, s) in enumerate(zip(key, steps))])),
+            "to_newcomers": float(np.mean([sum(first[u] == i for u in s) / len(s) for i, s in enumerate(steps) if s])),
+            "joins_new": float(np.mean([first.get(u) == i for i, u in enumerate(key)]))}
 
 
 def join_gaps(units: Sequence, pulled: Sequence[Sequence], rewards: Sequence[Sequence], tau: float,
