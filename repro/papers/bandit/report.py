@@ -43,8 +43,10 @@ JOIN_REPLAY = ("MAB-TS's joins replayed from the records: where the best posteri
                "different units, whose pick had fewer pulls, and how much more damage the posterior's pick measured "
                "(nats; tau = 0.02).")
 ALLOCATION = ("How the searches spent their pulls (mean over seeds): distinct units per step against pulls per step, "
-              "pulls per unit over the run, the pulls a join was decided on, and the share of joins backed by a pull "
-              "under the joining mask.")
+              "pulls per unit over the run, the pulls a join was decided on, the share of joins backed by a pull "
+              "under the joining mask, the share of a step's pulls that go to units first pulled in that step (the "
+              "pool's newest entrants: to_newcomers) and the share of joins first pulled in the step they join "
+              "(joins_new).")
 
 
 class Report:
