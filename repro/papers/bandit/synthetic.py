@@ -75,17 +75,19 @@ def arms(n: int = POOL, good: int = GOOD, gap: float = GAP, spread: float = SPRE
 
 
 def run(policy: str, means: dict[Unit, float], k: int, budget: int, noise: float, seed: int,
-        memory: str = "persist") -> dict:
+        memory: str = "persist", pool_size: int | None = None) -> dict:
     """One search on synthetic arms: the mean true damage of its k units, how far above the best
-    possible k it is (regret), and its :func:`allocation` of pulls."""
+    possible k it is (regret), and its :func:`allocation` of pulls. ``pool_size``: the search sees that many
+    arms at a time, the next arm in pool order entering as one joins (the real searches' refresh); None: all."""
     units = list(means)
     ev = SyntheticArms(means, noise, seed)
     ranking = np.arange(len(units), dtype=float)  # pool order = unit order (random with respect to the truth)
+    pool = pool_size or len(units)
     if policy == "greedy":
-        sel = greedy_search(ev, units, ranking, k, seed=seed, budget=budget, pool_size=len(units))
+        sel = greedy_search(ev, units, ranking, k, seed=seed, budget=budget, pool_size=pool)
     else:
         sel = bandit_search(ev, units, ranking, k, UCB() if policy == "ucb" else Thompson(), seed=seed,
-                            budget=budget, pool_size=len(units), memory=memory)
+                            budget=budget, pool_size=pool, memory=memory)
     true = float(np.mean([means[u] for u in sel.units]))
     best = float(np.mean(sorted(means.values())[:k]))
     return {"policy": policy, "memory": memory if policy != "greedy" else "-", "budget": budget, "seed": seed,
@@ -102,6 +104,22 @@ def compare(budgets=(8, 32), pool: int = POOL, k: int = GOOD, noise: float = NOI
         for b in budgets:
             rows.append(run("greedy", means, k, b, noise, seed))
             rows += [run(p, means, k, b, noise, seed, m) for p in ("ucb", "thompson") for m in memories]
+    return pd.DataFrame(rows)
+
+
+REFRESH = {"arms": 32, "pool": 8, "k": 8, "budget": 8}  # the refreshing toy: the real searches' pool and budget
+
+
+def refresh_compare(seeds=range(SEEDS), noise: float = NOISE, **shape) -> pd.DataFrame:
+    """The toy with a refreshing pool (:data:`REFRESH`, overridable): ``arms`` arms seen ``pool`` at a time, the
+    next entering as one joins, ``budget`` pulls per step. One row per (seed, policy): what :func:`run` reports,
+    the share of each step's pulls that go to the arms new in it (``to_newcomers``) included."""
+    c = {**REFRESH, **shape}
+    rows = []
+    for seed in seeds:
+        means = arms(c["arms"], c["k"], seed=seed)
+        rows += [run(p, means, c["k"], c["budget"], noise, seed, pool_size=c["pool"]) for p in ("greedy", "ucb",
+                                                                                                 "thompson")]
     return pd.DataFrame(rows)
 
 
