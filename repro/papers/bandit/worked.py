@@ -14,7 +14,7 @@ import pandas as pd
 from repro.methods.bandit import UCB, Arm
 
 
-def _replay(result: dict, c: float):
+def _replay(result: dict):
     """Walk the record's pulls: yield ``(step, pull, t, arms, pulled unit, fresh)`` before each pull, ``arms``
     the statistics of every candidate pulled so far that has not joined."""
     arms: dict[str, Arm] = {}
@@ -40,7 +40,7 @@ def ucb_step(result: dict, step: int, c: float) -> pd.DataFrame:
     index decides (not a first pull of a fresh entrant), and which unit the search pulled there, from a
     ``memory="persist"`` MAB-UCB selection record's ``result``."""
     ucb = UCB(c)
-    for s, j, t, arms, u, fresh in _replay(result, c):
+    for s, j, t, arms, u, fresh in _replay(result):
         if s == step and not fresh:
             rows = [{"unit": name, "pulls": a.n, "mean reward": a.mean_reward, "bonus": ucb.bonus(a.n, t),
                      "index": a.mean_reward + ucb.bonus(a.n, t), "pulled": name == u} for name, a in arms.items()]
@@ -54,7 +54,7 @@ def replay_agreement(result: dict, c: float) -> tuple[int, int]:
     rebuilt index names (ties to the earlier candidate, as the search breaks them): a check that the record and
     the rule it was made by agree."""
     ucb, agree, decided = UCB(c), 0, 0
-    for _, _, t, arms, u, fresh in _replay(result, c):
+    for _, _, t, arms, u, fresh in _replay(result):
         if fresh:
             continue
         decided += 1
