@@ -42,7 +42,7 @@ calib_nsamples = 512
 calib_seqlen = 128
 calib_batch_size = 8
 search_dtype = "float32"  # losses of the searches: float32, or "eval" for eval_dtype (Taylor/Fisher: float32)
-methods = ["random", "magnitude", "wanda", "taylor", "fisher", "greedy", "ucb", "thompson"]
+methods = ["random", "magnitude", "wanda", "taylor", "fisher", "greedy", "greedy-memory", "ucb", "thompson"]
 seeds = [1, 2, 3, 42, 123]
 search = {"budget": 32, "pool_size": 48}
 lambada_limit = 1024
@@ -58,6 +58,8 @@ memory = "persist"  # MAB arm statistics (repro.methods.bandit): kept while in t
 memory_ablation = True  # section 5b: the MAB searches again under the other memory rules ("step", "carry")
 join = "posterior"  # MAB-TS: the best posterior mean joins; "mean": the best mean reward, as MAB-UCB
 join_ablation = True  # section 5d: the MAB-TS searches again under the other join rule
+ucb_c_ablation = {}  # section 5e: {model: {kind: [c]}}, MAB-UCB again with these exploration constants
+search_replay = []  # section 5f: searches ({model, kind, ratio, method, seed}) whose joins are replayed in float32
 wide_search = {}  # section 5c: greedy and the MAB searches on the vision models with a budget >= 2 x pool
 removal = {"model": "smollm2-135m", "method": "thompson", "seed": 1, "batches": [1, 8], "repeats": 5}
 recompute = False
@@ -105,8 +107,10 @@ nb.show(R.differences(), "what_differs")  # generated from the parameters that r
 #   are sampled first when the pull budget permits", and each damage is "conditioned on the units already
 #   selected". Every pull here is made under the current mask; the rules differ in what an estimate keeps:
 #   - `persist` (the default): a candidate's statistics persist across steps while it stays in the pool, so
-#     evidence accumulates and the policy can come back to close or uncertain candidates; unpulled candidates
-#     are pulled first; a candidate may join only after at least one pull under the mask it joins.
+#     evidence accumulates; unpulled candidates are pulled first; a candidate may join only after at least one
+#     pull under the mask it joins. In principle the policy can then come back to close or uncertain
+#     candidates; at the paper's $c = 1.5$ the records show that UCB mostly catches up the pull counts of the
+#     pool's newest entrants instead (section 3's worked step, section 5e).
 #   - `step` (an ablation): every step starts each candidate with empty statistics ($t$ and $n_u$ count this
 #     step's pulls). With a per-step budget below the pool (the `cpu` profile: 8 pulls, pool 16) UCB then
 #     measures the pool's first 8 candidates once each step and keeps the least damaging: its exploration
@@ -172,6 +176,20 @@ nb.figure(fig, "fig_synthetic_arms.png")
 # model two things differ: candidates interact (a unit's damage depends on what is already masked, which is
 # why a join needs a pull under the current mask), and the noise comes from which calibration mini-batch a
 # pull reads.
+
+# %% [markdown]
+# **The pool refreshes.** The real searches see a pool of the lowest-magnitude candidates, and when a unit joins
+# the next one enters with no pulls. MAB-UCB's index $\bar r_u + c\sqrt{\ln t / n_u}$ then meets an arm with
+# $n_u = 1$ among arms pulled many times: with the paper's $c = 1.5$ its bonus exceeds theirs by far more than
+# any gap between mean rewards (each in $(0, 1)$, and close to one another at $\tau = 0.02$). The toy below
+# refreshes its pool in the same way (the real searches' pool and per-step budget), with UCB at the paper's
+# constant and at one on the scale of the rewards:
+
+# %%
+refresh = S.refresh_compare()  # greedy, UCB at c = 1.5 and at a small c, Thompson; the same arms and noise per seed
+nb.show(S.refresh_table(refresh), "synthetic_refresh")
+
+# %% [markdown]
 #
 # **One fractional-Beta update, worked.** Thompson sampling keeps $\mathrm{Beta}(\alpha_u, \beta_u)$ per
 # candidate, starting at $\mathrm{Beta}(1, 1)$ (uniform). A pull with damage $d$ gives the reward
@@ -272,6 +290,24 @@ rewards_t = R.rewards(frame)
 if len(rewards_t.frame):
     nb.show(rewards_t, "table_rewards")
 
+# %% [markdown]
+# ### MAB-UCB worked: one real step
+#
+# The index MAB-UCB pulls by is $\bar r_u + c\sqrt{\ln t / n_u}$ ($t$: pulls so far in the run, $n_u$: the
+# unit's pulls under `persist`). How large is each term on a real search? First the scale: the rewards' spread
+# within a step and the gap between the two best mean rewards, against the bonus at the run's middle pull.
+
+# %%
+nb.show(R.reward_spread(frame), "table_reward_spread")
+
+# %% [markdown]
+# Then one step, rebuilt from a committed record (`repro.papers.bandit.worked`: the rebuilt index names every
+# pull the search made, tested): each candidate's mean reward, pulls, bonus and index, and the unit it pulled.
+# The step shown is the first where the index pulls a unit other than the best mean reward.
+
+# %%
+nb.show(R.ucb_worked(frame), "table_ucb_step")
+
 # %%
 maps = R.head_maps(frame)  # {model: (times each (layer, head) was selected by UCB, TS and greedy, seeds)}
 if maps:
@@ -350,6 +386,19 @@ if len(sl):
 # row) would avoid emptying a layer. This notebook does not evaluate one: it is not among the paper's baselines.
 
 # %% [markdown]
+# ### Why magnitude does worse than random on Gemma's heads
+#
+# Magnitude ranks a head by the norm of its weights, $\lVert W_u \rVert_2$ (its Q rows and O columns, and its
+# share of the K and V rows), and takes the $k$ lowest. On Gemma's heads it does worse than random (Table 1).
+# The bandits' pool is built from the same ranking, so their pulls measured the damage of exactly the heads
+# magnitude ranks lowest: does the norm order that damage?
+
+# %%
+gemma = next((m for m in exps if "gemma" in m), None)
+if gemma is not None:
+    nb.show(R.magnitude_pool(frame, lm, gemma), "table_magnitude_pool")
+
+# %% [markdown]
 # ## 4. Budget accounting (the paper's Table B1)
 #
 # Calibration passes of the one-shot scorers (forward, or forward and backward, over one mini-batch)
@@ -358,6 +407,14 @@ if len(sl):
 
 # %%
 nb.show(R.budget(frame), "table_b1_budget")
+
+# %% [markdown]
+# At the same number of paired evaluations the searches' seconds still differ (MAB-UCB against MAB-TS, say).
+# The policy's own arithmetic costs microseconds per pull; what a pull costs is its losses, counted above as
+# layer forwards. Seconds per layer forward, with the machine each record ran on, say where the gap comes from:
+
+# %%
+nb.show(R.timing(frame), "table_timing")
 
 # %% [markdown]
 # ## 5. Vision transformers at a matched budget
@@ -431,6 +488,17 @@ if ablated:
     nb.show(ablation, "table_memory_ablation")
 
 # %% [markdown]
+# **Memory or allocation?** Under `persist` a bandit keeps its pulls across steps, so its joins rest on more
+# evidence than budgeted greedy's, which forgets its trials every step. The control, *greedy with memory*
+# (`greedy-memory`, ours), spends its trials exactly as greedy does (the same seeded permutations of the pool)
+# and keeps them under the bandits' `persist` rule. So at the same number of paired evaluations,
+# control - greedy measures memory, MAB - control measures adaptive allocation, and per seed the two add up to
+# MAB - greedy (the claims in section 7 judge each).
+
+# %%
+nb.show(R.decomposition(lm, frame), "table_memory_allocation")
+
+# %% [markdown]
 # ## 5c. A budget of at least twice the pool
 #
 # Where the per-step budget is below the pool, a search can hardly do more than look at each candidate once
@@ -483,6 +551,33 @@ if joined:
     join_ab, join_tests = R.join_ablation(lm, frame, vis, vframe)
     nb.show(join_ab, "table_join_ablation")
     nb.show(join_tests, "table_join_vs_greedy")
+
+# %% [markdown]
+# ## 5e. UCB's exploration constant on the scale of its rewards
+#
+# Section 3 showed the bonus $c\sqrt{\ln t / n_u}$ at the paper's $c = 1.5$ against rewards whose spread within
+# a step is a few hundredths. Here MAB-UCB runs again with smaller constants (the profile's `ucb_c_ablation`):
+# one that makes a second pull cost about one standard deviation of the rewards, and one in between; the same
+# seeds, calibration draws, memory, budget and pool. If UCB's pulls follow the bonus, the share of decided pulls
+# that go to a least-pulled candidate falls with $c$, and the distinct units per step with it.
+
+# %%
+explored = grid.exploration_ablation()  # MAB-UCB again per constant (False if the profile names none)
+if explored:
+    nb.show(R.exploration(), "table_exploration")
+
+# %% [markdown]
+# ## 5f. The search's precision against the gaps it decides
+#
+# Where bfloat16 is fast the searches computed their losses in it (`search_dtype: eval`). Its damages differ from
+# float32's by a few thousandths of a nat, and a join can be decided by less. So a few committed searches are
+# replayed in float32 (`repro.methods.replay`): the same pulls on the same mini-batches under the same masks,
+# the method's own join rule applied to the float32 damages, counting the joins that would change.
+
+# %%
+replays = grid.precision_replay()  # one float32 replay record per search the profile names
+if replays:
+    nb.show(R.replay(replays), "table_precision_replay")
 
 # %% [markdown]
 # ## 6. Statistics: per seed, across seeds, and the false-discovery rate (Table B2)

@@ -99,7 +99,8 @@ def machine_as_data(experiment: str, config: dict, result):
 
 STEPS = {2: config_2_to_3}  # from protocol -> its step; PROTOCOL is where they end
 AMENDMENTS = (amend_3,)  # applied to every config of the current protocol
-REFERENCING = {"bandit-ppl": "selection", "bandit-vision": "selection", "bandit-removal": "selections"}
+REFERENCING = {"bandit-ppl": "selection", "bandit-vision": "selection", "bandit-removal": "selections",
+               "bandit-replay": "selection"}
 REFERENCED = "bandit-select"  # the folder whose keys other records name (it names none itself)
 
 

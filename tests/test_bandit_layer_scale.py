@@ -3,6 +3,7 @@ go, and where they go once each score is put on its layer's stream scale (constr
 import pandas as pd
 import pytest
 
+from repro.errors import ReproError
 from repro.papers.bandit.readings import score_layers_reading
 from repro.papers.bandit.rescale import score_layers
 
@@ -53,5 +54,5 @@ def test_unit_of_inverts_the_names_records_use():
 
     for u in (Unit("mlp", 17, 26), Unit("head", 0, 3)):
         assert unit_of(str(u)) == u
-    with pytest.raises(ValueError, match="not a unit name"):
+    with pytest.raises(ReproError, match="not a unit name"):
         unit_of("mlp17")

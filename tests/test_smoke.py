@@ -26,7 +26,10 @@ WRITES = {
                            "table_b2_statistics.md", "table2_vision.md", "table_removal.md", "claims.md", "table_memory_ablation.md", "fig_ppl_change_seeds.png", "fig_pulls_rewards.png",
                            "fig_head_map.png", "fig_vision_top1_drop.png", "table_allocation.md", "synthetic_arms.md",
                            "fig_synthetic_arms.png", "table_wide_budget.md", "table_wide_tests.md", "table_b2_tests.md",
-                           "table_join_replay.md", "table_join_ablation.md", "table_join_vs_greedy.md"},
+                           "table_join_replay.md", "table_join_ablation.md", "table_join_vs_greedy.md",
+                           "synthetic_refresh.md", "table_reward_spread.md", "table_timing.md",
+                           "table_memory_allocation.md", "table_exploration.md", "table_precision_replay.md",
+                           "table_magnitude_pool.md"},
                           "table1_lm.md", "wikitext2:test"),
 }
 
@@ -46,6 +49,8 @@ ONE_MODEL = {
                                                  "zeroshot_models")}},
     "03_bandit_pruning": {"models": [G], "unit_settings": {G: {"head": [0.25], "mlp": [0.25]}},
                           "seeds": [1, 2],  # the fewest the across-seed tests take (the profile: 3)
+                          "ucb_c_ablation": {G: {"head": [0.2]}},  # sections 5e and 5f on the one model
+                          "search_replay": [{"model": G, "kind": "head", "ratio": 0.25, "method": "ucb", "seed": 1}],
                           "removal": {"model": G, "method": "thompson", "seed": 1, "batches": [1], "repeats": 3}},
 }
 

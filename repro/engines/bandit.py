@@ -30,6 +30,7 @@ from repro.evaluate.ppl import tokenize
 from repro.evaluate.prefix import UnitEvaluator, image_batches, lm_batches
 from repro.evaluate.speed import count_params, with_prefill, zeroed_and_removed
 from repro.methods.bandit import SELECTORS, Unit, candidates, check_kinds, select_units
+from repro.methods.replay import replay_joins
 from repro.store import PROTOCOL, Store
 from repro.structure import save_pruned
 from repro.structure.masks import KINDS, Masks, group_range, n_groups
@@ -222,6 +223,27 @@ class BanditExperiment(Experiment):
                         out.append((yield self.cell.ask(m, [kind], ratio, seed, search_params(m, search), lambada_limit,
                                                         ratios=ratios)))
         return out
+
+    @plan.cell
+    def replay(self, method: str, kinds=KINDS, ratio: float = 0.1, seed: int = 1, params: dict | None = None,
+               dtype: str = "float32") -> dict:
+        """The joins of the selection of (``method``, ``kinds``, ``ratio``, ``seed``, ``params``) replayed in
+        ``dtype`` on the same pulls, mini-batches and masks (:func:`repro.methods.replay.replay_joins`): how many
+        joins the search's precision decided."""
+        sel = yield self.select.ask(method, kinds, ratio, seed, params)
+        cfg = {"protocol": PROTOCOL, "model": self.base_config()["model"], "selection": sel["key"],
+               "group_size": self.group_size, "dtype": dtype, "searched_in": sel["config"]["search_dtype"]}
+
+        def compute():
+            res = sel["result"]
+            batches, _ = self.calibration_batches(seed)
+            model = self.model if parse_dtype(dtype) == torch.float32 else copy.deepcopy(self.model).to(parse_dtype(dtype))
+            with UnitEvaluator(model, batches, self.group_size) as ev:
+                out = replay_joins(ev, [Unit.of(u) for u in res["units"]],
+                                   [[Unit.of(u) for u in step] for step in res["pulled"]], method, seed,
+                                   sel["config"]["params"])
+            return {**out, "pulled": res["pulled"], "selection": sel["config"]}
+        return (yield plan.Ask("bandit-replay", cfg, compute))
 
     @plan.cell(exclusive=True)
     def removal(self, method: str, unit_ratios: dict, seed: int, search: dict | None = None, batches=(1, 4),

@@ -239,6 +239,12 @@ def _bandit_cell(e, call: str, p, n: float) -> Cost | None:
     if call == "select":
         batch = e.calib_batch_size * (e.setup.calib_seqlen + (e.bos is not None))
         return _search(e, p, n, batch, -(-e.setup.calib_nsamples // e.calib_batch_size))
+    if call == "replay":  # the search's own pulls again, and the mask's losses after each join, in the replay dtype
+        sel = e.select_config(p.method, p.kinds, p.ratio, p.seed, p.params)
+        batch = e.calib_batch_size * (e.setup.calib_seqlen + (e.bos is not None))
+        n_batches = -(-e.setup.calib_nsamples // e.calib_batch_size)
+        forwards = sel["k"] * (sel["params"]["budget"] * sel["params"]["batches_per_eval"] + n_batches)
+        return flops(n, forwards * batch, p.dtype)
     if call == "removal":  # dense, zeroed and removed, each timed with a warm-up pass
         return flops(n, 3 * sum(p.batches) * p.seqlen * (p.repeats + 1), e.setup.eval_dtype)
     return None

@@ -48,8 +48,10 @@ current selected set", and its policies "allocate repeated evaluations among can
 under the current mask; the rules differ in how long its statistics count:
 
 - ``memory="persist"`` (the default): a unit's statistics persist across steps while it stays in the
-  pool, so evidence accumulates and the policy can spend repeated pulls where estimates are close or
-  uncertain; unpulled pool units are pulled first; a unit may join only if it was pulled at least once
+  pool, so evidence accumulates and the policy may spend repeated pulls where estimates are close or
+  uncertain (at c = 1.5 and rewards at tau = 0.02, UCB's bonus outweighs the reward gaps and its pulls mostly
+  catch up the pull counts of the pool's newest entrants: notebook 3, sections 3 and 5e); unpulled pool units
+  are pulled first; a unit may join only if it was pulled at least once
   under the mask it joins, and among those the best estimate over all its pulls joins. Pulls made under
   earlier, smaller masks still count: where units interact strongly (two redundant units, each harmless
   alone) that stale evidence can outweigh one pull under the new mask (``tests/test_bandit.py``).
@@ -250,6 +252,12 @@ def _rngs(seed: int) -> tuple[np.random.Generator, np.random.Generator]:
     return np.random.default_rng(a), np.random.default_rng(b)
 
 
+def batch_stream(ev: Evaluator, seed: int, batches_per_eval: int = BATCHES_PER_EVAL) -> BatchStream:
+    """The mini-batch stream of a sequential search with ``seed``: the same mini-batches, pull after pull, in every
+    search of that seed (and in :func:`repro.methods.replay.replay_joins`)."""
+    return BatchStream(ev.n_batches, batches_per_eval, _rngs(seed)[0])
+
+
 def _check_budget(budget: int) -> None:
     if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 1:
         raise ReproError(f"the per-step budget must be a positive integer, got {budget!r}")
@@ -263,8 +271,7 @@ def _start(ev: Evaluator, units: Sequence[Unit], ranking: np.ndarray, k: int, se
     _check_budget(budget)
     t0 = time.perf_counter()
     ev.reset()
-    batch_rng, search_rng = _rngs(seed)
-    stream = BatchStream(ev.n_batches, batches_per_eval, batch_rng)
+    stream, search_rng = batch_stream(ev, seed, batches_per_eval), _rngs(seed)[1]
     pool = Pool([units[i] for i in np.argsort(ranking, kind="stable")], pool_size)
     return t0, stream, pool, search_rng
 

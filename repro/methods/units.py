@@ -5,6 +5,7 @@ one-shot scorers: :mod:`repro.methods.unit_scores`.
 """
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Callable, NamedTuple, Protocol, Sequence
@@ -29,6 +30,18 @@ class Unit(NamedTuple):
 
     def __str__(self) -> str:
         return f"{self.kind}{self.layer}.{self.index}"
+
+    @classmethod
+    def of(cls, named) -> "Unit":
+        """The unit a record names: by ``str(unit)`` (``"mlp17.26"``: a selection's pulls and scores keys) or as
+        ``[kind, layer, index]`` (its ``units``)."""
+        if isinstance(named, str):
+            m = re.fullmatch(r"([a-z]+)(\d+)\.(\d+)", named)
+            if m is None:
+                raise ReproError(f"not a unit name: {named!r} (expected e.g. 'head3.1' or 'mlp17.26')")
+            return cls(m.group(1), int(m.group(2)), int(m.group(3)))
+        kind, layer, index = named
+        return cls(kind, int(layer), int(index))
 
 
 class Evaluator(Protocol):

@@ -26,7 +26,8 @@ def _wide_frame(g):
 class BanditGrid(Sections):
     """Notebook 3's experiments (``lm``: ``{model: BanditExperiment}``, ``vision``: ``{model:
     VisionBanditExperiment}``) and the cells of each section."""
-    sections = ("language_models", "vision_models", "memory_ablation", "wide_budget", "join_ablation", "removal")
+    sections = ("language_models", "vision_models", "memory_ablation", "wide_budget", "join_ablation",
+                "exploration_ablation", "precision_replay", "removal")
 
     def __init__(self, session):
         self.session, self.store, self.p = session, session.store, BanditParams.of(session.params)
@@ -101,6 +102,32 @@ class BanditGrid(Sections):
             for methods, search in self._searches(["thompson"], p.vision_search, join=join):
                 yield e.grid.ask({"head": [p.vision_ratio]}, methods, p.seeds, search)
         return True
+
+    @section
+    def exploration_ablation(self):
+        """Section 5e: MAB-UCB again with each exploration constant of ``ucb_c_ablation`` (per model and unit kind),
+        on that model's ablation settings, with the same seeds, memory, budgets and pools; False when the profile
+        names none."""
+        p = self.p
+        for name, by_kind in p.ucb_c_ablation.items():
+            e, units = self.lm.get(name), self.ablation_units(name)
+            for kind, cs in by_kind.items() if e is not None else ():
+                for c in cs if kind in units else ():
+                    yield e.grid.ask({kind: units[kind]}, ["ucb"], p.seeds, {**p.search, "memory": p.memory, "c": c},
+                                     p.lambada_limit)
+        return bool(p.ucb_c_ablation)
+
+    @section
+    def precision_replay(self):
+        """Section 5f: the replay record (:meth:`BanditExperiment.replay`, float32) of each search of
+        ``search_replay`` (of a model in the profile), as the grid searched it."""
+        p, out = self.p, []
+        for r in p.search_replay:
+            if r["model"] in self.lm:
+                search = next(s for m, s in self._searches([r["method"]], p.search) if m)
+                out.append((yield self.lm[r["model"]].replay.ask(r["method"], [r["kind"]], r["ratio"], r["seed"],
+                                                                   search)))
+        return out
 
     @section(shows=_wide_frame)
     def wide_budget(self):

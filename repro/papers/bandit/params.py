@@ -39,7 +39,8 @@ class BanditParams(NotebookParams):
     calib_seqlen: int = 128
     calib_batch_size: int = 8
     search_dtype: str = "float32"  # losses of the searches: float32, or "eval" for eval_dtype (Taylor/Fisher: float32)
-    methods: list[str] = ["random", "magnitude", "wanda", "taylor", "fisher", "greedy", "ucb", "thompson"]
+    methods: list[str] = ["random", "magnitude", "wanda", "taylor", "fisher", "greedy", "greedy-memory", "ucb",
+                          "thompson"]
     seeds: list[int] = [1, 2, 3, 42, 123]
     search: dict[str, Any] = {"budget": 32, "pool_size": 48}
     lambada_limit: int | None = 1024
@@ -55,6 +56,8 @@ class BanditParams(NotebookParams):
     memory_ablation: bool = True  # section 5b: the MAB searches again under the other memory rules
     join: str = "posterior"  # MAB-TS: the best posterior mean joins; "mean": the best mean reward, as MAB-UCB
     join_ablation: bool = True  # section 5d: the MAB-TS searches again under the other join rule
+    ucb_c_ablation: dict[str, dict[str, list[Number]]] = {}  # section 5e: {model: {kind: [c]}}, MAB-UCB again
+    search_replay: list[dict[str, Any]] = []  # section 5f: searches whose joins are replayed in float32
     wide_search: dict[str, Any] = {}  # section 5c: greedy and the MAB searches on the vision models, budget >= 2 x pool
     removal: dict[str, Any] = {"model": "smollm2-135m", "method": "thompson", "seed": 1, "batches": [1, 8],
                                "repeats": 5}
@@ -82,6 +85,8 @@ class BanditParams(NotebookParams):
             raise UnknownNameError("memory", self.memory, MEMORY)
         if self.join not in JOINS:
             raise UnknownNameError("join", self.join, JOINS)
+        self._check_exploration()
+        self._check_replay()
         for name in ("search", "vision_search", "wide_search"):
             s = getattr(self, name)
             if not isinstance(s, dict):
@@ -89,6 +94,40 @@ class BanditParams(NotebookParams):
             for k in ("budget", "pool_size"):
                 if k in s:
                     check_number(f"{name}[{k!r}]", s[k], True, 1)
+
+    def _check_exploration(self) -> None:
+        """``ucb_c_ablation``: ``{model: {unit kind: [positive c]}}``, each model and kind one the ablations run on."""
+        from repro.structure.masks import KINDS
+
+        if not isinstance(self.ucb_c_ablation, dict):
+            raise ReproError(f"parameter ucb_c_ablation must map each model to {{unit kind: [c]}}, got "
+                             f"{self.ucb_c_ablation!r}")
+        for model, by_kind in self.ucb_c_ablation.items():
+            if model not in self.unit_settings or not isinstance(by_kind, dict):
+                raise ReproError(f"parameter ucb_c_ablation[{model!r}] must map unit kinds of a model in "
+                                 f"unit_settings to exploration constants, got {by_kind!r}")
+            for kind, cs in by_kind.items():
+                if kind not in KINDS:
+                    raise UnknownNameError("unit kind in ucb_c_ablation", kind, KINDS)
+                check_list(f"ucb_c_ablation[{model!r}][{kind!r}]", cs, "number", 0.0)
+
+    def _check_replay(self) -> None:
+        """``search_replay``: each entry names a search of the grid (model, kind, ratio, sequential method, seed)."""
+        from repro.methods.bandit import SELECTORS
+
+        fields = {"model", "kind", "ratio", "method", "seed"}
+        if not isinstance(self.search_replay, list):
+            raise ReproError(f"parameter search_replay must be a list of searches, got {self.search_replay!r}")
+        for i, r in enumerate(self.search_replay):
+            if not isinstance(r, dict) or set(r) != fields:
+                raise ReproError(f"parameter search_replay[{i}] must name {', '.join(sorted(fields))}, got {r!r}")
+            ratios = self.unit_settings.get(r["model"], {}).get(r["kind"], [])
+            if r["ratio"] not in ratios or r["seed"] not in self.seeds:
+                raise ReproError(f"parameter search_replay[{i}] must name a setting and seed of the grid "
+                                 f"(unit_settings, seeds), got {r!r}")
+            if r["method"] not in SELECTORS or not SELECTORS[r["method"]].sequential:
+                raise ReproError(f"parameter search_replay[{i}]: {r['method']!r} is not a sequential search "
+                                 f"({', '.join(SELECTORS.names(sequential=True))})")
 
     def ablation_memories(self) -> list[str]:
         """The memory rules section 5b runs beside ``memory`` ("step", "carry"; none without ``memory_ablation``)."""

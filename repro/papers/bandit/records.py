@@ -3,14 +3,12 @@ selection's search statistics. Reads records only (no model is run).
 """
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pandas as pd
 
 from repro.engines.bandit import LAMBADA
 from repro.engines.base import owned
-from repro.methods.bandit import SELECTORS, Unit
+from repro.methods.bandit import SELECTORS, UCB_C, Unit
 from repro.store import Store
 
 MAB = ("ucb", "thompson")  # the bandit selectors (greedy is the sequential baseline they are compared with)
@@ -22,34 +20,36 @@ CELL = SETTING + ["method"]
 
 # ---- frames: one row per evaluated cell ------------------------------------------------------
 
-def _keep(rows: list[dict], memory: str, search: dict | None = None, join: str = "posterior") -> pd.DataFrame:
+def _keep(rows: list[dict], memory: str, search: dict | None = None, join: str = "posterior",
+          c: float = UCB_C) -> pd.DataFrame:
     """The rows of the MAB searches run with ``memory`` (``repro.methods.bandit``: "persist", the
-    default, "step" or "carry") and, for MAB-TS, the ``join`` rule, and every other row (dense,
-    baselines: they have neither); with ``search``, only the sequential searches run with its budget
-    and pool."""
+    default, "step" or "carry"), for MAB-TS the ``join`` rule and for MAB-UCB the exploration constant
+    ``c``, and every other row (dense, baselines: they have none of these); with ``search``, only the
+    sequential searches run with its budget and pool."""
     want = None if search is None else (search.get("budget"), search.get("pool_size"))
     return pd.DataFrame([r for r in rows if r["memory"] in (None, memory) and r["join"] in (None, join)
-                         and (want is None or r["search"] is None or r["search"] == want)])
+                         and r["c"] in (None, c) and (want is None or r["search"] is None or r["search"] == want)])
 
 
 def bandit_frame(store: Store, experiments, session: bool = True, memory: str = "persist",
-                 search: dict | None = None, join: str = "posterior") -> pd.DataFrame:
+                 search: dict | None = None, join: str = "posterior", c: float = UCB_C) -> pd.DataFrame:
     """One row per evaluated cell (dense included) of ``experiments`` (a list or ``{name:
-    BanditExperiment}``); ``session``: only the cells asked for in this session; ``memory``, ``search``
-    and ``join``: which sequential searches (:func:`_keep`)."""
+    BanditExperiment}``); ``session``: only the cells asked for in this session; ``memory``, ``search``,
+    ``join`` and ``c``: which sequential searches (:func:`_keep`)."""
     selections = {r["key"]: r for r in store.records("bandit-select")}
     rows = []
     for r, e in owned(store, "bandit-ppl", experiments, session):
-        c, res = r["config"], r["result"]
+        cfg, res = r["config"], r["result"]
         lam = (res.get("lambada") or {}).get("tasks", {}).get(LAMBADA)
-        rows.append({"key": ("bandit-ppl", r["key"]), "model": e.name, "method": c["method"],
-                     **_selection_fields(selections.get(c.get("selection"), {})),
+        rows.append({"key": ("bandit-ppl", r["key"]), "model": e.name, "method": cfg["method"],
+                     "selection": cfg.get("selection"),
+                     **_selection_fields(selections.get(cfg.get("selection"), {})),
                      "ppl": res["ppl"], "window_nll": res["window_nll"],
                      "lambada_ppl": None if lam is None else lam["metrics"]["perplexity"]["value"],
                      "lambada_acc": None if lam is None else lam["metrics"]["acc"]["value"],
                      "lambada_per_doc": None if lam is None else lam["per_doc"],
                      "finite": bool(np.isfinite(res["ppl"]))})
-    return _keep(rows, memory, search, join)
+    return _keep(rows, memory, search, join, c)
 
 
 def vision_frame(store: Store, experiments, session: bool = True, memory: str = "persist",
@@ -79,16 +79,14 @@ def _selection_fields(sel: dict) -> dict:
             "damages": sr.get("damages"), "pulled": sr.get("pulled"), "scores": sr.get("scores"),
             "memory": memory, "search": search,
             "join": sc["params"]["join"] if sc.get("method") == "thompson" else None,
+            "c": sc["params"]["c"] if sc.get("method") == "ucb" else None,
             "tau": sc["params"].get("tau") if seq else None}
 
 
 def unit_of(name: str) -> Unit:
     """The :class:`Unit` a selection record names by ``str(unit)`` (its ``scores`` keys, its pulls):
     ``Unit("mlp", 17, 26)`` from ``"mlp17.26"``."""
-    m = re.fullmatch(r"([a-z]+)(\d+)\.(\d+)", name)
-    if m is None:
-        raise ValueError(f"not a unit name: {name!r} (expected e.g. 'head3.1' or 'mlp17.26')")
-    return Unit(m.group(1), int(m.group(2)), int(m.group(3)))
+    return Unit.of(name)
 
 
 def stale_picks(units, pulled) -> float:

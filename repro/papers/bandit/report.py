@@ -10,6 +10,8 @@ from repro.assets.machine import label
 from repro.claims import claims_frame, kind_counts, with_paper, with_sources
 from repro.engines.bandit import removal_parts
 from repro.evaluate.stats import bh
+from repro.methods.bandit import UCB_C
+from repro.papers.bandit import mechanism as M
 from repro.papers.bandit import readings
 from repro.papers.bandit.claims import PAPER_EFFECTS, PAPER_SOURCES, bandit_claims
 from repro.papers.bandit.records import LABELS, MAB, SETTING, bandit_frame, head_maps, vision_frame
@@ -35,6 +37,7 @@ from repro.papers.bandit.tables import (
     vision_summary,
     vision_table,
 )
+from repro.papers.bandit.worked import bonus_decided_pull, pull_reasons, ucb_step
 from repro.report import Table, differences_table, lm_setting, model_line, provenance
 from repro.report import caption as caption_line
 from repro.structure import removal_counts
@@ -294,6 +297,101 @@ class Report:
             frames[rule] = pd.concat(self._frames(memory=rule), ignore_index=True)
         t = allocation_table(frames)
         return Table(t, self.caption(ALLOCATION, frame), readings.allocation_reading(t))
+
+    # ---- issue 49: what the bandits' results owe to what (repro.papers.bandit.mechanism) ---------------------
+    def decomposition(self, lm: pd.DataFrame, frame: pd.DataFrame) -> Table:
+        """MAB - greedy split into memory (control - greedy) and allocation (MAB - control), paired over seeds."""
+        t = M.decomposition(lm)
+        shown = t[[c for c in t.columns if not c.endswith("_sign")]] if len(t) else t
+        return Table(shown, self.caption("MAB against budgeted greedy, split in two by the greedy-with-memory control "
+                                         "(the same trials as greedy, kept across steps under the bandits' rule): "
+                                         "ppl change % differences, mean over seeds [95% t interval]; per seed the "
+                                         "two parts add up to the whole.", frame), M.decomposition_reading(t))
+
+    def reward_spread(self, frame: pd.DataFrame) -> Table:
+        t = M.reward_spread(frame).round(4)
+        return Table(t, self.caption("MAB-UCB's rewards against its exploration bonus (mean over seeds): the rewards' "
+                                     "sd within a step, the median gap of the two best mean rewards at a join, and "
+                                     "the bonus c sqrt(ln t / n) at the run's middle pull.", frame),
+                     M.reward_spread_reading(t))
+
+    def ucb_worked(self, frame: pd.DataFrame) -> Table:
+        """One real step of one MAB-UCB search (the first pull its index, not its best mean, decides):
+        every candidate's mean reward, pulls, bonus and index (:func:`.worked.ucb_step`)."""
+        runs = frame[(frame.method == "ucb") & frame.pulled.map(bool)] if len(frame) else frame
+        mlp = runs[runs.kinds == "mlp"] if len(runs) else runs
+        run = (mlp if len(mlp) else runs).sort_values(["model", "ratio", "seed"]).iloc[0] if len(runs) else None
+        if run is None:
+            return Table(pd.DataFrame(), "", "")
+        c = self.p.search.get("c", UCB_C)
+        result = {"units": run.units, "pulled": run.pulled, "rewards": run.rewards}
+        decided = pull_reasons(result, c)
+        if not len(decided):  # every pull went to a fresh entrant (a budget no larger than the pool's refresh)
+            return Table(pd.DataFrame(), "", f"{run.model}'s MAB-UCB search pulled only fresh entrants: no pull was "
+                                             "decided by the index, so there is no step to work through.")
+        step, pull = bonus_decided_pull(result, c) or (int(decided.step.iloc[0]), int(decided.pull.iloc[0]))
+        t = ucb_step(result, step, c, pull).round(4)
+        top = t.iloc[0]
+        best = t.sort_values("mean reward", ascending=False).iloc[0]
+        reading = (f"Step {step} of {run.model}'s {run.kinds} {run.ratio:.0%} seed-{int(run.seed)} search, pull {top.pull} "
+                   f"(t = {top.t}): the index picks {top.unit} ({top.pulls} pull(s), mean reward {top['mean reward']:.3f},"
+                   f" bonus {top.bonus:.3f}) over {best.unit}, the best mean reward ({best['mean reward']:.3f} after "
+                   f"{best.pulls} pulls, bonus {best.bonus:.3f}). The bonus differs between them by "
+                   f"{top.bonus - best.bonus:.3f}; their mean rewards by {best['mean reward'] - top['mean reward']:.3f}.")
+        return Table(t[["unit", "pulls", "mean reward", "bonus", "index", "pulled"]],
+                     self.caption(f"MAB-UCB worked: the index of every candidate before pull {top.pull} of step {step} "
+                                  f"(c = {c:g}), rebuilt from the record.", frame), reading)
+
+    def exploration_frames(self) -> tuple[dict[float, pd.DataFrame], dict[float, pd.DataFrame]]:
+        """``{c: frame}`` and ``{c: lm_table}`` of the MAB-UCB cells at the notebook's c and at each constant of
+        ``ucb_c_ablation`` (the notebook's memory, budget and pool)."""
+        p = self.p
+        cs = [p.search.get("c", UCB_C), *sorted({c for kinds in p.ucb_c_ablation.values() for v in kinds.values()
+                                                   for c in v}, reverse=True)]
+        frames = {c: bandit_frame(self.store, self.lm, memory=p.memory, search=p.search, join=p.join, c=c) for c in cs}
+        return frames, {c: lm_table(f) if len(f) else pd.DataFrame() for c, f in frames.items()}
+
+    def exploration(self) -> Table:
+        frames, tables = self.exploration_frames()
+        main = self.p.search.get("c", UCB_C)
+        ablated = {m: self.p.ablation_settings.get(m, {}) if self.p.ablation_settings is not None
+                   else self.p.unit_settings.get(m, {}) for m in self.p.ucb_c_ablation}
+        settings = {(m, k, r) for m, kinds in self.p.ucb_c_ablation.items() for k in kinds
+                    for r in ablated[m].get(k, [])}
+        frames = {c: f[[s in settings for s in zip(f.model, f.kinds, f.ratio)]] if len(f) else f
+                  for c, f in frames.items()}
+        t = M.exploration_table(frames, tables, main)
+        shown = t.drop(columns="diff_sign").round(3) if len(t) else t
+        cells = pd.concat([f[f.method == "ucb"] for f in frames.values() if len(f)] or [pd.DataFrame()])
+        return Table(shown, self.caption(f"MAB-UCB at each exploration constant (the paper's c = {main:g} and smaller "
+                                         "ones), same seeds, calibration draws, budget and pool: allocation (mean over "
+                                         "seeds) and ppl change %, with its paired difference from c = "
+                                         f"{main:g} [95% t interval].", cells if len(cells) else None),
+                     M.exploration_reading(t, main))
+
+    def replay(self, records: list[dict]) -> Table:
+        selections = {r["key"]: r for r in self.store.records("bandit-select")}
+        t = M.replay_table(records, selections)
+        t = t.round(4) if len(t) else t
+        return Table(t, self.caption("Joins replayed in float32: each search's own pulls, mini-batches and masks, "
+                                     "its join rule applied to float32 damages; the damage difference per pull "
+                                     "(nats) and the decisions' margins (nats)."),
+                     M.replay_reading(t, next(iter(self.lm.values())).search_dtype if self.lm else None))
+
+    def timing(self, frame: pd.DataFrame) -> Table:
+        selections = {r["key"]: r for r in self.store.records("bandit-select")}
+        t = M.timing_table(frame, selections)
+        t = t.round(2) if len(t) else t
+        return Table(t, self.caption("Seconds of the sequential searches (mean over seeds) against the work they did "
+                                     "(layer forwards), and the machines the records were made on.", frame),
+                     M.timing_reading(t))
+
+    def magnitude_pool(self, frame: pd.DataFrame, lm: pd.DataFrame, model: str) -> Table:
+        t = M.magnitude_pool(frame, model)
+        shown = t.drop(columns=["model", "k", "all_norms"]).round(4) if len(t) else t
+        return Table(shown, self.caption(f"{model}'s heads the MAB searches pulled, lowest norm first: magnitude's "
+                                         "score (weight norm), the mean damage of the head's pulls (all seeds, nats) "
+                                         "and magnitude's selection.", frame), M.magnitude_reading(t, lm))
 
     def wide(self, wframe: pd.DataFrame) -> Table:
         """Section 5c's table: :func:`vision_summary` of budgeted greedy and the MAB searches with the

@@ -14,6 +14,7 @@ from repro.calib.budget import Budget
 from repro.methods.bandit import (
     TAU,
     UCB,
+    UCB_C,
     Arm,
     Thompson,
     Unit,
@@ -23,6 +24,7 @@ from repro.methods.bandit import (
     reward,
 )
 from repro.papers.bandit.readings import synthetic_reading
+from repro.papers.bandit.worked import pull_reasons
 from repro.report import Table
 
 POOL, GOOD, GAP, SPREAD, NOISE, SEEDS = 16, 4, 0.01, 0.03, 0.02, 40  # the teaching section's toy
@@ -75,10 +77,11 @@ def arms(n: int = POOL, good: int = GOOD, gap: float = GAP, spread: float = SPRE
 
 
 def run(policy: str, means: dict[Unit, float], k: int, budget: int, noise: float, seed: int,
-        memory: str = "persist", pool_size: int | None = None) -> dict:
+        memory: str = "persist", pool_size: int | None = None, c: float = UCB_C) -> dict:
     """One search on synthetic arms: the mean true damage of its k units, how far above the best
     possible k it is (regret), and its :func:`allocation` of pulls. ``pool_size``: the search sees that many
-    arms at a time, the next arm in pool order entering as one joins (the real searches' refresh); None: all."""
+    arms at a time, the next arm in pool order entering as one joins (the real searches' refresh); None: all.
+    ``c``: UCB's exploration constant."""
     units = list(means)
     ev = SyntheticArms(means, noise, seed)
     ranking = np.arange(len(units), dtype=float)  # pool order = unit order (random with respect to the truth)
@@ -86,12 +89,15 @@ def run(policy: str, means: dict[Unit, float], k: int, budget: int, noise: float
     if policy == "greedy":
         sel = greedy_search(ev, units, ranking, k, seed=seed, budget=budget, pool_size=pool)
     else:
-        sel = bandit_search(ev, units, ranking, k, UCB() if policy == "ucb" else Thompson(), seed=seed,
+        sel = bandit_search(ev, units, ranking, k, UCB(c) if policy == "ucb" else Thompson(), seed=seed,
                             budget=budget, pool_size=pool, memory=memory)
+    least = pull_reasons(sel.as_dict(), c).least_pulled.mean() if policy == "ucb" else np.nan
     true = float(np.mean([means[u] for u in sel.units]))
     best = float(np.mean(sorted(means.values())[:k]))
-    return {"policy": policy, "memory": memory if policy != "greedy" else "-", "budget": budget, "seed": seed,
-            "true damage": true, "regret": true - best, **allocation(sel.units, sel.pulled)}
+    name = f"{policy} c={c:g}" if policy == "ucb" and c != UCB_C else policy
+    return {"policy": name, "memory": memory if policy != "greedy" else "-", "budget": budget, "seed": seed,
+            "true damage": true, "regret": true - best, "decided to least-pulled": least,
+            **allocation(sel.units, sel.pulled)}
 
 
 def compare(budgets=(8, 32), pool: int = POOL, k: int = GOOD, noise: float = NOISE, seeds=range(SEEDS),
@@ -108,19 +114,51 @@ def compare(budgets=(8, 32), pool: int = POOL, k: int = GOOD, noise: float = NOI
 
 
 REFRESH = {"arms": 32, "pool": 8, "k": 8, "budget": 8}  # the refreshing toy: the real searches' pool and budget
+SMALL_C = 0.1  # an exploration constant on the scale of the toy's rewards (their sd within a step is about 0.1)
 
 
-def refresh_compare(seeds=range(SEEDS), noise: float = NOISE, **shape) -> pd.DataFrame:
+def refresh_compare(seeds=range(SEEDS), noise: float = NOISE, small_c: float = SMALL_C, **shape) -> pd.DataFrame:
     """The toy with a refreshing pool (:data:`REFRESH`, overridable): ``arms`` arms seen ``pool`` at a time, the
-    next entering as one joins, ``budget`` pulls per step. One row per (seed, policy): what :func:`run` reports,
-    the share of each step's pulls that go to the arms new in it (``to_newcomers``) included."""
+    next entering as one joins, ``budget`` pulls per step; greedy, UCB at the paper's c and at ``small_c``, and
+    Thompson. One row per (seed, policy): what :func:`run` reports, the share of each step's pulls that go to the
+    arms new in it (``to_newcomers``) included."""
     c = {**REFRESH, **shape}
     rows = []
     for seed in seeds:
         means = arms(c["arms"], c["k"], seed=seed)
-        rows += [run(p, means, c["k"], c["budget"], noise, seed, pool_size=c["pool"]) for p in ("greedy", "ucb",
-                                                                                                 "thompson")]
+        for policy, const in (("greedy", UCB_C), ("ucb", UCB_C), ("ucb", small_c), ("thompson", UCB_C)):
+            rows.append(run(policy, means, c["k"], c["budget"], noise, seed, pool_size=c["pool"], c=const))
     return pd.DataFrame(rows)
+
+
+def refresh_table(runs: pd.DataFrame) -> Table:
+    """The refreshing toy's table: per policy, the mean regret and its paired difference to greedy on the same
+    arms and noise, distinct arms per step, the share of pulls to each step's newest entrants and the share of
+    joins first pulled in the step they join."""
+    greedy = runs[runs.policy == "greedy"].set_index("seed").regret
+    rows = []
+    for p, g in runs.groupby("policy", sort=False):
+        d = g.set_index("seed").regret - greedy
+        rows.append({"policy": p, "seeds": len(g), "mean regret": g.regret.mean(), "vs greedy": d.mean(),
+                     "seeds better than greedy": int((d < 0).sum()), "distinct per step": g.distinct_per_step.mean(),
+                     "to_newcomers": g.to_newcomers.mean(), "joins_new": g.joins_new.mean(),
+                     "decided to least-pulled": g["decided to least-pulled"].mean()})
+    t = pd.DataFrame(rows).round(4)
+    r = {x["policy"]: x for _, x in t.iterrows()}
+    ucb, small = r.get("ucb"), r.get(f"ucb c={SMALL_C:g}")
+    reading = "" if ucb is None or small is None else (
+        f"With the pool refreshed as arms join, UCB at c = {UCB_C:g} sends {ucb.to_newcomers:.0%} of each step's "
+        f"pulls to the arms new in it (greedy's even spread: {r['greedy'].to_newcomers:.0%}), and "
+        f"{ucb['decided to least-pulled']:.0%} of the pulls its index decides go to a least-pulled arm: at this c the "
+        f"bonus, not the reward, picks the arm, so the search catches up on pull counts. At c = {SMALL_C:g}, on the "
+        f"scale of the rewards, {small['decided to least-pulled']:.0%} of decided pulls go to a least-pulled arm and "
+        f"{small['distinct per step']:.1f} distinct arms are pulled per step (against {ucb['distinct per step']:.1f}); "
+        f"mean regret {ucb['mean regret']:.4f} against {small['mean regret']:.4f} (greedy "
+        f"{r['greedy']['mean regret']:.4f}, Thompson {r['thompson']['mean regret']:.4f}).")
+    cap = (f"**The toy with a refreshing pool: {REFRESH['arms']} arms seen {REFRESH['pool']} at a time, "
+           f"{REFRESH['budget']} pulls per step, k = {REFRESH['k']}, noise sd {NOISE:g}, {runs.seed.nunique()} seeds "
+           "shared by every policy.** Regret as in the toy above; no model.")
+    return Table(t, cap, reading)
 
 
 def table(runs: pd.DataFrame) -> Table:
