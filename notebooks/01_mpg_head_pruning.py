@@ -424,7 +424,9 @@ if remedy_methods:
 # scale per layer, not of which heads they rate low within a layer. MP-G gains nothing
 # (its scores never empty a layer at the lower sparsities) and loses a little: the global ranking's freedom
 # to prune unequally across layers is worth something. At the highest sparsity most pairs compare two collapsed
-# models, which the table marks and the reading leaves out.
+# models, which the table marks and the reading leaves out. Section 10 sets this against the paper's claim
+# "MP-G matches or beats the calibration-based scores": beside that row, a row of ours tests MP-G against the
+# best calibrated score *ranked within each layer*, with the same paired rule.
 
 # %% [markdown]
 # ## 4. Table II: the threshold z
@@ -497,6 +499,13 @@ if zs_table is not None:
 nb.show(R.ties(grid.ties(), scores, sparsities), "tie_break")  # one cell per seed of each model's tie_seeds
 
 # %% [markdown]
+# How many heads tie at exactly 0 depends on $z$: the higher the threshold, the fewer features pass it and the
+# more heads score 0. At every $z$ of the sweep (section 4), from the weights alone:
+
+# %%
+nb.show(R.tie_counts(R.scores()), "tie_counts_by_z")  # every score record of this run, the z sweep's included
+
+# %% [markdown]
 # ## 8. Efficiency: zeroing versus removing heads
 #
 # The paper only zeroes weights, which leaves every matrix its full size (it reports at most 3.5%
@@ -551,6 +560,7 @@ else:
 # %%
 if vexps:
     nb.show(M.zero_ties(vscores, ["mpg"], sparsities), "mha_zero_score_ties")
+    nb.show(M.tie_counts(vscores), "mha_tie_counts_by_z")  # at every z of the sweep
 
 # %% [markdown]
 # **Sanity.** A pruned model more accurate than the dense one, or below chance (one image in ten: ten balanced

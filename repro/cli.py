@@ -81,6 +81,25 @@ def _eval_dtype_arg(p: argparse.ArgumentParser) -> None:
                         "under .cache/<profile>-<dtype>/ (it reads the profile's records that no dtype enters)")
 
 
+def _setting(text: str) -> tuple[str, object]:
+    """``NAME=VALUE`` of ``--set``: the value read as YAML (``float32``, ``0.5``, ``[1, 2]``, ``{a: 1}``)."""
+    import yaml
+
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    try:
+        return name.strip(), yaml.safe_load(value)
+    except yaml.YAMLError as err:
+        raise argparse.ArgumentTypeError(f"{name}: not a YAML value: {value!r} ({err.__class__.__name__})")
+
+
+def _set_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--set", dest="settings", type=_setting, action="append", default=[], metavar="NAME=VALUE",
+                   help="set one notebook parameter over the profile's (repeatable; the value is read as YAML, e.g. "
+                        "--set search_dtype=float32); checked like the profile's values before anything is loaded")
+
+
 def parser() -> argparse.ArgumentParser:
     ap = _Parser(prog="python -m repro", description=__doc__, formatter_class=_Formatter)
     sub = ap.add_subparsers(dest="command", required=True)
@@ -178,6 +197,7 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--threads", type=_positive, default=None, help="torch threads per worker (default: the cores "
                                                                    "shared out)")
     _eval_dtype_arg(r)
+    _set_arg(r)
     r.add_argument("--retime", action="store_true",
                    help="time the timing cells (efficiency, removal) again on this machine, replacing their records "
                         "(a re-render otherwise shows the committed timings, naming the machine they ran on)")
@@ -524,7 +544,7 @@ def cmd_run(args) -> dict:
         raise ReproError("--tflops and --fp32-tflops go with --dry-run (an estimate's assumed throughput)")
     if args.dry_run and args.retime:
         raise ReproError("--retime computes; a dry run computes nothing")
-    overrides = {"eval_dtype": args.eval_dtype} if args.eval_dtype else None
+    overrides = {**dict(args.settings), **({"eval_dtype": args.eval_dtype} if args.eval_dtype else {})} or None
     if args.dry_run:
         return dry_run(args.source, _profile(args), args.tflops, args.fp32_tflops, overrides=overrides)
     return run_notebook(args.source, _profile(args), args.jobs, args.executor, args.address, args.threads,

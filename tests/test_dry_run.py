@@ -1,6 +1,7 @@
 """``repro run --dry-run`` (repro.jobs.dry_run, repro.engines.dry, repro.engines.estimate): the plan of a notebook
 with nothing loaded, downloaded, computed or written, its counts those of the real plan, and a cost model whose
 arithmetic is the stated one."""
+import json
 import re
 from collections import Counter
 from types import SimpleNamespace
@@ -73,10 +74,24 @@ def test_bad_dry_run_input_is_one_line(tmp_path, capsys):
 
     for args, message in ((["--profile", str(tmp_path / "nowhere.yaml"), "--dry-run"], "--profile: no such file"),
                           (["--profile", str(SMOKE), "--tflops", "100"], "--tflops and --fp32-tflops go with --dry-run"),
-                          (["--profile", str(SMOKE), "--dry-run", "--tflops", "0"], "--tflops: expected a positive number")):
+                          (["--profile", str(SMOKE), "--dry-run", "--tflops", "0"], "--tflops: expected a positive number"),
+                          (["--profile", str(SMOKE), "--dry-run", "--set", "search_dtype"], "--set: expected NAME=VALUE"),
+                          (["--profile", str(SMOKE), "--dry-run", "--set", "serch_dtype=float32"],
+                           "unknown parameter(s) serch_dtype"),
+                          (["--profile", str(SMOKE), "--dry-run", "--set", "max_windows=-3"], "max_windows must be a positive")):
         code = cli(["run", str(SRC), *args])
         out, err = capsys.readouterr()
         assert code == 2 and out == "" and err.count("\n") == 1 and message in err, (args, err)
+
+
+def test_a_set_parameter_reaches_the_plan(capsys):
+    """``--set NAME=VALUE`` sets a parameter over the profile's, its value read as YAML (a list here)."""
+    def cells(*extra):
+        assert main(["run", str(SRC.parent / "03_bandit_pruning.py"), "--profile", str(SMOKE), "--dry-run", *extra]) == 0
+        return json.loads(capsys.readouterr().out.strip().splitlines()[-1])["cells"]
+
+    base, other = cells(), cells("--set", "search_dtype=bfloat16", "--set", "seeds=[1]")
+    assert 0 < sum(other.values()) < sum(base.values())  # one seed of three: fewer cells
 
 
 def test_the_cost_model_is_the_stated_arithmetic():

@@ -181,7 +181,7 @@ def test_head_experiment_cells_and_frame(tmp_path):
 
 def _frame(rows):
     """A pooled perplexity frame (as ppl_frame returns) of constructed cells."""
-    return pool_draws(pd.DataFrame([{"key": ("heads-ppl", str(i)), "tie_break": "index", "tie_seed": None,
+    return pool_draws(pd.DataFrame([{"key": ("heads-ppl", str(i)), "tie_break": "index", "tie_seed": None, "scale": "global",
                                        "z": r.get("z"), "sparsity": 0.0, "draw": 0, "ppl": math.exp(np.mean(r["nll"])),
                                        "ci95": None, "window_nll": r["nll"], **r} for i, r in enumerate(rows)]))
 
@@ -637,3 +637,35 @@ def test_a_first_place_counts_only_where_the_paired_interval_separates_it():
     (firsts,) = [c for c in claims if c.claim.startswith("Gradient-Head has the most first places")]
     assert "Gradient-Head 1" in firsts.measured and "1 setting too close to call" in firsts.measured
     assert firsts.ci == (0.0, 2.0) and firsts.verdict == "inconclusive"
+
+
+def test_the_remedy_row_sets_mp_g_against_the_best_calibrated_score_ranked_within_layers():
+    """Beside the paper's "MP-G matches or beats the calibration-based scores", the remedy row compares MP-G with
+    the best calibrated score of the layer-ranked cells (section 3d), paired over windows; without such cells it
+    is absent."""
+    from repro.papers.mpg.claims import REMEDY
+
+    w = np.tile([3.0, 3.5, 2.5, 4.0], 5)
+    rows = [dict(model="m", method="dense", sparsity=0.0, nll=w),
+            dict(model="m", method="mpg", sparsity=0.25, z=2.0, nll=w + 0.2),
+            dict(model="m", method="wanda-head", sparsity=0.25, nll=w + 3.0),  # collapsed, ranked globally
+            dict(model="m", method="wanda-head", sparsity=0.25, scale="layer", nll=w + 0.1),
+            dict(model="m", method="gradient-head", sparsity=0.25, scale="layer", nll=w + 0.15)]
+    claims = mpg_claims(_frame(rows), ["m"], [0.25], [2.0], [], {"m": 1})
+    (row,) = [c for c in claims if c.claim == REMEDY]
+    assert "MP-G / Wanda-Head ranked within layers" in row.measured and row.verdict == FAILS
+    assert row.effect == pytest.approx(math.exp(0.1))
+    (paper,) = [c for c in claims if c.claim.startswith("Calibration-free MP-G matches")]
+    assert paper.verdict == HOLDS  # against the globally ranked (collapsed) Wanda-Head the paper's row holds
+    assert not [c for c in mpg_claims(_frame(rows[:3]), ["m"], [0.25], [2.0], [], {"m": 1}) if c.claim == REMEDY]
+
+
+def test_tie_counts_per_threshold():
+    from repro.papers.mpg.tables import tie_counts, tie_counts_reading
+
+    scores = pd.DataFrame([{"model": "m", "method": "mpg", "z": z, "scores": np.array(s)}
+                           for z, s in ((2.0, [[0.0, 0.0, 1.0], [0.0, 2.0, 2.0]]), (1.5, [[0.0, 0.5, 1.0], [3.0, 2.0, 4.0]]))])
+    t = tie_counts(scores, ["m"])
+    assert list(t.z) == [1.5, 2.0] and list(t["heads scoring exactly 0"]) == [1, 3]
+    assert list(t["largest tie"]) == [1, 3] and t.heads.eq(6).all()
+    assert "1 of 6 heads score exactly 0 at z = 1.5, 3 at z = 2" in tie_counts_reading(t)

@@ -72,6 +72,32 @@ def zero_ties_frame(scores: pd.DataFrame, models: list[str], methods: list[str],
     return pd.DataFrame(rows)
 
 
+def tie_counts(scores: pd.DataFrame, models: list[str], methods=("mpg", "mp")) -> pd.DataFrame:
+    """Per model, method and threshold z: how many heads score exactly 0 (no feature above mu + z sigma) and the
+    largest group of heads sharing one exact score: where a global ranking's cut can fall inside a tie, so that
+    the (layer, head) order decides (every z that has a score record: the z sweep's)."""
+    rows = []
+    f = scores[scores.model.isin(models) & scores.method.isin(methods)] if len(scores) else scores
+    for (name, m, z), g in (f.groupby(["model", "method", "z"], sort=False) if len(f) else []):
+        s = np.asarray(g.iloc[0]["scores"]).ravel()
+        _, counts = np.unique(s, return_counts=True)
+        rows.append({"model": name, "method": LABEL[m], "z": z, "heads": s.size, "heads scoring exactly 0":
+                     int((s == 0).sum()), "share": (s == 0).mean(), "largest tie": int(counts.max())})
+    t = pd.DataFrame(rows)
+    return t.sort_values(["model", "method", "z"], ignore_index=True) if len(t) else t
+
+
+def tie_counts_reading(t: pd.DataFrame) -> str:
+    """Per model: the zero-score heads at the lowest and the highest z, for each method."""
+    lines = []
+    for (model, method), g in (t.groupby(["model", "method"], sort=False) if len(t) else []):
+        lo, hi = g.iloc[0], g.iloc[-1]
+        lines.append(f"- **{model}, {method}**: {lo['heads scoring exactly 0']} of {lo.heads} heads score exactly 0 "
+                     f"at z = {lo.z:g}, {hi['heads scoring exactly 0']} at z = {hi.z:g}; the largest tie holds "
+                     f"{g['largest tie'].max()} heads.")
+    return "\n".join(lines)
+
+
 class SessionTables:
     """Tables from the records of one notebook session's ``experiments`` (``{model: experiment}``: their identity,
     setup and evaluation data name the models in captions); ``session``: what names the setting (``store``,
@@ -83,6 +109,13 @@ class SessionTables:
         self.p = p if p is not None else MpgParams.of(session.params)
         self.experiments = experiments
         self.models = list(experiments)
+
+    def tie_counts(self, scores: pd.DataFrame) -> Table:
+        """:func:`tie_counts` of these models: heads scoring exactly 0 at every z that has a score record."""
+        t = tie_counts(scores, self.models)
+        return Table(t.round(3) if len(t) else t, self.caption("Heads that score exactly 0 under MP-G and MP at each "
+                                                               "threshold z, and the largest group sharing one "
+                                                               "score (weights only)."), tie_counts_reading(t))
 
 
 class Tables(SessionTables):
