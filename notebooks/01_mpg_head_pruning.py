@@ -439,6 +439,16 @@ if remedy_methods:
 nb.show(R.table2(grid.table2(), z_values, z_sparsities), "table2_z_sweep")  # MP-G and MP at every z
 
 # %% [markdown]
+# Some cells of Tables I and II sit at or above a *uniform guess* (the perplexity of a model that spreads its
+# probability evenly over the vocabulary), and some pairs are not monotone: MP beating MP-G where MP-G empties
+# fewer layers. Each such cell is connected here to what its selection does to the layers, from its record:
+
+# %%
+cells_so_far = R.frame()  # Tables I and II, every z
+nb.show(R.above_uniform(cells_so_far), "above_uniform_cells")
+nb.show(R.mp_against_mpg(cells_so_far), "mp_against_mpg")
+
+# %% [markdown]
 # ## 5. Table IV: how often each method wins
 #
 # Best and second-best counts over the columns of Table I (each model x sparsity), among the

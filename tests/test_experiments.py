@@ -669,3 +669,25 @@ def test_tie_counts_per_threshold():
     assert list(t.z) == [1.5, 2.0] and list(t["heads scoring exactly 0"]) == [1, 3]
     assert list(t["largest tie"]) == [1, 3] and t.heads.eq(6).all()
     assert "1 of 6 heads score exactly 0 at z = 1.5, 3 at z = 2" in tie_counts_reading(t)
+
+
+def test_cells_above_a_uniform_guess_and_mp_against_mpg_by_the_layers_they_empty():
+    """Section 4's connection of odd cells to their selections: the cells at or above a uniform guess with the
+    layers they empty (and the layer they share), and an MP / MP-G pair where the side emptying fewer layers is
+    the worse one."""
+    from repro.papers.mpg.collapse import above_uniform, above_uniform_reading, mp_against_mpg, mp_against_mpg_reading
+
+    w = np.tile([3.0, 3.5, 2.5, 4.0], 5)
+    layer1, layer0 = [[1, 0], [1, 1]], [[0, 0], [0, 1]]
+    rows = [dict(model="m", method="dense", sparsity=0.0, nll=w, pruned=None),
+            dict(model="m", method="mpg", sparsity=0.5, z=2.5, nll=w + 12, pruned=layer1 + [[0, 0], [2, 0]]),  # above
+            dict(model="m", method="mp", sparsity=0.5, z=2.5, nll=w + 1, pruned=layer1 + layer0),       # empties 2
+            dict(model="m", method="wanda-head", sparsity=0.5, nll=w + 13, pruned=layer1 + [[2, 0]])]  # above uniform
+    frame = _frame(rows)
+    t = above_uniform(frame, ["m"], {"m": 2}, {"m": math.exp(w.mean() + 10)})
+    assert sorted(t.method) == ["MP-G", "Wanda-Head"] and all(e == [1] for e in t["emptied layers"])
+    assert "Layer 1 is emptied by both cells." in above_uniform_reading(t)
+    pair = mp_against_mpg(frame, ["m"], {"m": 2}).iloc[0]
+    assert pair["MP empties"] == [0, 1] and pair["MP-G empties"] == [1] and pair["fewer emptied, worse"]
+    assert pair["heads in common"] == 3 and pair["MP / MP-G"] == pytest.approx(math.exp(-11))
+    assert "the heads only MP-G cuts sit mostly in layer 2" in mp_against_mpg_reading(mp_against_mpg(frame, ["m"], {"m": 2}))

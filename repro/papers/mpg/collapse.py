@@ -1,7 +1,8 @@
 """Notebook 1's section 3's "why" tables, from records only: Table I's sample against the whole split, why
 collapsed cells collapse (:meth:`repro.engines.heads.HeadExperiment.anatomy` records), why a calibrated
-score empties whole layers (its per-layer scale), and the layer-normalised ranking (our remedy ablation).
-What they show in words: :mod:`.readings`.
+score empties whole layers (its per-layer scale), the layer-normalised ranking (our remedy ablation), and every
+cell above a uniform guess or MP against MP-G by the layers they empty (with their readings here; the others'
+are in :mod:`.readings`).
 """
 from __future__ import annotations
 
@@ -138,3 +139,110 @@ def remedy_table(frame: pd.DataFrame, models: list[str], methods: list[str], spa
                              "layers emptied (global -> normalised)": f"{emptied(g)} -> {emptied(lay)}",
                              "both collapsed": dense is not None and all(collapsed(c.ppl, dense.ppl) for c in (g, lay))})
     return pd.DataFrame(rows)
+
+
+# ---- every cell above a uniform guess, and MP against MP-G, by the layers they empty ---------------------
+
+def emptied_layers(cell, heads_per_layer: int) -> list[int]:
+    """The layers a cell's selection (``cell.pruned``: [layer, head] pairs) prunes entirely."""
+    if cell.pruned is None or not len(cell.pruned):
+        return []
+    counts = np.bincount([layer for layer, _ in cell.pruned])
+    return [int(layer) for layer in np.flatnonzero(counts == heads_per_layer)]
+
+
+def above_uniform(frame: pd.DataFrame, models: list[str], heads_per_layer: dict[str, int],
+                  uniform: dict[str, float | None]) -> pd.DataFrame:
+    """Every cell of ``frame`` (index tie-break, global ranking, first draw; every z) whose perplexity is at or
+    above a uniform guess over the vocabulary (``uniform``): its emptied layers, and the other such cells of the
+    same model that empty one of the same layers (``shares a layer with``)."""
+    f = frame[frame.tie_break.eq("index") & frame.scale.eq("global") & frame.draw.eq(0) & frame.method.ne("dense")]
+    rows = []
+    for model in models:
+        u = uniform.get(model)
+        if not u:
+            continue
+        for c in f[(f.model == model) & (f.ppl >= u)].itertuples():
+            rows.append({"model": model, "method": LABEL[c.method], "z": c.z, "sparsity": pct(c.sparsity),
+                         "ppl": c.ppl, "uniform guess": u,
+                         "emptied layers": emptied_layers(c, heads_per_layer[model])})
+    t = pd.DataFrame(rows)
+    if not len(t):
+        return t
+    name = [f"{r.method}{'' if pd.isna(r.z) else f' z={r.z:g}'} @ {r.sparsity}" for r in t.itertuples()]
+    t["shares a layer with"] = [", ".join(n for j, n in enumerate(name) if j != i and t.model[j] == t.model[i]
+                                          and set(t["emptied layers"][j]) & set(t["emptied layers"][i]))
+                                for i in range(len(t))]
+    return t
+
+
+def mp_against_mpg(frame: pd.DataFrame, models: list[str], heads_per_layer: dict[str, int]) -> pd.DataFrame:
+    """MP against MP-G in every (model, z, sparsity) where both ran: their perplexities, the ratio MP / MP-G
+    paired over windows, the layers each empties, the heads they share and, per side, the layers where its
+    heads differ most from the other's. ``fewer emptied, worse``: the side that empties fewer layers has the
+    higher perplexity (the non-monotone pairs a reader asks about)."""
+    f = frame[frame.tie_break.eq("index") & frame.scale.eq("global") & frame.draw.eq(0)]
+    rows = []
+    for model in models:
+        for (z, sp), g in f[(f.model == model) & f.method.isin(["mp", "mpg"])].groupby(["z", "sparsity"]):
+            cells = {m: g[g.method == m].iloc[0] for m in ("mp", "mpg") if (g.method == m).any()}
+            if len(cells) < 2:
+                continue
+            a, b = cells["mp"], cells["mpg"]
+            sa, sb = set(map(tuple, a.pruned)), set(map(tuple, b.pruned))
+            ea, eb = emptied_layers(a, heads_per_layer[model]), emptied_layers(b, heads_per_layer[model])
+            p = paired_ratio(a.window_nll, b.window_nll)
+            only = {k: np.bincount([x for x, _ in s], minlength=1) for k, s in (("mp", sa - sb), ("mpg", sb - sa))}
+            rows.append({"model": model, "z": z, "sparsity": pct(sp), "MP": a.ppl, "MP-G": b.ppl,
+                         "MP / MP-G": p.estimate, "lo": p.ci[0], "hi": p.ci[1], "MP empties": ea, "MP-G empties": eb,
+                         "heads in common": len(sa & sb), "heads each": len(sa),
+                         "MP's own heads, most in layer": int(np.argmax(only["mp"])) if len(sa - sb) else None,
+                         "MP-G's own heads, most in layer": int(np.argmax(only["mpg"])) if len(sb - sa) else None,
+                         "fewer emptied, worse": (len(eb) < len(ea) and b.ppl > a.ppl) or
+                                                (len(ea) < len(eb) and a.ppl > b.ppl)})
+    return pd.DataFrame(rows)
+
+
+def _emptied(layers: list[int]) -> str:
+    return f"empties layer{'s' * (len(layers) > 1)} {', '.join(map(str, layers))}" if layers else "empties no layer"
+
+
+def above_uniform_reading(t: pd.DataFrame) -> str:
+    """Each above-uniform cell with the layers it empties, and the layers several of them empty."""
+    if not len(t):
+        return "No cell of Tables I and II reaches a uniform guess over the vocabulary."
+    lines = []
+    for model, g in t.groupby("model", sort=False):
+        layers = pd.Series([x for e in g["emptied layers"] for x in e], dtype=int).value_counts()
+        most = int(layers.max()) if len(layers) else 0
+        common = sorted(int(x) for x, n in layers.items() if n == most)
+        cells = "; ".join(f"{r['method']}{'' if pd.isna(r['z']) else f' (z = {r.z:g})'} at {r['sparsity']}: "
+                          f"{r['ppl']:,.0f}, {_emptied(r['emptied layers'])}" for _, r in g.iterrows())
+        shared = (f" Layer{'s' * (len(common) > 1)} {', '.join(map(str, common))} "
+                  f"{'is' if len(common) == 1 else 'are each'} emptied by "
+                  + ("both cells." if most == len(g) == 2 else f"{'all ' if most == len(g) else ''}{most} of these "
+                                                               f"{len(g)} cells.") if most > 1 else " No layer is emptied by two of them.")
+        lines.append(f"- **{model}** (uniform guess {g['uniform guess'].iloc[0]:,.0f}): {cells}.{shared}")
+    return "\n".join(lines)
+
+
+def mp_against_mpg_reading(t: pd.DataFrame) -> str:
+    """The non-monotone MP / MP-G pairs: where the side that empties fewer layers is the worse one, what else
+    differs."""
+    if not len(t):
+        return ""
+    odd = t[t["fewer emptied, worse"]]
+    if not len(odd):
+        return "In no pair does the side that empties fewer layers have the higher perplexity."
+    lines = []
+    for _, r in odd.iterrows():
+        worse = "MP" if r["MP"] > r["MP-G"] else "MP-G"
+        own = r[f"{worse}'s own heads, most in layer"]
+        where = "nowhere (it cuts no head the other keeps)" if own is None or pd.isna(own) else f"layer {int(own)}"
+        lines.append(f"- **{r['model']}, z = {r['z']:g}, {r['sparsity']}**: MP {r['MP']:,.4g} against MP-G "
+                     f"{r['MP-G']:,.4g} (MP / MP-G x{r['MP / MP-G']:.3g} [{r['lo']:.3g}, {r['hi']:.3g}] paired over "
+                     f"windows); MP {_emptied(r['MP empties'])}, MP-G {_emptied(r['MP-G empties'])}; they share "
+                     f"{r['heads in common']} of {r['heads each']} heads, and the heads only {worse} cuts sit mostly in "
+                     f"{where}. Counting emptied layers does "
+                     "not rank these two: which heads of the surviving layers go does.")
+    return "\n".join(lines)

@@ -104,6 +104,24 @@ class Report(Tables):
                                          "normalised / global paired over the same windows (lo, hi: its 95% "
                                          "interval).", keys), remedy_reading(table))
 
+    def above_uniform(self, frame: pd.DataFrame) -> Table:
+        """Every cell so far (Tables I and II) at or above a uniform guess, with the layers it empties."""
+        heads = {n: e.shape[1] for n, e in self.grid.lm.items()}
+        uniform = {n: e.uniform_ppl for n, e in self.grid.lm.items()}
+        t = C.above_uniform(frame, self.models, heads, uniform)
+        return Table(t.round(1) if len(t) else t, self.caption("Cells at or above a uniform guess over the vocabulary "
+                                                               "(Tables I and II, first draw), the layers each empties "
+                                                               "and the others that empty one of them."),
+                     C.above_uniform_reading(t))
+
+    def mp_against_mpg(self, frame: pd.DataFrame) -> Table:
+        heads = {n: e.shape[1] for n, e in self.grid.lm.items()}
+        t = C.mp_against_mpg(frame, self.models, heads)
+        return Table(t.round(3) if len(t) else t, self.caption("MP against MP-G at every z and sparsity: perplexity "
+                                                               "ratio paired over windows [lo, hi], the layers each "
+                                                               "empties and the heads they share."),
+                     C.mp_against_mpg_reading(t))
+
     # -- section 9b: Table I's encoder rows (masked LMs, pseudo-perplexity)
     def encoder_setting(self) -> str:
         """'FacebookAI/roberta-base; wikitext2:validation, 32 x 128 tokens between <s> and </s>, spread over the
