@@ -60,6 +60,7 @@ exact_rounding_data = ["wikitext2", "c4-sample"]  # where the exact-target OGAS 
 zeroshot_models = ["smollm2-135m", "gemma3-270m"]
 zeroshot_tasks = ["arc_challenge", "boolq", "hellaswag", "winogrande", "arc_easy", "piqa"]
 zeroshot_limit = 50
+figure2_depths = [0.0, 0.5, 1.0]  # Figure 2's corners: the down projections at these relative depths
 figure_layer = None  # "model.layers.N.mlp.down_proj"; None: the middle layer's down projection
 recompute = False
 results_dir = "../results"
@@ -414,6 +415,19 @@ ax.set_title(f"{name} {layer}: OGAS {ogas_setting[name]} setting, {sparsity:.0%}
 nb.figure(fig, "fig2_energy_papr.png")
 
 # %% [markdown]
+# **The figure's story against the equations.** The paper says OGAS prunes "high-energy static redundant"
+# channels (high energy, low PAPR) that Wanda keeps, and saves low-energy channels with a high peak ratio. In
+# the equations the importance $I_i = (1-\lambda)\hat E_i + \lambda \hat P_i$ *rises* with energy and the
+# sparsity falls as $I_i$ rises. On the down projections at the start, middle and end of each model (`figure2_depths`),
+# the channels of the two corners (top and bottom quarter on each axis) and the sparsity OGAS gives them, against
+# Wanda's, which is the target on every output channel:
+
+# %%
+fig2_records = grid.figure2_channels()  # {model: per-channel OGAS arrays of its figure2 layers}
+fig2_corners = R.corners(fig2_records)
+nb.show(fig2_corners, "figure2_corners")
+
+# %% [markdown]
 # ### The gamma each layer chose, and the spread of channel sparsity per layer type
 #
 # Red crosses: the golden-section search ended within its tolerance of a bound of $(0.05, 1.1)$.
@@ -483,7 +497,7 @@ nb.show(R.curve_table(curve, frame), "fig4_ppl_vs_sparsity")
 # $\log \mathrm{ppl}_{90} - \log \mathrm{ppl}_{70}$ of OGAS with each other method, paired over windows.
 
 # %%
-claims = R.claims(frame)  # its reading is section 8
+claims = R.claims(frame, fig2_corners)  # its reading is section 8
 nb.show_claims(claims, "claims")
 
 # %% [markdown]

@@ -282,3 +282,42 @@ def test_the_grid_plans_and_reads_the_worked_cell(run):
     jobs = survey(fresh).ordered()
     (job,) = [j for j in jobs if j.call == "worked_layer"]
     assert job.args == (LAYER, "ogas", 0.5, {"lam": 0.4, "gamma": "search"}) and job.record[0] == "prune-worked"
+
+
+def test_the_channels_cell_records_the_main_cells_arrays_without_an_evaluation(run):
+    """Figure 2's corners read ``PruneExperiment.channels``: the same pruning as the main cell (its zeros and its
+    kept layer's arrays), for several layers, with no perplexity; an unknown layer is refused before any work."""
+    store, e, recs = run
+    other = "model.layers.0.mlp.down_proj"
+    rec = e.channels("ogas", 0.5, (LAYER, other), SEARCH)
+    cell = recs["search"][1]["result"]
+    assert rec["result"]["zeros_sha256"] == cell["zeros_sha256"] and "ppl" not in rec["result"]
+    assert rec["result"]["channels"][LAYER] == cell["channels"][LAYER]
+    assert set(rec["result"]["channels"]) == {LAYER, other}
+    with pytest.raises(ReproError, match="unknown prunable linear"):
+        e.channels("ogas", 0.5, ("model.layers.9.mlp.nowhere",), SEARCH)
+
+
+def test_figure2_corners_say_which_way_the_equations_push_each_corner():
+    """Synthetic channels whose sparsity falls with energy (as OGAS's importance makes it): the high-energy,
+    low-PAPR corner is pruned less than Wanda's target, so the paper's statement does not hold, and the reading
+    says the equations do the opposite of the story."""
+    from repro.claims import FAILS
+    from repro.papers.ogas.corners import PEAKY, STATIC, corner_claims, corners, corners_reading
+
+    rng = np.random.default_rng(0)
+    recs = {}
+    for model in ("a",):
+        layers = {}
+        for i in range(3):
+            e, p = np.expm1(rng.uniform(0, 3, 400)), rng.uniform(1, 20, 400)  # log(1 + E) uniform
+            x = (np.log1p(e) - np.log1p(e).min()) / np.ptp(np.log1p(e))
+            layers[f"l{i}"] = {"energy": e.tolist(), "peak_ratio": p.tolist(), "channel_sparsity": (0.7 - 0.4 * x).tolist()}
+        recs[model] = {"result": {"channels": layers}}
+    t = corners(recs, 0.5)
+    assert len(t) == 3 and (t["high E, low P"] > 0).all() and (t["Spearman s~x (energy)"] < -0.99).all()
+    assert (t["sparsity, high E low P"] < 0.5).all() and (t["sparsity, low E high P"] > 0.5).all()
+    verdicts = {c.claim: c.verdict for c in corner_claims(t)}
+    assert verdicts[STATIC] == FAILS and verdicts[PEAKY] == FAILS
+    reading = corners_reading(t, {"a": 0.4})
+    assert "falls with energy in every layer" in reading and "do the opposite of the figure's story" in reading

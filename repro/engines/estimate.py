@@ -224,7 +224,7 @@ def _prune_cell(e, call: str, p, n: float) -> Cost | None:
     if call == "dense_zeroshot":
         return task_cost(n, p.tasks, p.limit, e.setup.eval_dtype)
     pruning = flops(n, 2 * calib_tokens(e), "float32") if get_pruner(p.method).calibrated else Cost()
-    if call == "worked_layer":
+    if call in ("worked_layer", "channels"):  # a pruning, no evaluation
         return pruning
     if call == "cell":
         return pruning + _evaluation(e, n) + task_cost(n, p.zeroshot_tasks or (), p.zeroshot_limit,

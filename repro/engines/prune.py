@@ -101,6 +101,24 @@ class PruneExperiment(Experiment):
         return (yield plan.Ask("prune-worked", cfg, compute))
 
     @plan.cell
+    def channels(self, method: str, sparsity: float, layers: tuple[str, ...], params: dict | None = None) -> dict:
+        """The per-channel OGAS arrays (energy, peak ratio, channel sparsity) of ``layers``, from the same pruning
+        as :meth:`cell`'s (the setup's calibration draw), without an evaluation: Figure 2's quantities on more
+        layers than the one the main cell keeps."""
+        missing = [n for n in layers if n not in self.structure["linears"]]
+        if missing:
+            raise UnknownNameError("prunable linear", missing[0], self.structure["linears"])
+        cfg = {**self.base_config(), **self.prune_config(method, sparsity, "unstructured", params),
+               "layers": list(layers)}
+
+        def compute():
+            model, report = self.prune(method, sparsity, "unstructured", params)
+            return {"channels": {n: {k: np.asarray(e[k]).tolist() for k in ("energy", "peak_ratio", "channel_sparsity")
+                                     if k in e} for n, e in report.extras.items() if n in layers},
+                    "zeros_sha256": zeros_sha256(model), "overall": report.overall}
+        return (yield plan.Ask("prune-channels", cfg, compute))
+
+    @plan.cell
     def cell(self, method: str, sparsity: float | None, pattern: str = "unstructured", params: dict | None = None,
              zeroshot_tasks: list[str] | None = None, zeroshot_limit: int | None = None,
              keep_layers: tuple[str, ...] = (), calib_seed: int | None = None) -> dict:

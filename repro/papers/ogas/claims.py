@@ -198,6 +198,10 @@ PAPER_EFFECTS = {
 # from the paper; everything else names the table or figure and paraphrases it ("paraphrase:",
 # no quotation marks); the numbers are the paper's as the issues give them.
 PAPER_SOURCES = {
+    "OGAS prunes high-energy, low-PAPR channels more than Wanda": "paraphrase: Figure 2, OGAS prunes the "
+        "'high-energy static redundant' channels (high energy, low PAPR) that Wanda keeps",
+    "OGAS prunes low-energy, high-PAPR channels less than Wanda": "paraphrase: Figure 2, OGAS saves low-energy "
+        "channels with a high peak-to-average ratio",
     "OGAS below Wanda": "Tables 1-2 (WikiText-2 and C4 perplexity, 50% unstructured); Table 1, LLaMA-3.1-8B, "
                         "WikiText-2: Wanda 8.85 -> OGAS 7.99. paraphrase: OGAS has a lower perplexity than Wanda at 50%",
     "OGAS below RIA": "Tables 1-2 (WikiText-2 and C4 perplexity, 50% unstructured). paraphrase: OGAS has a lower "
@@ -233,13 +237,14 @@ PAPER_SOURCES = {
 }
 
 
-def claims_table(frame: pd.DataFrame, grid: OgasGrid, dense_zs: dict | None = None) -> Table:
+def claims_table(frame: pd.DataFrame, grid: OgasGrid, dense_zs: dict | None = None, extra=()) -> Table:
     """The claims checked on the grid's cells (:func:`repro.claims.claims_frame`, with the paper's statement
     each row tests, :data:`PAPER_SOURCES`) and their caption; ``dense_zs``: ``{model: dense lm-eval result}``
-    of the zero-shot models (the zero-shot mean is also tested without the tasks at chance)."""
+    of the zero-shot models (the zero-shot mean is also tested without the tasks at chance); ``extra``: claim rows
+    made elsewhere (Figure 2's corners, :mod:`.corners`)."""
     rows = ogas_claims(frame, grid.models, grid.p.sparsity, grid.p.zeroshot_tasks if grid.p.zeroshot_models else [],
                        grid.p.curve_models, grid.p.ablation_models, wt=grid.wt_name,
-                       uniform={n: e.uniform_ppl for n, e in grid.wt.items()}, dense_zeroshot=dense_zs)
+                       uniform={n: e.uniform_ppl for n, e in grid.wt.items()}, dense_zeroshot=dense_zs) + list(extra)
     claims = claims_frame(with_sources(with_paper(rows, PAPER_EFFECTS), PAPER_SOURCES))
     cap = (f"**Claims checked (Paper 2).** Profile `{grid.p.profile}`; models {', '.join(grid.models)}; verdicts by "
            "one rule from paired 95% intervals. 'paper says': the table or figure a row tests; words in quotation "

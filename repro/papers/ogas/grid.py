@@ -33,7 +33,8 @@ class OgasGrid(Sections):
     halves) sharing one loaded model, and the notebook's parameters (``p``) that decide which cells each
     section asks for. Each ``run_*`` section computes (or reads) its cells and returns its frame; the tables
     are read from the records by :mod:`repro.papers.ogas`."""
-    sections = ("worked", "run_main", "run_references", "run_nm", "run_zeroshot", "run_ablation", "run_curve")
+    sections = ("worked", "run_main", "run_references", "run_nm", "run_zeroshot", "run_ablation", "figure2_channels",
+                "run_curve")
 
     def __init__(self, wt: dict[str, PruneExperiment], c4: dict[str, PruneExperiment], p: OgasParams):
         self.wt, self.c4, self.p = wt, c4, p
@@ -200,6 +201,22 @@ class OgasGrid(Sections):
                 for h in self.p.s_max_headrooms:
                     if own_headroom(sp, h):
                         yield e.cell.ask("ogas", sp, params=self.params_for(name, "ogas", s_max_headroom=h))
+
+    def figure2_layers(self, model: str) -> tuple[str, ...]:
+        """The down projections of ``model`` at the ``figure2_depths`` (relative: 0 the first block, 1 the last)."""
+        downs = self.wt[model].down_projections()
+        return tuple(dict.fromkeys(downs[round(d * (len(downs) - 1))] for d in self.p.figure2_depths))
+
+    @section
+    def figure2_channels(self):
+        """Section 5's corners: every model's per-channel OGAS arrays on :meth:`figure2_layers` (its own setting, the
+        main sparsity, no evaluation: :meth:`PruneExperiment.channels`); ``{model: record}``."""
+        out = {}
+        for name, e in self.wt.items():
+            if self.p.figure2_depths:
+                out[name] = yield e.channels.ask("ogas", self.p.sparsity, self.figure2_layers(name),
+                                                 self.params_for(name, "ogas"))
+        return out
 
     @section
     def worked(self):

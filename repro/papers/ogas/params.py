@@ -39,6 +39,7 @@ class OgasParams(NotebookParams):
     zeroshot_models: list[str] = ["smollm2-135m", "gemma3-270m"]
     zeroshot_tasks: list[str] = ["arc_challenge", "boolq", "hellaswag", "winogrande", "arc_easy", "piqa"]
     zeroshot_limit: int | None = 50
+    figure2_depths: list[Number] = [0.0, 0.5, 1.0]  # Figure 2's corners: the down projections at these relative depths
     figure_layer: str | None = None  # "model.layers.N.mlp.down_proj"; None: the middle layer's down projection
 
     def check(self) -> None:
@@ -53,6 +54,8 @@ class OgasParams(NotebookParams):
         check_number("sparsity", self.sparsity, lo=0.0, hi=1.0)
         for name in ("curve_sparsities", "s_max_headrooms"):
             check_list(name, getattr(self, name), "number", 0.0, 1.0)
+        if any(d > 1 for d in check_list("figure2_depths", self.figure2_depths, "number", 0.0)):
+            raise ReproError(f"parameter figure2_depths must be relative depths in [0, 1], got {self.figure2_depths!r}")
         check_number("zeroshot_limit", self.zeroshot_limit, True, 1, allow_none=True)
         missing = [m for m in self.models if m not in self.ogas_setting]
         if missing:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from repro.papers.ogas import claims as C
+from repro.papers.ogas import corners as K
 from repro.papers.ogas import readings as Rd
 from repro.papers.ogas import tables as T
 from repro.papers.ogas import worked as W
@@ -143,11 +144,24 @@ class Report:
 
     # ---- the claims (sections 7-8) ----
 
-    def claims(self, frame: pd.DataFrame) -> Table:
-        """The claims checked (:func:`.claims.claims_table`); the reading is section 8's summary."""
+    def corners(self, records: dict) -> Table:
+        """Section 5's corners (:mod:`.corners`) of the ``figure2_channels`` records."""
+        g = self.grid
+        t = K.corners(records, g.p.sparsity)
+        lam = {n: float(g.params_for(n, "ogas").get("lam", 0.4)) for n in records}
+        return Table(t.round(3) if len(t) else t,
+                     f"**Figure 2's corners on {len(t)} down projections**: channels in the top quarter of normalised "
+                     f"log energy and bottom quarter of log PAPR (high E, low P) and the reverse, their mean OGAS "
+                     f"sparsity against Wanda's {g.p.sparsity:.0%} on every channel (OGAS, each model's setting; the "
+                     f"setup's calibration draw; profile `{g.p.profile}`).", K.corners_reading(t, lam))
+
+    def claims(self, frame: pd.DataFrame, corners: Table | None = None) -> Table:
+        """The claims checked (:func:`.claims.claims_table`, with ``corners``' rows where section 5 ran them); the
+        reading is section 8's summary."""
         g = self.grid
         dense = {n: r["dense"] for n, r in g.run_zeroshot().items()} if g.p.zeroshot_models else None
-        t = C.claims_table(frame, g, dense)
+        extra = K.corner_claims(corners.frame) if corners is not None and len(corners.frame) else []
+        t = C.claims_table(frame, g, dense, extra)
         return t._replace(reading=Rd.claims_reading(t.frame, g.p.sparsity))
 
     def readme_blocks(self, table12: Table, claims: Table) -> dict:
