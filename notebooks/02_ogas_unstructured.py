@@ -271,6 +271,28 @@ main = P.find(grid.run_main(), grid.figure_model, grid.wt_name, "ogas", sparsity
 display(Markdown(Rd.same_pruning_reading(worked, None if main is None else main.zeros_sha256)))
 
 # %% [markdown]
+# ### 1b. SparseGPT on the same layer
+#
+# SparseGPT (Frantar and Alistarh) prunes a linear $W$ (rows: outputs) so that its outputs on the calibration
+# inputs $X$ change least, $\min \lVert WX - W'X \rVert^2$, one block of 128 input columns at a time:
+#
+# - the Hessian of that error, $H = 2XX^\top/n$, damped by $1\%$ of its mean diagonal, and $U$, the upper
+#   Cholesky factor of $H^{-1}$;
+# - in a block, the weights with the lowest saliency $w_{ij}^2 / U_{jj}^2$ over the whole block are pruned
+#   (so rows get different sparsities; Wanda prunes each row at the target);
+# - column by column, the pruned weights' error $e_j = w_j / U_{jj}$ (0 where kept) is spread over the later
+#   columns, $w_k \leftarrow w_k - U_{jk} e_j$ (the OBS update): the kept weights move to make up for the
+#   pruned ones; after the block, its errors update every later column.
+#
+# On Figure 2's layer, from a record of the table's own SparseGPT pruning (`repro.methods.sparsegpt_terms`; the
+# replayed first block is checked equal to the pruner's):
+
+# %%
+sgpt_columns, sgpt_summary = R.sparsegpt_worked(grid.worked_sparsegpt())
+nb.show(sgpt_columns, "sparsegpt_first_block")
+nb.show(sgpt_summary, "sparsegpt_vs_wanda")
+
+# %% [markdown]
 # ## 2. Tables 1-2: perplexity at 50%
 #
 # Each cell prunes a fresh copy of the model and evaluates it on the same windows as the dense row;

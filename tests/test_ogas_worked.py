@@ -321,3 +321,23 @@ def test_figure2_corners_say_which_way_the_equations_push_each_corner():
     assert verdicts[STATIC] == FAILS and verdicts[PEAKY] == FAILS
     reading = corners_reading(t, {"a": 0.4})
     assert "falls with energy in every layer" in reading and "do the opposite of the figure's story" in reading
+
+
+def test_the_sparsegpt_worked_example_prunes_as_sparsegpt_and_its_update_lowers_the_output_error(run):
+    """SparseGPTTrace prunes every weight exactly as SparseGPT (the record's zeros are the SparseGPT cell's); its
+    replayed first block is the pruner's (checked inside the trace); on the traced layer the OBS updates leave less
+    output error than SparseGPT's mask alone, and every row of Wanda's mask is at the target."""
+    from repro.methods.sparsegpt_terms import SparseGPTTrace
+    from repro.papers.ogas import sparsegpt_worked as S
+
+    store, e, _ = run
+    rec = e.worked_sparsegpt(LAYER, 0.5)
+    cell = e.cell("sparsegpt", 0.5)
+    assert rec["result"]["zeros_sha256"] == cell["result"]["zeros_sha256"]
+    t = rec["result"]["trace"]
+    assert t["error_sparsegpt"] < t["error_sparsegpt_mask_only"] and t["row_sparsity_wanda"] == [0.5, 0.5, 0.5]
+    assert len(t["U_diag"]) == t["blocksize"] == min(128, t["cols"]) and 0 < t["overlap"] <= 1
+    assert sum(t["pruned_per_column"]) == round(0.5 * t["rows"] * t["blocksize"])  # the block's exact count
+    assert list(S.first_columns(rec, 4).column) == [0, 1, 2, 3] and "Wanda" in S.reading(rec)
+    with pytest.raises(ReproError, match="unstructured"):
+        SparseGPTTrace(0.5, "2:4", trace_layer=LAYER)

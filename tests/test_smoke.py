@@ -21,7 +21,7 @@ WRITES = {
                             "table1_ppl.md", "wikitext2:validation"),
     "02_ogas_unstructured": ({"table12_ppl.md", "table_nm.md", "table3_zeroshot_tiny-llama.md", "table5_ablation.md",
                               "rounding_worth.md", "claims.md", "fig2_energy_papr.png", "fig4_ppl_vs_sparsity.png",
-                              "figure2_corners.md",
+                              "figure2_corners.md", "sparsegpt_first_block.md", "sparsegpt_vs_wanda.md",
                               "gamma_and_channel_sparsity_tiny-llama.png"}, "table12_ppl.md", "wikitext2:test"),
     "03_bandit_pruning": ({"table1_lm.md", "table1_per_seed.md", "table_rewards.md", "table_unit_layers.md", "table_b1_budget.md",
                            "table_b2_statistics.md", "table2_vision.md", "table_removal.md", "claims.md", "table_memory_ablation.md", "fig_ppl_change_seeds.png", "fig_pulls_rewards.png",

@@ -223,8 +223,9 @@ def _prune_cell(e, call: str, p, n: float) -> Cost | None:
         return _evaluation(e, n)
     if call == "dense_zeroshot":
         return task_cost(n, p.tasks, p.limit, e.setup.eval_dtype)
-    pruning = flops(n, 2 * calib_tokens(e), "float32") if get_pruner(p.method).calibrated else Cost()
-    if call in ("worked_layer", "channels"):  # a pruning, no evaluation
+    method = getattr(p, "method", "sparsegpt")  # worked_sparsegpt names no method: it is SparseGPT
+    pruning = flops(n, 2 * calib_tokens(e), "float32") if get_pruner(method).calibrated else Cost()
+    if call in ("worked_layer", "worked_sparsegpt", "channels"):  # a pruning, no evaluation
         return pruning
     if call == "cell":
         return pruning + _evaluation(e, n) + task_cost(n, p.zeroshot_tasks or (), p.zeroshot_limit,

@@ -101,6 +101,28 @@ class PruneExperiment(Experiment):
         return (yield plan.Ask("prune-worked", cfg, compute))
 
     @plan.cell
+    def worked_sparsegpt(self, layer: str, sparsity: float = 0.5, params: dict | None = None) -> dict:
+        """Notebook 2's worked baseline: SparseGPT prunes a copy of the model as :meth:`cell` does while
+        :class:`repro.methods.sparsegpt_terms.SparseGPTTrace` records ``layer``'s terms (``result["trace"]``: the
+        Hessian's diagonal, the first column block's OBS errors and updates, the mask against Wanda's on the same
+        inputs and the output errors). No evaluation."""
+        from repro.methods.sparsegpt_terms import SparseGPTTrace
+
+        if layer not in self.structure["linears"]:
+            raise UnknownNameError("prunable linear", layer, self.structure["linears"])
+        pruner = SparseGPTTrace(sparsity, trace_layer=layer, **{**get_pruner("sparsegpt").defaults, **(params or {})})
+        cfg = {**self.base_config(), **self.prune_config("sparsegpt", sparsity, "unstructured", params),
+               "layer": layer, "trace": "sparsegpt"}
+
+        def compute():
+            model = copy.deepcopy(self.model)
+            pruner.bind(model)
+            report = prune_model(model, pruner, sparsity, self.calibration().windows, progress=self.progress)
+            return {"trace": plain(report.extras[layer]["trace"]), "zeros_sha256": zeros_sha256(model),
+                    "achieved": report.layers[layer], "overall": report.overall}
+        return (yield plan.Ask("prune-worked", cfg, compute))
+
+    @plan.cell
     def channels(self, method: str, sparsity: float, layers: tuple[str, ...], params: dict | None = None) -> dict:
         """The per-channel OGAS arrays (energy, peak ratio, channel sparsity) of ``layers``, from the same pruning
         as :meth:`cell`'s (the setup's calibration draw), without an evaluation: Figure 2's quantities on more

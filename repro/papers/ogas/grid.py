@@ -33,7 +33,7 @@ class OgasGrid(Sections):
     halves) sharing one loaded model, and the notebook's parameters (``p``) that decide which cells each
     section asks for. Each ``run_*`` section computes (or reads) its cells and returns its frame; the tables
     are read from the records by :mod:`repro.papers.ogas`."""
-    sections = ("worked", "run_main", "run_references", "run_nm", "run_zeroshot", "run_ablation", "figure2_channels",
+    sections = ("worked", "worked_sparsegpt", "run_main", "run_references", "run_nm", "run_zeroshot", "run_ablation", "figure2_channels",
                 "run_curve")
 
     def __init__(self, wt: dict[str, PruneExperiment], c4: dict[str, PruneExperiment], p: OgasParams):
@@ -217,6 +217,12 @@ class OgasGrid(Sections):
                 out[name] = yield e.channels.ask("ogas", self.p.sparsity, self.figure2_layers(name),
                                                  self.params_for(name, "ogas"))
         return out
+
+    @section
+    def worked_sparsegpt(self):
+        """The worked baseline: SparseGPT on Figure 2's layer at the main sparsity, its terms recorded
+        (:meth:`PruneExperiment.worked_sparsegpt`; read by :mod:`repro.papers.ogas.sparsegpt_worked`)."""
+        return (yield self.wt[self.figure_model].worked_sparsegpt.ask(self.figure_layer_name, self.p.sparsity))
 
     @section
     def worked(self):

@@ -8,6 +8,7 @@ import pandas as pd
 from repro.papers.ogas import claims as C
 from repro.papers.ogas import corners as K
 from repro.papers.ogas import readings as Rd
+from repro.papers.ogas import sparsegpt_worked as S
 from repro.papers.ogas import tables as T
 from repro.papers.ogas import worked as W
 from repro.papers.ogas.grid import OgasGrid
@@ -143,6 +144,17 @@ class Report:
             reading=Rd.curve_reading(curve, dense_ppl(frame, self.grid), uniform))
 
     # ---- the claims (sections 7-8) ----
+
+    def sparsegpt_worked(self, record: dict) -> tuple[Table, Table]:
+        """The worked baseline (:mod:`.sparsegpt_worked`): the first block's first columns, and the layer's summary
+        against Wanda."""
+        t = record["result"]["trace"]
+        where = (f"{self.grid.figure_model}, {t['layer']}, {self.grid.p.sparsity:.0%}, the setup's calibration draw; "
+                 f"profile `{self.grid.p.profile}`")
+        return (Table(S.first_columns(record).round(5), f"**SparseGPT's first block, first columns** ({where}): "
+                      f"U_jj, weights pruned, |e_j| and how far the later columns of the block moved.", ""),
+                Table(S.summary(record), f"**SparseGPT against Wanda on the same layer and inputs** ({where}); output "
+                      "errors relative to the dense output energy tr(W H W^T).", S.reading(record)))
 
     def corners(self, records: dict) -> Table:
         """Section 5's corners (:mod:`.corners`) of the ``figure2_channels`` records."""
