@@ -633,6 +633,7 @@ display(Markdown(claims.reading))
 # %%
 discussion = R.discussion(frame, lm, vis, claims.frame, ablation.frame if ablated else None)
 display(Markdown(discussion))
+display(Markdown(R.verdict_scope(lm, frame)))  # could this design show the paper's mechanism at all?
 
 # %% [markdown]
 # ### Why loss-searched Gemma selections lower LAMBADA perplexity (investigated)

@@ -144,3 +144,14 @@ def test_the_mechanism_claim_rows():
     assert rows[(MAGNITUDE_VS_RANDOM, "m, mlp 5%")].verdict == "does not hold"
     heads = _mechanism_claims(t.assign(kinds="head"), "m, head 10%", "head")
     assert LOWERS_UCB not in {c.claim for c in heads}  # the paper's finding is about MLP groups
+
+
+def test_the_verdict_scope_says_what_the_design_lets_a_mab_verdict_measure():
+    lm = lm_table({"greedy": [10, 12, 11, 13], "greedy-memory": [9, 10, 10, 12], "ucb": [8, 9, 9, 10],
+                   "thompson": [10, 12, 11, 12]})
+    spread = pd.DataFrame({"bonus step / reward sd": [6.0, 14.0]})
+    explored = pd.DataFrame({"c": [1.5, 1.5, 0.1], "decided to least-pulled": [0.7, 0.99, 0.2]})
+    text = M.verdict_scope(M.decomposition(lm), spread, explored)
+    assert "6-14 times" in text and "70%-99%" in text
+    assert "of the 1 (setting, bandit) rows where MAB beats greedy, 1 has an allocation part" in text  # UCB
+    assert M.verdict_scope(pd.DataFrame(), pd.DataFrame(), pd.DataFrame()) == ""

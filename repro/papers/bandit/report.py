@@ -351,6 +351,15 @@ class Report:
         frames = {c: bandit_frame(self.store, self.lm, memory=p.memory, search=p.search, join=p.join, c=c) for c in cs}
         return frames, {c: lm_table(f) if len(f) else pd.DataFrame() for c, f in frames.items()}
 
+    def verdict_scope(self, lm: pd.DataFrame, frame: pd.DataFrame) -> str:
+        """:func:`.mechanism.verdict_scope` of this run's tables (the decomposition, the reward scale and the
+        exploration ablation)."""
+        frames, tables = self.exploration_frames()
+        main = self.p.search.get("c", UCB_C)
+        explored = M.exploration_table({main: frames[main]}, {main: tables[main]}, main) if len(frames[main]) else \
+            pd.DataFrame()
+        return M.verdict_scope(M.decomposition(lm), M.reward_spread(frame), explored, main)
+
     def exploration(self) -> Table:
         frames, tables = self.exploration_frames()
         main = self.p.search.get("c", UCB_C)
