@@ -37,12 +37,14 @@ from pathlib import Path
 from repro.cliargs import METHOD_REGISTRIES
 from repro.cliargs import Formatter as _Formatter
 from repro.cliargs import Parser as _Parser
+from repro.cliargs import eval_dtype_arg as _eval_dtype_arg
 from repro.cliargs import finite as _finite
 from repro.cliargs import fraction as _fraction
 from repro.cliargs import nonneg as _nonneg
 from repro.cliargs import open_fraction as _open_fraction
 from repro.cliargs import positive as _positive
 from repro.cliargs import positive_number as _positive_number
+from repro.cliargs import set_arg as _set_arg
 from repro.cliargs import stdout_problem as _stdout_problem
 from repro.errors import INTERRUPTED, Interrupted, ReproError, UnknownNameError, check_path
 
@@ -73,31 +75,6 @@ def _ppl_args(p: argparse.ArgumentParser, data_default: str | None) -> None:
     p.add_argument("--batch-size", type=_positive, default=1, help="evaluation windows per forward pass")
     p.add_argument("--dtype", default="auto", help="evaluation dtype: auto (default: bfloat16 where this machine "
                    "runs it fast, else float32), bfloat16, float16 or float32")
-
-
-def _eval_dtype_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--eval-dtype", default=None, choices=["float32", "bfloat16", "float16"],
-                   help="evaluate in this dtype instead of the profile's: a separate set of records and outputs "
-                        "under .cache/<profile>-<dtype>/ (it reads the profile's records that no dtype enters)")
-
-
-def _setting(text: str) -> tuple[str, object]:
-    """``NAME=VALUE`` of ``--set``: the value read as YAML (``float32``, ``0.5``, ``[1, 2]``, ``{a: 1}``)."""
-    import yaml
-
-    name, sep, value = text.partition("=")
-    if not sep or not name.strip():
-        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
-    try:
-        return name.strip(), yaml.safe_load(value)
-    except yaml.YAMLError as err:
-        raise argparse.ArgumentTypeError(f"{name}: not a YAML value: {value!r} ({err.__class__.__name__})")
-
-
-def _set_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--set", dest="settings", type=_setting, action="append", default=[], metavar="NAME=VALUE",
-                   help="set one notebook parameter over the profile's (repeatable; the value is read as YAML, e.g. "
-                        "--set search_dtype=float32); checked like the profile's values before anything is loaded")
 
 
 def parser() -> argparse.ArgumentParser:

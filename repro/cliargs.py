@@ -112,3 +112,28 @@ def stdout_problem() -> str | None:
     except OSError:
         pass
     return None
+
+
+def setting(text: str) -> tuple[str, object]:
+    """``NAME=VALUE`` of ``--set``: the value read as YAML (``float32``, ``0.5``, ``[1, 2]``, ``{a: 1}``)."""
+    import yaml
+
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    try:
+        return name.strip(), yaml.safe_load(value)
+    except yaml.YAMLError as err:
+        raise argparse.ArgumentTypeError(f"{name}: not a YAML value: {value!r} ({err.__class__.__name__})")
+
+
+def set_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--set", dest="settings", type=setting, action="append", default=[], metavar="NAME=VALUE",
+                   help="set one notebook parameter over the profile's (repeatable; the value is read as YAML, e.g. "
+                        "--set search_dtype=float32); checked like the profile's values before anything is loaded")
+
+
+def eval_dtype_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--eval-dtype", default=None, choices=["float32", "bfloat16", "float16"],
+                   help="evaluate in this dtype instead of the profile's: a separate set of records and outputs "
+                        "under .cache/<profile>-<dtype>/ (it reads the profile's records that no dtype enters)")
