@@ -20,10 +20,10 @@ import numpy as np
 import torch
 
 from repro.calib.blocks import Gram
-from repro.errors import ReproError, UnknownNameError
+from repro.errors import ReproError
 from repro.methods.registry import minmax
 from repro.methods.unstructured import OGAS, channel_sparsity, get_pruner
-from repro.structure.sparsity import out_in, prunable_linears
+from repro.structure.sparsity import out_in, prunable_linear
 
 # gammas whose channel sparsities the trace keeps (besides the one used): the ends of the paper's search
 # interval (0.05, 1.1) and the Mistral setting's fixed 0.2
@@ -63,10 +63,7 @@ class OGASTrace(OGAS):
 
     def bind(self, model: torch.nn.Module) -> "OGASTrace":
         """Find ``trace_layer`` in ``model`` (the model about to be pruned); returns self."""
-        linears = prunable_linears(model)
-        if self.trace_layer not in linears:
-            raise UnknownNameError("prunable linear", self.trace_layer, list(linears))
-        self._module = linears[self.trace_layer]
+        self._module = prunable_linear(model, self.trace_layer)
         return self
 
     def observers(self, name, module):

@@ -21,10 +21,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from repro.errors import ReproError, UnknownNameError
+from repro.errors import ReproError
 from repro.methods.registry import n_lowest
 from repro.methods.unstructured import SparseGPT, lowest_in_layer, lowest_per_row, out_in
-from repro.structure.sparsity import prunable_linears
+from repro.structure.sparsity import prunable_linear
 
 
 def damped_factor(H: torch.Tensor, percdamp: float) -> tuple[torch.Tensor, float]:
@@ -95,10 +95,7 @@ class SparseGPTTrace(SparseGPT):
         self.trace_layer, self._module = str(trace_layer), None
 
     def bind(self, model: torch.nn.Module) -> "SparseGPTTrace":
-        linears = prunable_linears(model)
-        if self.trace_layer not in linears:
-            raise UnknownNameError("prunable linear", self.trace_layer, list(linears))
-        self._module = linears[self.trace_layer]
+        self._module = prunable_linear(model, self.trace_layer)
         return self
 
     def compress(self, name, module, obs):

@@ -33,6 +33,16 @@ def prunable_linears(model: nn.Module) -> dict[str, nn.Module]:
     return {names[id(m)]: m for i in range(ad.n_layers) for m in ad.linears(i).values()}
 
 
+def prunable_linear(model: nn.Module, name: str) -> nn.Module:
+    """The prunable linear ``name`` of ``model`` (:func:`prunable_linears`), or one line naming the known ones."""
+    from repro.errors import UnknownNameError
+
+    linears = prunable_linears(model)
+    if name not in linears:
+        raise UnknownNameError("prunable linear", name, list(linears))
+    return linears[name]
+
+
 def fraction_zero(module: nn.Module) -> float:
     w = module.weight.data
     return (w == 0).sum().item() / w.numel()
