@@ -55,7 +55,7 @@ lint: setup
 
 # Notebook sources are jupytext percent files (notebooks/NN_name.py); the default profile writes the
 # executed pair notebooks/NN_name.ipynb (committed, outputs shown inline); other profiles write under
-# .cache/executed/<profile>/. Plan, run, render: `repro run` computes each notebook's missing records
+# .cache/<profile>/notebooks/. Plan, run, render: `repro run` computes each notebook's missing records
 # as jobs (JOBS worker processes, or EXECUTOR=ray [RAY_ADDRESS=...] on a Ray cluster), then the
 # notebook renders from them. RECOMPUTE=1 computes every cell again, inline, instead of reading records.
 # EVAL_DTYPE=float32: another precision than the profile pins (cpu: bfloat16, that of its committed records), as a
@@ -66,7 +66,7 @@ lint: setup
 EVAL_DTYPE ?=
 RETIME ?=
 VARIANT = $(if $(EVAL_DTYPE),--eval-dtype $(EVAL_DTYPE),)
-OUTDIR = $(if $(EVAL_DTYPE),.cache/executed/$(PROFILE)-$(EVAL_DTYPE),$(if $(filter cpu,$(PROFILE)),notebooks,.cache/executed/$(PROFILE)))
+OUTDIR = $(if $(EVAL_DTYPE),.cache/$(PROFILE)-$(EVAL_DTYPE)/notebooks,$(if $(filter cpu,$(PROFILE)),notebooks,.cache/$(PROFILE)/notebooks))
 JOBS ?= 1
 EXECUTOR ?= local
 RUN_ARGS = --jobs $(JOBS) --executor $(EXECUTOR) $(if $(RAY_ADDRESS),--address $(RAY_ADDRESS),) $(VARIANT) $(if $(RETIME),--retime,)

@@ -28,6 +28,8 @@
 # %% tags=["parameters"]
 # Parameters (papermill overrides these from notebooks/profiles/<profile>.yaml)
 profile = "cpu"
+sample_label = ""  # what a profile's cut is (lab: "lab sample"): said in every caption and at the top
+try_it = True  # the "Try it" exercises compute live (float32, seconds each); False: they say how to run them
 recompute = False
 results_dir = "../results"
 read_results = None  # a results folder also read, never written (a float32 set reads the committed records)
@@ -56,6 +58,7 @@ tie_seeds = [0, 1, 2]
 random_seeds = [0, 1, 2, 3, 4]  # Table I: Random's draws
 calib_seeds = [0, 1, 2]  # Table I: the calibration draws of every calibration-based scorer
 anatomy = True  # section 3c: why collapsed cells collapse (sublayer RMS, single-head restores)
+anatomy_sample = [8, 256]  # section 3c's diagnosis: windows, tokens each (spread over the split)
 remedy_methods = ["wanda-head", "sparsegpt-head", "gradient-head", "mpg"]  # section 3d: layer-normalised ranking
 zeroshot_models = ["smollm2-135m"]
 zeroshot_tasks = ["sst2", "mrpc", "rte"]
@@ -195,6 +198,35 @@ display(Markdown("\n".join(f"- **{n}**: {Rd.zero_reading(r['result']['zero'])}" 
 for n, r in worked.items():
     if r["result"]["single_kv"]:
         nb.show(R.worked_single_kv(n, r), f"worked_single_kv_{n}")
+
+# %% [markdown]
+# ### 1b. Try it
+#
+# Two exercises on the first model, live in float32 (seconds each on 2 cores). Before you run a cell, write down
+# your prediction; then change its values and run it again. Under each, a collapsed answer says what the committed
+# records show. (`try_it = False` in the parameters cell renders the notebook from its records alone: the
+# exercises then only say how to run them.)
+#
+# **Try it 1: how much of the cut do the weights decide?** A head scores exactly 0 when none of its features lies
+# above $\mu + z\sigma$, and a global ranking orders equal scores by (layer, head) index. *Predict:* at a 12.5% cut,
+# as $z$ rises from 1 to 3, how many of the pruned heads does the index order pick, rather than the weights?
+
+# %%
+from repro.papers.mpg import tryit as T
+
+try_sparsity, try_z = 0.125, [1.0, 1.5, 2.0, 2.5, 3.0]  # change them and run again
+nb.try_it(lambda: T.zero_scores(exps[models[0]], try_sparsity, try_z), seconds=5)
+nb.answer(T.committed_zero_scores())
+
+# %% [markdown]
+# **Try it 2: does a calibration-free score beat chance?** Mask 12.5% of the heads by MP-G, by MP (no GQA sharing)
+# and at random, and read the perplexity on the first few windows. *Predict:* how many times the dense perplexity
+# does each reach, and which is lowest?
+
+# %%
+try_windows = 4  # windows of 256 tokens; more: steadier, slower
+nb.try_it(lambda: T.pruned_ppl(exps[models[0]], try_sparsity, ("mpg", "mp", "random"), try_windows), seconds=30)
+nb.answer(T.committed_pruned_ppl())
 
 # %% [markdown]
 # ## 2. Scoring every head

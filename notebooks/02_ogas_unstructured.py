@@ -27,6 +27,8 @@
 
 # %% tags=["parameters"]
 profile = "cpu"
+sample_label = ""  # what a profile's cut is (lab: "lab sample"): said in every caption and at the top
+try_it = True  # the "Try it" exercises compute live (float32, seconds each); False: they say how to run them
 models = ["smollm2-135m", "gemma3-270m"]
 ogas_setting = {"smollm2-135m": "llama", "gemma3-270m": "mistral"}  # the paper's two settings
 model_settings = {}  # per model: any Setup field (max_windows, calib_nsamples, ...)
@@ -291,6 +293,40 @@ display(Markdown(Rd.same_pruning_reading(worked, None if main is None else main.
 sgpt_columns, sgpt_summary = R.sparsegpt_worked(grid.worked_sparsegpt())
 nb.show(sgpt_columns, "sparsegpt_first_block")
 nb.show(sgpt_summary, "sparsegpt_vs_wanda")
+
+# %% [markdown]
+# ### 1c. Try it
+#
+# Two exercises on Figure 2's layer of the first model, live in float32 (seconds each on 2 cores). The layer's
+# outputs come from the *dense* model on a few calibration windows (OGAS proper reads the inputs that the
+# already-pruned blocks before it produce; in the middle block that moves the terms a little). Write down your
+# prediction before you run a cell; then change its values and run it again. Under each, a collapsed answer says
+# what the committed records show.
+#
+# **Try it 1: what gamma does to the spread.** With the LLaMA setting's $\lambda$ and a 50% target, *predict:* as
+# $\gamma$ grows, do the channels' sparsities spread further from the target or closer to it, and what share of
+# channels ends at $S_{max}$?
+
+# %%
+from repro.papers.ogas import tryit as T
+
+try_layer = grid.figure_layer_name  # or another, e.g. "model.layers.2.self_attn.o_proj"
+try_lam, try_gammas = 0.4, [0.05, 0.2, 0.5, 1.1, 2.0]  # change them and run again
+spread = nb.try_it(lambda: T.gamma_spread(grid.wt[grid.figure_model], try_layer, try_lam, try_gammas), seconds=10)
+if spread is not None:
+    T.plot_spread(spread)
+    plt.show()
+nb.answer(T.committed_gamma_spread())
+
+# %% [markdown]
+# **Try it 2: how alike are the masks?** Magnitude prunes the smallest $|W_{ij}|$ in the layer, Wanda the smallest
+# $|W_{ij}|\,\lVert X_j \rVert$ in each row, RIA a relative importance times $\lVert X_j \rVert^{a}$. *Predict:* at
+# 50%, what share of the weights one prunes does another prune too: about half (chance), or most?
+
+# %%
+try_sparsity = 0.5
+nb.try_it(lambda: T.mask_overlap(grid.wt[grid.figure_model], try_layer, try_sparsity), seconds=10)
+nb.answer(T.committed_overlap())
 
 # %% [markdown]
 # ## 2. Tables 1-2: perplexity at 50%

@@ -27,6 +27,8 @@
 
 # %% tags=["parameters"]
 profile = "cpu"
+sample_label = ""  # what a profile's cut is (lab: "lab sample"): said in every caption and at the top
+try_it = True  # the "Try it" exercises compute live (float32, seconds each); False: they say how to run them
 models = ["smollm2-135m", "gemma3-270m"]
 unit_settings = {"smollm2-135m": {"head": [0.10], "mlp": [0.03, 0.05, 0.08]}, "gemma3-270m": {"head": [0.10]}}
 ablation_settings = None  # the part of unit_settings sections 5b and 5d run on (None: all of it)
@@ -207,6 +209,36 @@ print(f"damage {w['damage']} with tau {w['tau']}: reward sigma(-{w['damage']}/{w
 # candidate is drawn less erratically next time. The pulls-per-candidate counts in section 3 show *where* a
 # search spent its budget; they do not show whether it spent it well: that is what the regret above (known
 # truth) and the perplexity change below (unknown truth) measure.
+
+# %% [markdown]
+# ### 1c. Try it
+#
+# Two exercises, live (seconds each on 2 cores). Write down your prediction before you run a cell; then change its
+# values and run it again. Under each, a collapsed answer says what the committed records show.
+#
+# **Try it 1: when does a bandit beat greedy on the toy?** The toy above, at a budget and a noise level you choose,
+# with UCB at the paper's constant and at a small one (10 seeds, a new draw of arms each). *Predict:* with many
+# pulls per step and more noise than the toy's, which policy has the lowest regret, and does the small constant
+# help UCB or hurt it?
+
+# %%
+from repro.papers.bandit import tryit as T
+
+try_budget, try_noise = 32, 0.05  # change them and run again
+nb.try_it(lambda: T.toy(budget=try_budget, c=1.5, noise=try_noise), seconds=5)
+nb.try_it(lambda: T.toy(budget=try_budget, c=0.1, noise=try_noise), seconds=5)
+nb.answer(T.committed_toy())
+
+# %% [markdown]
+# **Try it 2: UCB's exploration on a real model.** A few joins of attention heads on the first model, by greedy
+# and by MAB-UCB at the paper's constant and a small one (float32; the profile's calibration mini-batches of seed
+# 1; a small budget and pool). *Predict:* how many distinct heads does UCB pull per step at each constant, and
+# does the small constant change which heads join?
+
+# %%
+try_c = [1.5, 0.2]  # add your own
+nb.try_it(lambda: T.exploration(exps[models[0]], "head", steps=4, cs=try_c, budget=4, pool_size=8), seconds=40)
+nb.answer(T.committed_exploration())
 
 # %% [markdown]
 # ## 2. Language models: perplexity change per method and seed

@@ -152,7 +152,7 @@ def parser() -> argparse.ArgumentParser:
     n.add_argument("--profile", default=None, help="notebooks/profiles/<name>.yaml (default: profiles/cpu.yaml "
                    "beside the notebook)")
     n.add_argument("--out", default=None, help="executed .ipynb, in an existing folder (default: the .py's pair "
-                   "beside it for the cpu profile, .cache/executed/<profile>/ for any other)")
+                   "beside it for the cpu profile, .cache/<profile>/notebooks/ for any other)")
     n.add_argument("--force", action="store_true", help="overwrite an existing --out file")
     n.add_argument("--recompute", action="store_true", help="compute every cell again instead of reading records")
     _eval_dtype_arg(n)
@@ -486,7 +486,7 @@ def cmd_notebook(args) -> dict:
             resolve_device(params["device"])
     pair = source.with_suffix(".ipynb")
     committed = writes_committed(source, profile, name)
-    out = Path(args.out) if args.out else (pair if committed else Path(".cache/executed") / name / pair.name)
+    out = Path(args.out) if args.out else (pair if committed else Path(".cache") / name / "notebooks" / pair.name)
     if not args.out:
         out.parent.mkdir(parents=True, exist_ok=True)
     with _about("--out"):

@@ -39,7 +39,8 @@ class Session:
         import torch
 
         self.params = dict(params)  # a copy: later notebook variables never change the setup
-        self.profile = params["profile"] + simulated_note(
+        label = params.get("sample_label") or ""
+        self.profile = params["profile"] + (f", {label}" if label else "") + simulated_note(
             [*params.get("models", []), *params.get("vision_models", []), *params.get("mlm_models", []),
              params.get("glue_encoder")])
         self.params["profile"] = self.profile  # the name every caption prints (a simulated hub says so)
@@ -113,6 +114,36 @@ class Session:
         atomic_write_text((self.figures / stem).with_suffix(".csv"), csv_text(claims))
         display(Markdown(text))
 
+    def try_it(self, compute, seconds: int):
+        """A "Try it" exercise's answer: ``compute()`` (returning a :class:`repro.report.Table`) run live and timed,
+        shown with its reading and its seconds, and returned. With the ``try_it`` parameter off (a render from the
+        records alone: the cpu profile) nothing is computed: one line says how to run it (about ``seconds`` here)."""
+        import time
+
+        from IPython.display import Markdown, display
+
+        if not self.params.get("try_it", True):
+            display(Markdown(f"*Not run in this render (`try_it = False`, a render from the records alone). Set "
+                             f"`try_it = True` in the parameters cell, or open the notebook with `profile = \"lab\"`, "
+                             f"and run this cell: about {seconds} s on 2 cores.*"))
+            return None
+        start = time.perf_counter()
+        table = compute()
+        took = time.perf_counter() - start
+        display(Markdown(to_markdown(table.frame, table.caption, index=False)))
+        if table.reading:
+            display(Markdown("**What it shows.**\n\n" + table.reading))
+        print(f"answered in {took:.1f} s")
+        return table
+
+    def answer(self, text: str) -> None:
+        """A "Try it" exercise's answer from the committed records (``text``, generated from them), collapsed until
+        the reader opens it."""
+        from IPython.display import Markdown, display
+
+        display(Markdown("<details><summary><b>What the committed records show</b> (open it after you have "
+                         f"predicted)</summary>\n\n{text}\n\n</details>"))
+
     def figure(self, fig, name: str):
         """Save ``fig`` as ``figures/<name>`` and show it inline."""
         import matplotlib.pyplot as plt
@@ -149,6 +180,12 @@ class Session:
                 for k, v in self.params.items() if k in defaults and defaults[k] != v]
         table = pd.DataFrame(rows, columns=["parameter", "this run", "notebook default"])
         head = f"**This run.** Profile `{self.profile}`."
+        if self.params.get("sample_label"):
+            head = (f"**This run is a {self.params['sample_label']}**, not the reference run: profile "
+                    f"`{self.profile}` cuts the reference profile's samples (the rows below say how), so its numbers "
+                    "move with the cut and, under the claims' one rule, most verdicts come out inconclusive. The "
+                    f"decided verdicts are those of the `{DEFAULT_PROFILE}` profile's committed records (`results/`), "
+                    "shown in the committed notebook and in docs/results.md.\n\n" + head)
         if provenance:
             head += " What each model is and the samples it was evaluated and calibrated on:\n\n" + provenance + "\n\n"
         display(Markdown(to_markdown(table, head + " The parameters that ran, where they differ from the parameters "

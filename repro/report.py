@@ -97,6 +97,13 @@ def save_table(df: pd.DataFrame, stem: str | Path, caption: str = "", raw: pd.Da
     return stem.with_suffix(".md")
 
 
+def committed_csv(folder: str | Path, name: str, **read) -> pd.DataFrame | None:
+    """A committed table's numbers (``folder/name``, as :func:`save_table` wrote them: the first column the index),
+    or None where it is absent (a checkout without the committed figures)."""
+    path = Path(folder) / name
+    return pd.read_csv(path, index_col=0, **read) if path.is_file() else None
+
+
 def save_figure(fig, path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -26,6 +26,8 @@ class NotebookParams(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
     profile: str = "cpu"
+    sample_label: str = ""  # what a profile's cut is (e.g. "lab sample"): every caption and the notebook's top say it
+    try_it: bool = True  # the "Try it" exercises compute live (float32, seconds); false: they say how to run them
     recompute: bool = False
     results_dir: str = "../results"
     read_results: str | None = None  # a results folder also read, never written

@@ -106,6 +106,7 @@ class MpgGrid(Sections):
         if not p.zeroshot_tasks:
             return []
         main = main_cells(ppl_frame(self.store, self.lm))
+        n_win, win_len = self.p.anatomy_sample
         out = []
         for n in p.zeroshot_models:
             if n in self.lm:
@@ -123,6 +124,7 @@ class MpgGrid(Sections):
         if not self.p.anatomy:
             return []
         main = main_cells(ppl_frame(self.store, self.lm))
+        n_win, win_len = self.p.anatomy_sample
         out = []
         for n, e in self.lm.items():
             dense = main[(main.model == n) & (main.method == "dense")]
@@ -132,7 +134,7 @@ class MpgGrid(Sections):
             wanted = {(m, float(sp)) for m, sp in zip(cells.method, cells.sparsity)}
             wanted |= {(m, max(self.p.sparsities)) for m in ("mpg", "mp") if m in self.p.methods}
             for m, sp in sorted(wanted):
-                out.append((yield e.anatomy.ask(m, sp)))
+                out.append((yield e.anatomy.ask(m, sp, n_windows=n_win, seqlen=win_len)))
         return out
 
     @section(shows=lambda g: ppl_frame(g.store, g.lm, pool=False))

@@ -10,7 +10,7 @@ from repro.assets.encoders import known_encoders
 from repro.assets.glue import GLUE, PAPER_RECIPES, Recipe
 from repro.assets.models import is_hub_id
 from repro.engines.params import NotebookParams, Number
-from repro.errors import UnknownNameError, check_list, check_number
+from repro.errors import ReproError, UnknownNameError, check_list, check_number
 
 
 class MpgParams(NotebookParams):
@@ -34,6 +34,7 @@ class MpgParams(NotebookParams):
     random_seeds: list[int] = [0, 1, 2, 3, 4]  # Table I: Random's draws
     calib_seeds: list[int | None] = [0, 1, 2]  # Table I: the calibration draws of every calibration-based scorer
     anatomy: bool = True  # section 3c: why collapsed cells collapse (sublayer RMS, single-head restores)
+    anatomy_sample: list[int] = [8, 256]  # section 3c's diagnosis: windows, tokens each (spread over the split)
     remedy_methods: list[str] = ["wanda-head", "sparsegpt-head", "gradient-head", "mpg"]  # section 3d
     zeroshot_models: list[str] = ["smollm2-135m"]
     zeroshot_tasks: list[str] = ["sst2", "mrpc", "rte"]
@@ -72,6 +73,8 @@ class MpgParams(NotebookParams):
             check_list(name, getattr(self, name), "number", 0.0, 1.0)
         check_list("z_values", self.z_values, "number")
         check_list("efficiency_batches", self.efficiency_batches, "integer", 1)
+        if len(check_list("anatomy_sample", self.anatomy_sample, "integer", 1)) != 2:
+            raise ReproError(f"parameter anatomy_sample must be [windows, tokens per window], got {self.anatomy_sample!r}")
         for name in ("zeroshot_limit", "efficiency_seqlen", "efficiency_repeats"):
             check_number(name, getattr(self, name), True, 1, allow_none=True)
         check_number("mlm_seqlen", self.mlm_seqlen, True, 2)
