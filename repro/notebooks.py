@@ -179,17 +179,23 @@ class Session:
         rows = [{"parameter": k, "this run": short(v, 90), "notebook default": short(defaults[k], 90)}
                 for k, v in self.params.items() if k in defaults and defaults[k] != v]
         table = pd.DataFrame(rows, columns=["parameter", "this run", "notebook default"])
-        head = f"**This run.** Profile `{self.profile}`."
-        if self.params.get("sample_label"):
-            head = (f"**This run is a {self.params['sample_label']}**, not the reference run: profile "
-                    f"`{self.profile}` cuts the reference profile's samples (the rows below say how), so its numbers "
-                    "move with the cut and, under the claims' one rule, most verdicts come out inconclusive. The "
-                    f"decided verdicts are those of the `{DEFAULT_PROFILE}` profile's committed records (`results/`), "
-                    "shown in the committed notebook and in docs/results.md.\n\n" + head)
+        head = self.opening() + f"**This run.** Profile `{self.profile}`."
         if provenance:
             head += " What each model is and the samples it was evaluated and calibrated on:\n\n" + provenance + "\n\n"
         display(Markdown(to_markdown(table, head + " The parameters that ran, where they differ from the parameters "
                                               "cell above:", index=False)))
+
+    def opening(self) -> str:
+        """What a profile with a ``sample_label`` says first (nothing for the reference run): that its numbers are a
+        cut sample, what that does to the verdicts, and where the decided ones are."""
+        label = self.params.get("sample_label")
+        if not label:
+            return ""
+        return (f"**This run is a {label}**, not the reference run: profile `{self.profile}` cuts the reference "
+                "profile's samples (the rows below say how), so its numbers move with the cut and, under the claims' "
+                f"one rule, most verdicts come out inconclusive. The decided verdicts are those of the "
+                f"`{DEFAULT_PROFILE}` profile's committed records (`results/`), shown in the committed notebook and in "
+                "docs/results.md.\n\n")
 
     def cache(self, keys) -> str:
         return self.store.cache_summary(keys)
