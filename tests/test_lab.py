@@ -5,7 +5,6 @@ import subprocess
 
 import pytest
 
-from repro.engines.params import NotebookParams
 from repro.jobs import PATH_PARAMS
 from repro.notebooks import DEFAULT_PROFILE, Session, paper_module, run_parameters
 
