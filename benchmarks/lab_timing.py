@@ -4,7 +4,8 @@ after the one-time preparation (model conversion, training the Fashion-MNIST ViT
 
     .venv/bin/python benchmarks/lab_timing.py [--notebooks 01 02 03] [--out benchmarks/results/lab_timing.json]
 
-The preparation loads each model the lab profile names (converted or trained once per machine under $REPRO_CACHE:
+A run of some notebooks replaces their rows in an existing result file of the same machine and keeps the
+others. The preparation loads each model the lab profile names (converted or trained once per machine under $REPRO_CACHE:
 on a machine that has them, seconds); with REPRO_CACHE pointing at an empty folder it is timed from scratch.
 `.cache/lab/` is emptied first (moved aside to `.cache/lab.before-timing/` if it held anything). Run it on an
 otherwise idle machine: the budget is 15 minutes per notebook on 2 cores in float32.
@@ -89,11 +90,16 @@ def main(argv=None) -> int:
         tries = [float(line.split()[2]) for c in executed["cells"] for o in c.get("outputs", [])
                  for line in "".join(o.get("text", "")).splitlines() if line.startswith("answered in ")]
         records = sum(1 for _ in (cache / "results").rglob("*.json"))
-        rows.append({"notebook": src.stem, "run_seconds": run_s, "render_seconds": render_s,
+        rows.append({"notebook": src.stem, "date": time.strftime("%Y-%m-%d %H:%M"), "run_seconds": run_s, "render_seconds": render_s,
                      "total_seconds": round(run_s + render_s, 1), "within_15_min": run_s + render_s <= BUDGET_S,
                      "try_it_seconds": tries, "error_outputs": errors, "records_so_far": records})
         print(json.dumps(rows[-1]), flush=True)
     machine = describe("float32", torch.get_num_threads())
+    before = json.loads(Path(args.out).read_text()) if Path(args.out).is_file() else {}
+    if before.get("machine_detail", {}).get("cpu") == machine.get("cpu"):  # the same machine: keep the others
+        rows = sorted([r for r in before.get("notebooks", []) if r["notebook"] not in {r["notebook"] for r in rows}]
+                      + rows, key=lambda r: r["notebook"])
+        prep = {**before.get("preparation_seconds", {}), **prep}
     emit({"what": "each notebook under the lab profile from an empty .cache/lab/ (repro run, then repro notebook, as "
                   "`make reproduce PROFILE=lab` runs them), after the one-time preparation timed apart",
           "date": time.strftime("%Y-%m-%d"), "machine": label(machine), "machine_detail": machine,

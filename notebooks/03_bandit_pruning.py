@@ -237,7 +237,7 @@ nb.answer(T.committed_toy())
 
 # %%
 try_c = [1.5, 0.2]  # add your own
-nb.try_it(lambda: T.exploration(exps[models[0]], "head", steps=4, cs=try_c, budget=4, pool_size=8), seconds=40)
+nb.try_it(lambda: T.exploration(exps[models[0]], "head", steps=3, cs=try_c, budget=4, pool_size=8), seconds=35)
 nb.answer(T.committed_exploration())
 
 # %% [markdown]

@@ -17,6 +17,11 @@ def num(v: float) -> str:
     return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3g}" if abs(v) >= 10 else f"{v:.2f}"
 
 
+def unit_pct(ratio: float) -> str:
+    """A share of units as a setting names it: ``0.05`` -> ``5%``, ``0.003`` -> ``0.3%`` (never rounded to ``0%``)."""
+    return f"{float(ratio) * 100:.3g}%"
+
+
 def short(v, width: int = 40) -> str:
     """``repr(v)``, cut to ``width`` characters (ending in '...') where longer."""
     text = repr(v)

@@ -15,6 +15,7 @@ from repro.claims import (
 from repro.evaluate.stats import paired_t
 from repro.papers.bandit.records import LABELS, MAB, MAB_VS_GREEDY, SETTING
 from repro.report import Table, to_markdown
+from repro.words import unit_pct
 
 LAMBADA_VS_GREEDY = "MAB degrades LAMBADA perplexity less than budgeted greedy"
 ALLOCATION = "(beyond the paper) adaptive allocation: MAB degrades perplexity less than greedy with memory"
@@ -62,7 +63,7 @@ def bandit_claims(lm: pd.DataFrame, vision: pd.DataFrame | None = None, wide: pd
     ``wide_search``'s budget (section 5c), whose MAB-TS-vs-greedy rows are claims of their own."""
     out = []
     for (model, kinds, ratio), t in (lm.groupby(SETTING) if len(lm) else []):
-        setting = f"{model}, {kinds} {ratio:.0%}"
+        setting = f"{model}, {kinds} {unit_pct(ratio)}"
         for m in MAB:
             out.append(difference_claim(MAB_VS_GREEDY, f"{setting}, {LABELS[m]}", f"change {LABELS[m]} - greedy",
                                         seed_diff(t, m, "greedy", "change_pct")))
@@ -90,7 +91,7 @@ def bandit_claims(lm: pd.DataFrame, vision: pd.DataFrame | None = None, wide: pd
                                             seed_diff(t, best_mab, rival, "lambada_change_pct")))
     if vision is not None and len(vision):
         for (model, kinds, ratio), t in vision.groupby(SETTING):
-            setting = f"{model}, {kinds} {ratio:.0%} (k={int(t.k.iloc[0])})"
+            setting = f"{model}, {kinds} {unit_pct(ratio)} (k={int(t.k.iloc[0])})"
             out.append(difference_claim("MAB-TS loses less top-1 than budgeted greedy at a matched budget", setting,
                                         "top-1 TS - greedy", seed_diff(t, "thompson", "greedy", "top1_pp"),
                                         side="above"))
@@ -100,7 +101,7 @@ def bandit_claims(lm: pd.DataFrame, vision: pd.DataFrame | None = None, wide: pd
     if wide is not None and len(wide):
         w = wide_search or {}
         for (model, kinds, ratio), t in wide.groupby(SETTING):
-            setting = (f"{model}, {kinds} {ratio:.0%} (k={int(t.k.iloc[0])}), {w.get('budget')} pulls per step over "
+            setting = (f"{model}, {kinds} {unit_pct(ratio)} (k={int(t.k.iloc[0])}), {w.get('budget')} pulls per step over "
                        f"{w.get('pool_size')}")
             out.append(difference_claim("MAB-TS loses less top-1 than budgeted greedy at a matched budget", setting,
                                         "top-1 TS - greedy", seed_diff(t, "thompson", "greedy", "top1_pp"),
@@ -110,7 +111,7 @@ def bandit_claims(lm: pd.DataFrame, vision: pd.DataFrame | None = None, wide: pd
         means = t[np.isfinite(t.change_pct)].groupby("method").change_pct.mean().drop("ucb", errors="ignore")
         if "ucb" in set(t.method) and len(means):
             rival = means.idxmin()
-            out.append(difference_claim("MAB-UCB is best at every MLP ratio", f"{model}, mlp {ratio:.0%}, vs best other "
+            out.append(difference_claim("MAB-UCB is best at every MLP ratio", f"{model}, mlp {unit_pct(ratio)}, vs best other "
                                         f"({LABELS.get(rival, rival)})", "change UCB - best other",
                                         seed_diff(t, "ucb", rival, "change_pct")))
     return out

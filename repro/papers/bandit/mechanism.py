@@ -22,6 +22,7 @@ from repro.methods.bandit_stats import allocation
 from repro.methods.replay import changed_joins
 from repro.papers.bandit.records import LABELS, MAB, SETTING
 from repro.papers.bandit.worked import pull_reasons
+from repro.words import unit_pct
 
 CONTROL = "greedy-memory"
 
@@ -55,7 +56,7 @@ def decomposition(lm: pd.DataFrame, value: str = "change_pct") -> pd.DataFrame:
             if m not in set(t.method):
                 continue
             both, alloc = seed_diff(t, m, "greedy", value), seed_diff(t, m, CONTROL, value)
-            rows.append({"model": model, "units": f"{kinds} {ratio:.0%}", "bandit": LABELS[m],
+            rows.append({"model": model, "units": f"{kinds} {unit_pct(ratio)}", "bandit": LABELS[m],
                          "MAB - greedy (both)": interval(both), "memory: control - greedy": interval(memory),
                          "allocation: MAB - control": interval(alloc), "seeds": both.n if both else 0,
                          "both_sign": _excludes(both), "memory_sign": _excludes(memory),
@@ -109,7 +110,7 @@ def reward_spread(frame: pd.DataFrame, c: float = UCB_C) -> pd.DataFrame:
             t_mid.append(sum(map(len, rewards)) / 2)
         ucb, t = UCB(c), float(np.mean(t_mid))
         b1, b2 = ucb.bonus(1, t), ucb.bonus(2, t)
-        rows.append({"model": model, "units": f"{kinds} {ratio:.0%}", "reward sd in a step": float(np.mean(sd)),
+        rows.append({"model": model, "units": f"{kinds} {unit_pct(ratio)}", "reward sd in a step": float(np.mean(sd)),
                      "gap of the two best means": float(np.median(gaps)), "t (mid-run)": t,
                      f"bonus n=1 (c={c:g})": b1, "bonus n=2": b2, "bonus step": b1 - b2,
                      "bonus step / reward sd": (b1 - b2) / float(np.mean(sd)),
@@ -147,7 +148,7 @@ def exploration_table(frames: dict[float, pd.DataFrame], tables: dict[float, pd.
                            for tb in (tables[c], tables[main]))
             diff = None if c == main else seed_diff(pd.concat([t_c.assign(method="other"), t_main]), "other", "ucb",
                                                     "change_pct")
-            rows.append({"model": model, "units": f"{kinds} {ratio:.0%}", "c": c, "seeds": len(f),
+            rows.append({"model": model, "units": f"{kinds} {unit_pct(ratio)}", "c": c, "seeds": len(f),
                          "distinct_per_step": a.distinct_per_step, "join_evidence": a.join_evidence,
                          "to_newcomers": a.to_newcomers, "decided to least-pulled": float(np.mean(least)),
                          "ppl change %": float(t_c.change_pct.mean()),
@@ -209,7 +210,7 @@ def replay_table(replays: list[dict], selections: dict[str, dict]) -> pd.DataFra
         ours = np.concatenate([s["damages"] for s in res["steps"]])
         margins = np.array([s["margin"] if s["margin"] is not None else np.nan for s in res["steps"]], dtype=float)
         changed = np.array([s["joined"] != s["replayed"] for s in res["steps"]])
-        rows.append({"model": sc["model"]["name"], "units": f"{'+'.join(sc['kinds'])} {sc['ratio']:.0%}",
+        rows.append({"model": sc["model"]["name"], "units": f"{'+'.join(sc['kinds'])} {unit_pct(sc['ratio'])}",
                      "method": LABELS[sc["method"]], "seed": sc["seed"], "searched in": rec["config"]["searched_in"],
                      "steps": len(res["steps"]), "joins changed": changed_joins(res),
                      "mean |d32 - d|": float(np.mean(np.abs(ours - theirs))),
@@ -254,7 +255,7 @@ def timing_table(frame: pd.DataFrame, selections: dict[str, dict]) -> pd.DataFra
         per = 1000 * secs / lf
         machines = sorted({f"{label(r.get('machine') or {})}, {(r.get('machine') or {}).get('threads', '?')} thread(s)"
                            for r in recs})
-        rows.append({"model": model, "units": f"{kinds} {ratio:.0%}", "method": LABELS[method], "runs": len(recs),
+        rows.append({"model": model, "units": f"{kinds} {unit_pct(ratio)}", "method": LABELS[method], "runs": len(recs),
                      "seconds": float(secs.mean()), "layer forwards": float(lf.mean()),
                      "s per 1000 layer forwards": float(per.mean()), "min": float(per.min()),
                      "max": float(per.max()), "machines": "; ".join(machines)})

@@ -14,6 +14,7 @@ from repro.papers.bandit.lambada import head_counts, lambada_changes
 from repro.papers.bandit.records import CELL, LABELS, MAB, MAB_VS_GREEDY, SETTING, unit_of
 from repro.papers.bandit.rescale import layer_counts, unit_damage
 from repro.report import group_lines, ranking_reading
+from repro.words import unit_pct
 
 # ---- the tables ---------------------------------------------------------------------------------
 
@@ -41,7 +42,7 @@ def per_seed_reading(lm: pd.DataFrame) -> str:
         spread = g[np.isfinite(g.change_pct)].groupby("method").change_pct.agg(lambda x: x.max() - x.min())
         widest = spread.idxmax()
         fell = g[g.lambada_change_pct < 0]
-        text = (f"- **{model}, {kinds} {ratio:.0%}**: seed to seed the WikiText-2 change moves most for "
+        text = (f"- **{model}, {kinds} {unit_pct(ratio)}**: seed to seed the WikiText-2 change moves most for "
                 f"{LABELS[widest]} ({spread.max():.3g} points between its best and worst seed)")
         runs = [f"{LABELS[r.method]} seed {int(r.seed)} ({r.lambada_change_pct:+.1f}%"
                 + (f", last-word accuracy {r.lambada_acc_change:+.2f}" if "lambada_acc_change" in r else "") + ")"
@@ -140,7 +141,7 @@ def memory_reading(ablation: pd.DataFrame) -> str:
     lines = []
     for rule, g in ablation.groupby("rule", sort=False):
         counts = ", ".join(f"{v} {n}" for v, n in g[col].value_counts().items())
-        won = "; ".join(f"{r.model} {r.kinds} {r.ratio:.0%} {r.method} ({r['other - main']:+.3g})"
+        won = "; ".join(f"{r.model} {r.kinds} {unit_pct(r.ratio)} {r.method} ({r['other - main']:+.3g})"
                         for _, r in g[g.ci_hi < 0].iterrows())
         lines.append(f"- **{main} against {rule}**, {main} better: {counts} (of {len(g)} settings)"
                      + (f"; {rule} did better in: {won}." if won else "."))
@@ -208,10 +209,10 @@ def discussion_reading(frame: pd.DataFrame, lm: pd.DataFrame, vis: pd.DataFrame,
                 continue
             best = means.index[0]
             if best not in (*MAB, "greedy"):
-                one_shot_wins.setdefault(which, []).append(f"{LABELS.get(best, best)} on {model} {kinds} {ratio:.0%}")
+                one_shot_wins.setdefault(which, []).append(f"{LABELS.get(best, best)} on {model} {kinds} {unit_pct(ratio)}")
             ranks = {m: int(list(means.index).index(m)) + 1 for m in MAB if m in means}
             mab = ", ".join(f"{LABELS[m]} {means[m]:+.2f} (rank {ranks[m]} of {len(means)})" for m in ranks)
-            lines.append(f"- **{model}, {kinds} {ratio:.0%}**: lowest mean {what} over seeds is "
+            lines.append(f"- **{model}, {kinds} {unit_pct(ratio)}**: lowest mean {what} over seeds is "
                          f"{LABELS.get(best, best)}'s ({means.iloc[0]:+.2f}); {mab}.")
     if len(claims):
         seeds = max(int(lm.seed.nunique()) if "seed" in lm else 0, 2)
@@ -230,7 +231,7 @@ def discussion_reading(frame: pd.DataFrame, lm: pd.DataFrame, vis: pd.DataFrame,
         col = next(c for c in ablation.columns if c.startswith("verdict ("))
         main = col[len("verdict ("):-len(" better)")]
         decided = ablation[ablation[col] != "inconclusive"]
-        rows = "; ".join(f"{r.model} {r.kinds} {r.ratio:.0%} {r.method}, {r.rule}: {r['other - main']:+.2f} "
+        rows = "; ".join(f"{r.model} {r.kinds} {unit_pct(r.ratio)} {r.method}, {r.rule}: {r['other - main']:+.2f} "
                          f"[{r.ci_lo:+.2f}, {r.ci_hi:+.2f}] {what.get(r.value, r.value)}, {r[col]}"
                          for _, r in decided.iterrows())
         lines.append(f"- **The memory rule** (section 5b, other rule - `{main}`, mean over seeds [t interval]; positive: "
@@ -258,7 +259,7 @@ def below_dense(lm: pd.DataFrame) -> str:
     for (model, kinds, ratio, method), t in lm.groupby(CELL):
         x = t.lambada_change_pct.dropna()
         if len(x) and x.mean() < 0:
-            out.append(f"{model} {kinds} {ratio:.0%} {LABELS.get(method, method)} {x.mean():+.1f}% ({int((x < 0).sum())} "
+            out.append(f"{model} {kinds} {unit_pct(ratio)} {LABELS.get(method, method)} {x.mean():+.1f}% ({int((x < 0).sum())} "
                        f"of {len(x)} seeds lower, last-word accuracy {t.lambada_acc_change.mean():+.3f})")
     return "; ".join(out)
 
@@ -440,7 +441,7 @@ def score_layers_reading(sl: pd.DataFrame, frame: pd.DataFrame, rescale: dict | 
         whose = "that layer's" if len(top) == 1 else "those layers'"
         lines.append(f"- **{model}, {kinds}**: the median unit score {trend} (Spearman {rho:+.2f} over {len(g)} layers), "
                      f"so ranked across layers the {int(run.k)} units of seed {int(run.seed)} "
-                     f"(ratio {run.ratio:.0%}) sit in {_layers_of(chosen)}: {emptied} of "
+                     f"(ratio {unit_pct(run.ratio)}) sit in {_layers_of(chosen)}: {emptied} of "
                      f"{whose} units.")
         if g.share.isna().any():
             continue

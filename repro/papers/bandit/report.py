@@ -41,6 +41,7 @@ from repro.papers.bandit.worked import bonus_decided_pull, pull_reasons, ucb_ste
 from repro.report import Table, differences_table, lm_setting, model_line, provenance
 from repro.report import caption as caption_line
 from repro.structure import removal_counts
+from repro.words import unit_pct
 
 JOIN_REPLAY = ("MAB-TS's joins replayed from the records: where the best posterior mean and the best mean reward pick "
                "different units, whose pick had fewer pulls, and how much more damage the posterior's pick measured "
@@ -118,7 +119,7 @@ class Report:
     def differences(self) -> Table:
         """What differs from the paper, generated from the parameters that ran."""
         p, lm, vision = self.p, self.lm, self.vision
-        units = "; ".join(f"{model_line(e)}: " + ", ".join(f"{k} {', '.join(f'{r:.0%}' for r in rs)}"
+        units = "; ".join(f"{model_line(e)}: " + ", ".join(f"{k} {', '.join(unit_pct(r) for r in rs)}"
                                                           for k, rs in p.unit_settings.get(n, {}).items())
                           for n, e in lm.items())
         e0 = next(iter(lm.values()), None)
@@ -132,7 +133,7 @@ class Report:
                   f"{vs['pool_size']}" + (f" (section 5c: budget {p.wide_search['budget']}, pool "
                                           f"{p.wide_search['pool_size']})" if p.wide_search else ""))
         mlp = sorted({r for st in p.unit_settings.values() for r in st.get("mlp", [])})
-        ratios = (f"{', '.join(f'{r:.0%}' for r in mlp)}: one search to {max(mlp):.0%} per (method, seed), the "
+        ratios = (f"{', '.join(unit_pct(r) for r in mlp)}: one search to {unit_pct(max(mlp))} per (method, seed), the "
                   "smaller ratios its first k units (no step depends on k)" if mlp else "none")
         rows = [("language models", "GPT-2, OPT-125m/350m, Pythia-160m/410m, Qwen2.5-0.5B, SmolLM2-360M", units),
                 ("vision", "ViT-B/16, DeiT-Tiny, Swin-Tiny on ImageNet-style data",
@@ -333,7 +334,7 @@ class Report:
         t = ucb_step(result, step, c, pull).round(4)
         top = t.iloc[0]
         best = t.sort_values("mean reward", ascending=False).iloc[0]
-        reading = (f"Step {step} of {run.model}'s {run.kinds} {run.ratio:.0%} seed-{int(run.seed)} search, pull {top.pull} "
+        reading = (f"Step {step} of {run.model}'s {run.kinds} {unit_pct(run.ratio)} seed-{int(run.seed)} search, pull {top.pull} "
                    f"(t = {top.t}): the index picks {top.unit} ({top.pulls} pull(s), mean reward {top['mean reward']:.3f},"
                    f" bonus {top.bonus:.3f}) over {best.unit}, the best mean reward ({best['mean reward']:.3f} after "
                    f"{best.pulls} pulls, bonus {best.bonus:.3f}). The bonus differs between them by "
@@ -447,7 +448,7 @@ class Report:
         """The removal record of the ``removal`` parameter's (model, method, seed) as a table
         (:func:`removal_table`)."""
         rm, c, res = self.p.removal, record["config"], record["result"]
-        which = " and ".join(f"{k[0]} {r:.0%}" for k, r in removal_parts(self.p.unit_settings[rm["model"]]))
+        which = " and ".join(f"{k[0]} {unit_pct(r)}" for k, r in removal_parts(self.p.unit_settings[rm["model"]]))
         sels = [r for r in self.store.records("bandit-select") if r["key"] in c.get("selections", [])]
         heads = list(dict.fromkeys((u[1], u[2]) for r in sels for u in r["result"]["units"] if u[0] == "head"))
         st = self.lm[rm["model"]].structure

@@ -15,6 +15,7 @@ from repro.evaluate.stats import bh, paired_difference, paired_ratio, paired_tes
 from repro.methods.bandit import SELECTORS, TAU, reward_summary
 from repro.methods.bandit_stats import allocation, join_gaps
 from repro.papers.bandit.records import CELL, LABELS, LOWER_IS_BETTER, MAB, SETTING, signature, stale_picks
+from repro.words import unit_pct
 
 
 def lm_table(frame: pd.DataFrame) -> pd.DataFrame:
@@ -85,7 +86,7 @@ def lm_summary(lm: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
 def per_seed_table(lm: pd.DataFrame) -> pd.DataFrame:
     """Table 1 per seed: one column per seed, each cell 'ppl change % [paired 95% CI] / LAMBADA
     ppl change %' ('inf (failure)' for a non-finite perplexity)."""
-    cells = lm.assign(method=lm.method.map(LABELS), units=lm.kinds + " " + lm.ratio.map("{:.0%}".format),
+    cells = lm.assign(method=lm.method.map(LABELS), units=lm.kinds + " " + lm.ratio.map(unit_pct),
                       cell=[f"{c:+.1f} [{lo:+.1f}, {hi:+.1f}] / {la:+.1f}" if np.isfinite(c) else "inf (failure)"
                             for c, lo, hi, la in zip(lm.change_pct, lm.ci_lo, lm.ci_hi, lm.lambada_change_pct)])
     t = cells.pivot_table(index=["model", "units", "method"], columns="seed", values="cell", aggfunc="first")
@@ -96,7 +97,7 @@ def per_seed_table(lm: pd.DataFrame) -> pd.DataFrame:
 def budget_table(frame: pd.DataFrame) -> pd.DataFrame:
     """Table B1: each selection's budget record (calibration passes, paired evaluations, losses,
     layer forwards, seconds), mean over seeds per (model, units, method)."""
-    rows = [{"model": r.model, "units": f"{r.kinds} {r.ratio:.0%}", "method": LABELS[r.method], **(r.budget or {})}
+    rows = [{"model": r.model, "units": f"{r.kinds} {unit_pct(r.ratio)}", "method": LABELS[r.method], **(r.budget or {})}
             for r in frame[frame.method != "dense"].itertuples()]
     return pd.DataFrame(rows).groupby(["model", "units", "method"]).mean(numeric_only=True).round(1).reset_index()
 
@@ -143,7 +144,7 @@ def reward_table(frame: pd.DataFrame) -> pd.DataFrame:
     for (model, kinds, method), f in seq.groupby(["model", "kinds", "method"]):
         top = f[f.ratio == f.ratio.max()]
         s = reward_summary([r for rs in top.rewards for r in rs])
-        rows.append({"model": model, "units": f"{kinds} {top.ratio.iloc[0]:.0%}", "method": method,
+        rows.append({"model": model, "units": f"{kinds} {unit_pct(top.ratio.iloc[0])}", "method": method,
                      "seeds": top.seed.nunique(), "pulls": s["n"], "mean reward": s["mean"],
                      "harmful": s["harmful"], "neutral": s["neutral"], "beneficial": s["beneficial"]})
     return pd.DataFrame(rows)
@@ -158,7 +159,7 @@ def layer_profile(frame: pd.DataFrame, n_layers: dict[str, int]) -> pd.DataFrame
     for (model, kinds, ratio, method), f in sel.groupby(CELL):
         layers = np.array([u[1] for units in f.units for u in units])
         early = max(1, int(np.ceil(n_layers[model] / 10)))
-        rows.append({"model": model, "units": f"{kinds} {ratio:.0%}", "method": method, "seeds": f.seed.nunique(),
+        rows.append({"model": model, "units": f"{kinds} {unit_pct(ratio)}", "method": method, "seeds": f.seed.nunique(),
                      "mean layer": float(layers.mean()), "early layers": early,
                      "share in early layers": float((layers < early).mean()),
                      "share in last layers": float((layers >= n_layers[model] - early).mean())})
@@ -310,7 +311,7 @@ def allocation_table(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
                               for u, p in zip(f.units, f.pulled) if p])
             if a.empty:
                 continue
-            rows.append({"model": model, "units": f"{kinds} {ratio:.0%}", "method": LABELS[method], "memory": key[-1],
+            rows.append({"model": model, "units": f"{kinds} {unit_pct(ratio)}", "method": LABELS[method], "memory": key[-1],
                          "seeds": len(a), **a.mean().round(3).to_dict()})
     order = {r: i for i, r in enumerate(frames)} | {"-": -1}
     return (pd.DataFrame(rows).sort_values(["model", "units", "pulls_per_step", "memory", "method"],
@@ -331,7 +332,7 @@ def join_table(frame: pd.DataFrame) -> pd.DataFrame:
         gaps = [g for _, r in f.iterrows()
                 for g in join_gaps(r.units, r.pulled, r.rewards, r.tau or TAU, r.memory)]
         differ = [g for g in gaps if g["posterior"] != g["mean"]]
-        rows.append({"model": model, "units": f"{kinds} {ratio:.0%}", "join that ran": join, "seeds": len(f),
+        rows.append({"model": model, "units": f"{kinds} {unit_pct(ratio)}", "join that ran": join, "seeds": len(f),
                      "joins": len(gaps), "picks differ": len(differ),
                      "posterior's pick had fewer pulls": sum(g["pulls_posterior"] < g["pulls_mean"] for g in differ),
                      "mean damage gap (nats)": float(np.mean([g["damage_gap"] for g in differ])) if differ else 0.0,
