@@ -18,6 +18,8 @@
 
 # %% tags=["parameters"]
 profile = "toy"
+sample_label = ""
+try_it = True
 recompute = False
 results_dir = "results"
 read_results = None
