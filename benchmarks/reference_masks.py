@@ -1,14 +1,25 @@
-"""Wanda and SparseGPT masks of ``repro`` against the reference implementations' own code.
+"""Wanda, SparseGPT and RIA masks of ``repro`` against the reference implementations' own code.
 
     REFERENCE_WANDA=/path/to/wanda REFERENCE_SPARSEGPT=/path/to/sparsegpt \\
         python benchmarks/reference_masks.py [--model tiny-llama|smollm2-135m] [--nsamples 8] [--seqlen 512] \\
-        [--patterns unstructured,2:4,4:8] [--only wanda|sparsegpt] [--out FILE]
+        [--patterns unstructured,2:4,4:8] [--only wanda|sparsegpt] [--ppl] [--out FILE]
+    REFERENCE_RIA=/path/to/ria python benchmarks/reference_masks.py --only ria [...]
 
-The references are local checkouts passed by path (``--wanda``/``--sparsegpt`` or the environment
-variables above); nothing is vendored or fetched. Used: locuslab/wanda ``lib/prune.py``
-(``prune_wanda``, the whole block loop, with its ``prune_n``/``prune_m`` for N:M) and
+The references are local checkouts passed by path (``--wanda``/``--sparsegpt``/``--ria`` or the
+environment variables above); nothing is vendored or fetched. Used: locuslab/wanda ``lib/prune.py``
+(``prune_wanda``, the whole block loop, with its ``prune_n``/``prune_m`` for N:M),
 IST-DASLab/sparsegpt ``llama.py`` (``llama_sequential``, ``prunen``/``prunem`` for N:M) with its
-``SparseGPT`` class. Llama-family models only (their code reaches ``model.model.layers``).
+``SparseGPT`` class, and biomedical-cybernetics/Relative-importance-and-activation-pruning
+``lib/prune.py`` (``prune_ria`` with ``--prune_method ria``, its README's unstructured command: a = 0.5,
+one threshold per layer, no reallocation or reconstruction). RIA's code is a package named ``lib``
+like Wanda's, so it runs in its own invocation (``--only ria``). Llama-family models only (their code
+reaches ``model.model.layers``).
+
+``--ppl``: each pruned model's perplexity (and the dense one's) on ``--eval-windows`` windows of
+``--eval-seqlen`` tokens spread over ``--eval-data`` (notebook 2's: 32 x 1024 over WikiText-2 test),
+in the model's dtype, with the per-window NLLs, so the reference's and ``repro``'s models compare
+paired on the same windows (a Wanda or RIA model whose mask equals the reference's is the same model: its
+perplexity is the reference's, not evaluated again).
 
 On the same calibration windows (random ids for tiny models; seeded ``wikitext2-train`` windows
 otherwise), for each method and pattern, the reference's pruned model against
@@ -27,7 +38,8 @@ reference ``SparseGPT`` accumulating its own H and ``repro``'s compress step fed
 which isolates the mask/update algorithm from float accumulation (unstructured only).
 
 Patches that let the references run on CPU under transformers 5 (none touches a mask rule):
-``torch.cuda.synchronize`` is a no-op; ``get_loaders`` returns these windows; ``model.seqlen``
+``torch.cuda.synchronize`` is a no-op; ``Tensor.cuda`` returns the tensor (RIA sorts its scores
+through it); ``get_loaders`` returns these windows; ``model.seqlen``
 and an empty ``model.hf_device_map`` are set; and decoder layers called without
 ``position_embeddings`` (the references pass only the mask and position ids, from before
 transformers computed rotary tables once per model) get them from ``model.model.rotary_emb``
@@ -48,7 +60,7 @@ import torch
 from repro.assets import load_model, load_text
 from repro.calib import sample_windows
 from repro.calib.blocks import Gram, capture
-from repro.evaluate.ppl import tokenize
+from repro.evaluate.ppl import perplexity, tokenize
 from repro.methods.unstructured import SparseGPT, parse_pattern, prune_model
 from repro.structure.sparsity import out_in, prunable_linears
 
@@ -85,10 +97,52 @@ def quiet():
     return contextlib.redirect_stdout(io.StringIO())
 
 
+@contextlib.contextmanager
+def cuda_is_cpu():
+    """``Tensor.cuda()`` returns the tensor itself while a reference runs (RIA's threshold sorts on "cuda")."""
+    cuda = torch.Tensor.cuda
+    torch.Tensor.cuda = lambda self, *args, **kwargs: self
+    try:
+        yield
+    finally:
+        torch.Tensor.cuda = cuda
+
+
+METHODS = ("wanda", "sparsegpt", "ria")
+COUNT = {"sparsegpt": {"count": "reference"}, "ria": {"count": "reference"}}  # their ``score <= sorted[k]``
+
+
+def references(a) -> dict:
+    """The reference modules the requested methods need, imported from the checkouts passed by path."""
+    methods = [a.only] if a.only else ["wanda", "sparsegpt"]
+    paths = {"wanda": a.wanda, "sparsegpt": a.sparsegpt, "ria": a.ria}
+    missing = [m for m in methods if not paths[m]]
+    if missing:
+        sys.exit(f"pass --{' and --'.join(missing)} (or REFERENCE_{'/'.join(m.upper() for m in missing)}): "
+                 "local checkouts")
+    sys.path[:0] = [paths[m] for m in methods]
+    mods = {}
+    if "wanda" in methods or "ria" in methods:
+        import lib.prune  # locuslab/wanda or RIA's, whichever checkout was passed (both are a package `lib`)
+        mods["wanda" if "wanda" in methods else "ria"] = lib.prune
+    if "sparsegpt" in methods:
+        import llama  # IST-DASLab/sparsegpt (its SparseGPT class via `from sparsegpt import *`)
+        mods["sparsegpt"] = llama
+    return mods
+
+
+def ppl(a, loaded, model) -> dict:
+    """Perplexity on the evaluation windows, with the per-window NLLs for paired comparisons."""
+    r = perplexity(model, loaded.tokenizer, load_text(a.eval_data), a.eval_seqlen, a.eval_windows,
+                   progress=False, spread=True)
+    return {"ppl": r.ppl, "window_nll": r.window_nll, "dtype": r.dtype}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--wanda", default=os.environ.get("REFERENCE_WANDA"))
     ap.add_argument("--sparsegpt", default=os.environ.get("REFERENCE_SPARSEGPT"))
+    ap.add_argument("--ria", default=os.environ.get("REFERENCE_RIA"))
     ap.add_argument("--model", default="tiny-llama")
     ap.add_argument("--nsamples", type=int, default=8)
     ap.add_argument("--seqlen", type=int, default=512)
@@ -96,45 +150,58 @@ def main() -> None:
     ap.add_argument("--patterns", default="unstructured", help="comma-separated, e.g. unstructured,2:4,4:8")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--batch-size", type=int, default=4, help="windows per forward of the default stats=exact")
-    ap.add_argument("--only", choices=["wanda", "sparsegpt"], default=None, help="run one method's comparisons")
+    ap.add_argument("--only", choices=list(METHODS), default=None, help="run one method's comparisons "
+                                                                         "(RIA only this way)")
+    ap.add_argument("--ppl", action="store_true", help="evaluate every pruned model (and the dense one)")
+    ap.add_argument("--eval-data", default="wikitext2:test")
+    ap.add_argument("--eval-seqlen", type=int, default=1024)
+    ap.add_argument("--eval-windows", type=int, default=32)
     ap.add_argument("--out", default=None, help="write the JSON here too; cases already in the file and not "
                                                 "run now are kept (one pattern or method per run)")
     a = ap.parse_args()
-    if not a.wanda or not a.sparsegpt:
-        sys.exit("pass --wanda and --sparsegpt (or REFERENCE_WANDA / REFERENCE_SPARSEGPT): local checkouts")
     torch.cuda.synchronize = lambda *args, **kwargs: None  # the references call it unconditionally
-    sys.path[:0] = [a.wanda, a.sparsegpt]
-    import lib.prune as wanda_prune  # locuslab/wanda
-    import llama as sg_llama  # IST-DASLab/sparsegpt (its SparseGPT class via `from sparsegpt import *`)
+    refs = references(a)
 
     loaded = load_model(a.model)
     dense = loaded.model
     ids = windows(loaded, a.nsamples, a.seqlen, a.seed)
     dense.seqlen, dense.hf_device_map = a.seqlen, {}
-    wanda_prune.get_loaders = lambda *args, **kwargs: ([(w[None], w[None]) for w in ids], None)
-    result = {"model": a.model, "nsamples": a.nsamples, "seqlen": a.seqlen, "batch_size": a.batch_size,
-              "threads": torch.get_num_threads(), "cases": {}}
-    for method in ("wanda", "sparsegpt"):
-        if a.only in (None, method):
+    for method in ("wanda", "ria"):
+        if method in refs:
+            refs[method].get_loaders = lambda *args, **kwargs: ([(w[None], w[None]) for w in ids], None)
+    result = {"model": a.model, "nsamples": a.nsamples, "seqlen": a.seqlen, "seed": a.seed, "sparsity": a.sparsity,
+              "batch_size": a.batch_size, "threads": torch.get_num_threads(), "cases": {}}
+    if a.ppl:
+        result["dense"] = {"eval": {"data": a.eval_data, "seqlen": a.eval_seqlen, "windows": a.eval_windows},
+                           **ppl(a, loaded, dense)}
+    for method in METHODS:
+        if method in refs:
             for pattern in a.patterns.split(","):
-                result["cases"][f"{method} {pattern}"] = case(a, method, parse_pattern(pattern), dense, ids,
-                                                              wanda_prune, sg_llama)
-    if a.only in (None, "sparsegpt") and "unstructured" in a.patterns.split(","):
-        result["sparsegpt-same-H (block 0)"] = same_h(a, sg_llama, dense, ids)
+                result["cases"][f"{method} {pattern}"] = case(a, method, parse_pattern(pattern), loaded, ids,
+                                                              refs[method])
+    if "sparsegpt" in refs and "unstructured" in a.patterns.split(","):
+        result["sparsegpt-same-H (block 0)"] = same_h(a, refs["sparsegpt"], dense, ids)
     finish(a, result)
 
 
-def reference(a, method, pattern, dense, ids, wanda_prune, sg_llama):
+def reference(a, method, pattern, dense, ids, module):
     """The reference code's pruned copy of ``dense``."""
     ref = copy.deepcopy(dense)
     sparsity = a.sparsity if pattern.unstructured else pattern.n / pattern.m
     hooks = rotary_hooks(ref)
-    with quiet():
+    with quiet(), cuda_is_cpu():
         if method == "wanda":
-            wanda_prune.prune_wanda(Namespace(nsamples=a.nsamples, seed=a.seed, sparsity_ratio=sparsity,
-                                              use_variant=False), ref, None, device=torch.device("cpu"),
-                                    prune_n=pattern.n, prune_m=pattern.m)
+            module.prune_wanda(Namespace(nsamples=a.nsamples, seed=a.seed, sparsity_ratio=sparsity,
+                                         use_variant=False), ref, None, device=torch.device("cpu"),
+                               prune_n=pattern.n, prune_m=pattern.m)
+        elif method == "ria":  # its README's command: --prune_method ria --a 0.5, no optional extras
+            module.prune_ria(Namespace(model="llama", calib_dataset="wikitext2", nsamples=a.nsamples, seed=a.seed,
+                                       seqlen=a.seqlen, sparsity_ratio=sparsity, prune_method="ria", a=0.5,
+                                       reconstruction=False, reallocation=False, lsa=False, gptq=False,
+                                       per_outneuron=False, semi_sparse_acc=False),
+                             ref, None, device=torch.device("cpu"), prune_n=pattern.n, prune_m=pattern.m)
         else:
+            sg_llama = module
             sg_llama.args = Namespace(nsamples=a.nsamples, sparsity=sparsity, prunen=pattern.n, prunem=pattern.m,
                                       percdamp=0.01, blocksize=128, wbits=16, minlayer=-1, maxlayer=1000,
                                       prune_only="", invert=False, true_sequential=False)
@@ -144,20 +211,27 @@ def reference(a, method, pattern, dense, ids, wanda_prune, sg_llama):
     return ref
 
 
-def case(a, method, pattern, dense, ids, wanda_prune, sg_llama) -> dict:
+def case(a, method, pattern, loaded, ids, module) -> dict:
     """One (method, pattern): the reference's masks against ``prune_model``'s with the default
-    ``stats="exact"`` and with ``stats="reference"`` (SparseGPT with ``count="reference"``)."""
+    ``stats="exact"`` and with ``stats="reference"`` (SparseGPT and RIA with ``count="reference"``);
+    with ``--ppl`` each pruned model's perplexity."""
+    dense = loaded.model
     t0 = time.perf_counter()
-    ref = reference(a, method, pattern, dense, ids, wanda_prune, sg_llama)
+    ref = reference(a, method, pattern, dense, ids, module)
     out = {"reference seconds": round(time.perf_counter() - t0, 1)}
-    params = {"count": "reference"} if method == "sparsegpt" else {}
+    if a.ppl:
+        out["reference ppl"] = ppl(a, loaded, ref)
+    params = COUNT.get(method, {})
     for stats in ("exact", "reference"):
         ours = copy.deepcopy(dense)
         t0 = time.perf_counter()
         prune_model(ours, method, a.sparsity if pattern.unstructured else None, ids, pattern=pattern,
                     batch_size=a.batch_size, progress=False, stats=stats, **params)
+        agree = agreement(ref, ours)
+        same = agree["bits_differing"] == 0 and method != "sparsegpt"  # no weight updates: the same model
         out[f"repro {json.dumps({**params, 'stats': stats})}"] = {
-            "seconds": round(time.perf_counter() - t0, 1), **agreement(ref, ours)}
+            "seconds": round(time.perf_counter() - t0, 1), **agree,
+            **({"ppl": out["reference ppl"] if same else ppl(a, loaded, ours)} if a.ppl else {})}
         del ours
     return out
 

@@ -80,6 +80,7 @@ glue_encoder = "minilm-l6"  # section 6: the MHA text encoder fine-tuned, then p
 glue_tasks = []  # sst2, mrpc, rte
 glue_k = 5  # folds over each validation set (no GLUE training split offline)
 glue_seeds = [0]  # fine-tuning seeds (each: a new head, a batch order; its k folds score every example)
+glue_ablations = []  # our controls scored on every fold beside the methods (mpg-norm: MP-G's tied heads by norm)
 glue_recipe = {}  # changes to the paper's recipe (repro.assets.glue.Recipe fields: lr, batch_size, epochs, ...)
 glue_n_calib = 64  # training-fold examples for the calibrated scorers
 glue_grad_nsamples = 16  # of them, the first n for Gradient-Head
@@ -507,8 +508,18 @@ nb.show(R.table4b(vals, methods), "table4b_extra_methods")
 #
 # A task can rank the methods only if the dense model beats the trivial answer: the majority class for
 # accuracy, answering "equivalent" every time for MRPC's F1 (which scores well above zero because two thirds
-# of MRPC's pairs are equivalent). Each cell: the metric over all examples; the change against dense, in
-# points, with its paired 95% bootstrap interval over examples; Random: the mean of its draws and their range.
+# of MRPC's pairs are equivalent). Each cell: the metric over all examples, averaged over the fine-tuning seeds
+# (`glue_seeds`: each seed a new head and batch order, its $k$ folds scoring every example once); the change
+# against dense, in points, with its paired 95% bootstrap interval over examples (an example keeps its label and
+# every seed's answers together on both sides); Random: the mean of its draws and their range.
+#
+# **Whose order is Table III measuring?** MiniLM's heads are 32 wide, so few of a head's rows pass
+# $\mu + 2\sigma$ and many heads score exactly 0 (the count at each $z$ is in the reading below). Where the
+# zeros outnumber the heads cut, MP-G's selection is the tie broken by index, the lowest layers first. Our
+# control `mpg-norm` (`glue_ablations`; the row *MP-G, norm key (ours)*) keeps MP-G's order wherever its scores
+# differ and orders the tied heads by their norm profile instead (eq. 1's norms summed as eq. 3 sums the
+# excess): the smaller goes first, MP-G's own reading of "less important". Its claim row against MP-G says
+# whether the rows move when only the tie-break changes.
 
 # %%
 glue = grid.table3()  # every fold of every fine-tuning seed (repro.engines.glue)

@@ -356,6 +356,18 @@ if refs:
     nb.show(R.sample_vs_split(frame, refs), "table12_sample_vs_split", index=False)
 
 # %% [markdown]
+# ### Is RIA's place our implementation's?
+#
+# RIA's paper puts it ahead of Wanda; where Tables 1-2 put it behind, is that RIA on these small models, or this
+# implementation? `benchmarks/reference_masks.py --ppl` prunes SmolLM2 at 50% with the authors' own
+# code and with `repro` on the same calibration windows (Tables 1-2's first draw), counts the mask bits that
+# differ, and evaluates every model on the same windows in float32, Wanda through its authors' code too. The
+# ratio below is paired over those windows; the reading follows the reference's own interval.
+
+# %%
+display(Markdown(Rd.reference_reading(Rd.read_check("../benchmarks/results/reference_masks_ppl_smollm2-135m_16x256.json"))))
+
+# %% [markdown]
 # ### Achieved sparsity and what the rounding is worth
 #
 # OGAS's paper rounding ($k_i = \lfloor C_{in} s_i\rfloor$ per row) removes slightly fewer weights than the

@@ -183,6 +183,9 @@ def test_the_glue_frame_puts_every_fold_back_in_example_order_and_a_task_at_chan
     flat = frame.copy()
     flat["pred"] = [np.zeros_like(p) for p in flat.pred]
     assert "does not beat the trivial answer" in dense_speaks(flat, "toy")
+    from repro.papers.mpg.readings import glue_reading
+    why = glue_reading(flat, [0.5])
+    assert "Why: the dense model's last-epoch training loss" in why and "trivial answer (0) on 100% of" in why
     claims = claims_frame(glue_claims(flat, [0.5], ["mpg", "sparsegpt-head", "random"]))
     assert len(claims) == 2 and (claims["kind"] == "uninformative").all()
 
@@ -198,3 +201,57 @@ def test_repro_run_finds_the_fine_tune_cells_among_a_notebooks_experiments():
     assert experiments_of({"toy": e}) == [e] and experiments_of([[e]]) == [e]
     other = GlueHeadExperiment("tiny-bert", "toy", Store(None), k=3, examples=_toy())
     assert other.address != e.address  # a setting that changes the records changes the address
+
+
+def test_several_fine_tuning_seeds_average_paired_on_examples_and_the_norm_key_control_gets_its_claim(tmp_path):
+    """Two fine-tuning seeds: the dense value is their mean (not the first seed's), and the norm-key control
+    (``mpg-norm``) is scored beside MP-G with a claim row against it; where the two select the same heads the
+    row says the answers are identical instead of deciding."""
+    from repro.claims import claims_frame
+    from repro.engines.glue import GlueHeadExperiment
+    from repro.papers.mpg.glue import dense_speaks, glue_claims, glue_frame, metric_of, table3
+    from repro.papers.mpg.readings import glue_reading
+    from repro.store import Store
+
+    ex = _toy(15)
+    store = Store(tmp_path)
+    methods = ["mpg", "mpg-norm", "random"]
+    e = GlueHeadExperiment("tiny-bert", "toy", store, k=3, recipe=Recipe(lr=1e-3, batch_size=8, epochs=1),
+                           n_calib=6, grad_nsamples=3, methods=methods, sparsities=[0.25], z_values=[1.5, 2.0],
+                           random_seeds=[0], progress=False, examples=ex)
+    recs = e.grid([0, 1])
+    assert len(recs) == 6 and {r["config"]["seed"] for r in recs} == {0, 1}
+    # seed 0's dense model is right everywhere, seed 1's answers 0 everywhere: the mean is 75%
+    for r in recs:
+        res = r["result"]
+        res["dense"] = res["labels"] if r["config"]["seed"] == 0 else [0] * len(res["test"])
+        store.put("heads-glue", r["config"], res, 0.0)
+    frame = glue_frame(store, {"toy": e}, session=False)
+    assert metric_of(frame, "toy", list(frame[frame.method == "dense"].pred)) == pytest.approx(0.75)
+    assert table3(frame, methods, [0.25]).iloc[0]["toy accuracy"].startswith("75.0 (majority class 50.0")
+    assert dense_speaks(frame, "toy") == ""  # 75% against 50% over 30 examples, paired
+    assert "mean of 2 fine-tuning seeds" in glue_reading(frame, [0.25])
+    assert "z = 1.5:" in glue_reading(frame, [0.25]) and "MP-G, norm key (ours)" in glue_reading(frame, [0.25])
+    claims = claims_frame(glue_claims(frame, [0.25], methods))
+    row = claims[claims.claim.str.contains("ordered by their norm")]
+    assert len(row) == 1 and "MP-G, norm key (ours) - MP-G" in row.iloc[0].measured, row.iloc[0].measured
+
+
+def test_mpg_norm_orders_mpgs_ties_by_norm_and_keeps_its_order_elsewhere():
+    """The control changes only the order inside MP-G's equal scores: every head MP-G scores above another stays
+    above it, and among heads MP-G scores exactly 0 the smaller norm profile goes first (not the lower index)."""
+    from repro.assets import load_model
+    from repro.methods.heads import _layers, get_adapter, norms, score_heads, select_heads
+
+    model = load_model("tiny-llama").model
+    mpg = score_heads("mpg", model, z=2.0)
+    ranks = score_heads("mpg-norm", model, z=2.0)
+    assert sorted(ranks.ravel().tolist()) == list(range(mpg.size))  # a permutation: every head its own rank
+    a, b = mpg.ravel(), ranks.ravel()
+    assert ((a[:, None] < a[None, :]) <= (b[:, None] < b[None, :])).all()  # MP-G's strict order kept
+    zero = np.flatnonzero(a == 0)
+    assert len(zero) > 1, "the tiny model must have tied heads for this test to mean anything"
+    profile = _layers(get_adapter(model), norms, kv_share=True).ravel()
+    assert (np.argsort(b[zero]) == np.argsort(profile[zero], kind="stable")).all()
+    k = len(zero) / mpg.size / 2  # cut inside the tie: index order and norm order pick different heads
+    assert select_heads(ranks, k) != select_heads(mpg, k)

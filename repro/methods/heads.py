@@ -73,6 +73,20 @@ def mpg(model, calib=None, z: float = 2.0, **_) -> np.ndarray:
     return _layers(get_adapter(model), lambda a, r: excess(norms(a, r), z), kv_share=True)
 
 
+def mpg_norm(model, calib=None, z: float = 2.0, **_) -> np.ndarray:
+    """MP-G with a secondary key for its ties (ours, not the paper's): heads ordered by MP-G's score, then, among
+    equal scores (a head none of whose features passes mu + z sigma scores exactly 0), by its norm profile (eq. 1's
+    norms summed as eq. 3 sums the excess, K/V shared by the group) instead of by index. The scores are the
+    heads' ranks in that order (0 is pruned first): the global selection then takes exactly that order."""
+    ad = get_adapter(model)
+    primary = _layers(ad, lambda a, r: excess(norms(a, r), z), kv_share=True)
+    secondary = _layers(ad, norms, kv_share=True)
+    order = np.lexsort((secondary.ravel(), primary.ravel()))
+    ranks = np.empty(order.size)
+    ranks[order] = np.arange(order.size)
+    return ranks.reshape(primary.shape)
+
+
 def magnitude_head(model, calib=None, **_) -> np.ndarray:
     """Sum of the head's row (column for O) L2 norms, no threshold."""
     return _layers(get_adapter(model), norms, kv_share=False)
@@ -130,6 +144,7 @@ def hybrid(model, calib=None, z: float = 2.0, **_) -> np.ndarray:
 HEAD_METHODS = Registry("head method", [
     Method("mpg", "MP-G", mpg, {"z": 2.0}),
     Method("mp", "MP", mp, {"z": 2.0}, paper=False),
+    Method("mpg-norm", "MP-G, norm key (ours)", mpg_norm, {"z": 2.0}, paper=False, ablation=True),
     Method("wanda-head", "Wanda-Head", wanda_head, calibration="activations"),
     Method("sparsegpt-head", "SparseGPT-Head", sparsegpt_head, calibration="activations"),
     Method("gradient-head", "Gradient-Head", gradient_head, calibration="gradients"),

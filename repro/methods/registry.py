@@ -29,6 +29,7 @@ class Method:
     calibration: str | None = None  # what it reads from data: None, "activations", "gradients", "losses"
     nm: bool = False  # supports N:M patterns (unstructured pruners)
     paper: bool = True  # one of its paper's own methods (False: a sanity baseline of ours)
+    ablation: bool = False  # ours: another method with one of its choices changed (a control, not a baseline)
 
     def __post_init__(self):
         if self.calibration not in CALIBRATION_KINDS:

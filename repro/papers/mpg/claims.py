@@ -53,6 +53,9 @@ PAPER_SOURCES = {
     "(ours) Calibration-free MP-G beats the best calibration-based head score once": "beyond the paper: the claim "
         "above against section 3d's remedy (each calibrated score divided by its layer's mean before the global "
         "ranking), which removes the collapses one score scale per layer causes",
+    "(ours) MP-G's exactly-0 heads ordered by their norm": "beyond the paper: a control that changes only the "
+        "tie-break (the paper does not say how ties are broken; ours is the index), to ask whether Table III's MP-G "
+        "rows measure MP-G's scores or the order of its tied heads",
     "(beyond the paper) MP-G beats Random": "beyond the paper: a sanity row, a scored selection should beat a random "
                                             "one",
     "MP-G ranks in the top two": "paraphrase: Tables I and IV, MP-G is best or second-best in most settings",

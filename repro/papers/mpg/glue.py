@@ -3,9 +3,10 @@
 Reads records only.
 
 Every number is over all of a task's examples, each scored once by the model of the fold that held it
-out (the ``k`` folds of one fine-tuning seed). A task informs a comparison only where the dense model
-beats the trivial answer: the majority class for accuracy, always answering 1 for F1 (MRPC's
-"equivalent", F1 about 0.81 there); otherwise its rows are uninformative.
+out (the ``k`` folds of one fine-tuning seed), averaged over the fine-tuning seeds; a comparison is paired
+over examples, an example keeping its label and every seed's predictions on both sides. A task informs a
+comparison only where the dense model beats the trivial answer: the majority class for accuracy, always
+answering 1 for F1 (MRPC's "equivalent", F1 about 0.81 there); otherwise its rows are uninformative.
 """
 from __future__ import annotations
 
@@ -15,10 +16,13 @@ import pandas as pd
 from repro.claims import Claim, difference_claim
 from repro.engines.base import owned
 from repro.evaluate.stats import Paired, classification_metric, paired_metric_difference
+from repro.methods.heads import HEAD_METHODS
 from repro.papers.mpg.records import LABEL, PAPER_METHODS, pct
 from repro.store import Store
 
 TASK_LABEL = {"sst2": "SST-2", "mrpc": "MRPC", "rte": "RTE"}
+# our controls (:attr:`repro.methods.registry.Method.ablation`): the method each changes, and the claim row
+ABLATES = {"mpg-norm": ("mpg", "(ours) MP-G's exactly-0 heads ordered by their norm beat their index order")}
 
 
 def glue_frame(store: Store, experiments, session: bool = True) -> pd.DataFrame:
@@ -67,19 +71,30 @@ def trivial(metric: str, labels) -> tuple[float, str]:
             "always 1" if metric == "f1" else "majority class")
 
 
-def _preds(frame: pd.DataFrame, task: str, method: str, sparsity: float, param=None) -> list[np.ndarray]:
+def method_preds(frame: pd.DataFrame, task: str, method: str, sparsity: float, param=None) -> list[np.ndarray]:
     """The predictions of ``method`` (every Random seed, every fine-tuning seed) on ``task``: one array each."""
     f = frame[(frame.task == task) & (frame.method == method) & np.isclose(frame.sparsity, sparsity)]
     if param is not None:
         f = f[f.param == param]
-    elif method in ("mpg", "mp", "hybrid") and len(f):
+    elif method in HEAD_METHODS and "z" in HEAD_METHODS[method].params and len(f):
         f = f[f.param == 2.0]
     return list(f.pred)
 
 
+def dense_preds(frame: pd.DataFrame, task: str) -> list[np.ndarray]:
+    """The dense model's predictions on ``task``, one array per fine-tuning seed."""
+    return method_preds(frame, task, "dense", 0.0)
+
+
+def metric_of(frame: pd.DataFrame, task: str, preds: list[np.ndarray]) -> float:
+    """``task``'s metric averaged over ``preds`` (one array per seed or draw)."""
+    t = frame[frame.task == task].iloc[0]
+    return float(np.mean([classification_metric(t.metric, t.labels, p) for p in preds]))
+
+
 def versus(frame: pd.DataFrame, task: str, a: tuple, b: tuple) -> Paired | None:
     """``metric(a) - metric(b)`` on ``task``, paired over its examples; ``a``, ``b``: (method, sparsity[, param])."""
-    pa, pb = _preds(frame, task, *a), _preds(frame, task, *b)
+    pa, pb = method_preds(frame, task, *a), method_preds(frame, task, *b)
     if not pa or not pb:
         return None
     t = frame[frame.task == task].iloc[0]
@@ -97,16 +112,18 @@ def dense_speaks(frame: pd.DataFrame, task: str) -> str:
     difference over examples lies above 0); else why the task cannot inform a comparison of pruned models."""
     t = frame[(frame.task == task) & (frame.method == "dense")].iloc[0]
     value, name = trivial(t.metric, t.labels)
-    p = paired_metric_difference(t.metric, t.labels, t.pred, trivial_answer(t.metric, t.labels))
+    dense = dense_preds(frame, task)
+    p = paired_metric_difference(t.metric, t.labels, dense, trivial_answer(t.metric, t.labels))
     if p.ci[0] > 0:
         return ""
+    seeds = f" (mean of {len(dense)} fine-tuning seeds)" if len(dense) > 1 else ""
     return (f"the fine-tuned dense model does not beat the trivial answer on {TASK_LABEL.get(task, task)}: "
-            f"{t.metric} {100 * classification_metric(t.metric, t.labels, t.pred):.1f} against {100 * value:.1f} "
+            f"{t.metric} {100 * metric_of(frame, task, dense):.1f}{seeds} against {100 * value:.1f} "
             f"({name}), difference {100 * p.estimate:+.1f} [{100 * p.ci[0]:+.1f}, {100 * p.ci[1]:+.1f}] points")
 
 
 def _cell(frame: pd.DataFrame, task: str, method: str, sparsity: float) -> str:
-    preds = _preds(frame, task, method, sparsity)
+    preds = method_preds(frame, task, method, sparsity)
     if not preds:
         return ""
     t = frame[frame.task == task].iloc[0]
@@ -126,7 +143,7 @@ def table3(frame: pd.DataFrame, methods: list[str], sparsities: list[float]) -> 
     for t in tasks:
         d = frame[(frame.task == t) & (frame.method == "dense")].iloc[0]
         value, name = trivial(d.metric, d.labels)
-        dense[cols[t]] = (f"{100 * classification_metric(d.metric, d.labels, d.pred):.1f} ({name} {100 * value:.1f}"
+        dense[cols[t]] = (f"{100 * metric_of(frame, t, dense_preds(frame, t)):.1f} ({name} {100 * value:.1f}"
                           f"{'' if not dense_speaks(frame, t) else '; not above it'})")
     rows.append({"sparsity": "0%", "method": "Dense", **dense})
     for sp in sparsities:
@@ -162,8 +179,9 @@ def glue_claims(frame: pd.DataFrame, sparsities: list[float], methods: list[str]
                     for m in PAPER_METHODS if m != "sparsegpt-head" and m in methods]
             rows.append(("(beyond the paper) MP-G beats Random on a fine-tuned MHA encoder", ("mpg", sp),
                          ("random", sp)))
+            rows += [(claim, (m, sp), (of, sp)) for m, (of, claim) in ABLATES.items() if m in methods]
             zs = {z: classification_metric(metric, frame[frame.task == task].labels.iloc[0], p[0])
-                  for z in sorted(set(mpg.param.dropna())) if (p := _preds(frame, task, "mpg", sp, z))}
+                  for z in sorted(set(mpg.param.dropna())) if (p := method_preds(frame, task, "mpg", sp, z))}
             if 1.5 in zs and len(zs) > 1:
                 rival = max((z for z in zs if z != 1.5), key=zs.get)
                 rows.append(("MHA models prefer z = 1.5", ("mpg", sp, 1.5), ("mpg", sp, rival)))

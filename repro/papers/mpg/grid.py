@@ -34,7 +34,7 @@ class MpgGrid(Sections):
             MlmHeadExperiment, q.mlm_models, changes=q.mlm_changes(), grad_nsamples=q.grad_nsamples)
         self.glue = glue if glue is not None else {
             t: GlueHeadExperiment(q.glue_encoder, t, self.store, q.glue_k, recipe=q.recipe(t), n_calib=q.glue_n_calib,
-                                  grad_nsamples=q.glue_grad_nsamples, methods=q.methods, sparsities=q.sparsities,
+                                  grad_nsamples=q.glue_grad_nsamples, methods=q.glue_methods, sparsities=q.sparsities,
                                   z_values=q.z_values, random_seeds=q.glue_random_seeds)
             for t in q.glue_tasks}
 

@@ -56,6 +56,7 @@ class MpgParams(NotebookParams):
     glue_tasks: list[str] = []  # sst2, mrpc, rte
     glue_k: int = 5  # folds over each validation set (no GLUE training split offline)
     glue_seeds: list[int] = [0]  # fine-tuning seeds
+    glue_ablations: list[str] = []  # our controls run beside `methods` on every fold (mpg-norm: MP-G's ties by norm)
     glue_recipe: dict[str, Any] = {}  # changes to the paper's recipe (repro.assets.glue.Recipe fields)
     glue_n_calib: int = 64  # training-fold examples for the calibrated scorers
     glue_grad_nsamples: int = 16  # of them, the first n for Gradient-Head
@@ -69,6 +70,7 @@ class MpgParams(NotebookParams):
             check_list(name, getattr(self, name))
         check_list("methods", self.methods, known=list(HEAD_METHODS))
         check_list("remedy_methods", self.remedy_methods, known=list(HEAD_METHODS))
+        check_list("glue_ablations", self.glue_ablations, known=HEAD_METHODS.names(ablation=True))
         for name in ("sparsities", "z_sparsities", "zeroshot_sparsities", "efficiency_sparsities"):
             check_list(name, getattr(self, name), "number", 0.0, 1.0)
         check_list("z_values", self.z_values, "number")
@@ -98,6 +100,11 @@ class MpgParams(NotebookParams):
         shorter reference windows (``reference_seqlen``: the causal Table I's reconciliation)."""
         return {"seqlen": self.mlm_seqlen, "calib_seqlen": min(self.calib_seqlen, self.mlm_seqlen),
                 "eval_dtype": "float32", "reference_seqlen": None}
+
+    @property
+    def glue_methods(self) -> list[str]:
+        """What every Table III fold scores: the notebook's methods, then our controls."""
+        return self.methods + [m for m in self.glue_ablations if m not in self.methods]
 
     def recipe(self, task: str) -> Recipe:
         """The paper's recipe for ``task`` with the profile's changes (``glue_recipe``)."""

@@ -16,9 +16,10 @@ from repro.store import Store
 
 TABLE3_METRIC = {"mrpc": "f1"}  # the paper's Table III reports MRPC in F1, the other GLUE tasks in accuracy
 PAPER_METHODS = HEAD_METHODS.names(paper=True)    # the paper's Table IV set
-EXTRA_METHODS = HEAD_METHODS.names(paper=False)   # ours: sanity baselines
+EXTRA_METHODS = HEAD_METHODS.names(paper=False, ablation=False)   # ours: sanity baselines
 CALIBRATED = HEAD_METHODS.names(calibration_free=False)
-Z_METHODS = [m for m in HEAD_METHODS.names(calibration_free=True) if "z" in HEAD_METHODS[m].params]  # Table II
+Z_METHODS = [m for m in HEAD_METHODS.names(calibration_free=True, ablation=False)
+             if "z" in HEAD_METHODS[m].params]  # Table II
 LABEL = HEAD_METHODS.labels(dense="Dense")
 
 

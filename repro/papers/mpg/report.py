@@ -174,9 +174,9 @@ class Report(Tables):
         """Section 6's table (:func:`repro.papers.mpg.glue.table3`)."""
         p = self.p
         keys = sorted({k for ks in frame["keys"] for k in ks})
-        return Table(table3(frame, p.methods, p.sparsities), caption_line(
+        return Table(table3(frame, p.glue_methods, p.sparsities), caption_line(
             "Table III, fine-tune then prune: metric (%) over all examples; change against dense, points, paired "
-            "95% bootstrap interval over examples (MP-G, MP, Hybrid at z = 2).", self.glue_setting(), self.profile,
+            "95% bootstrap interval over examples (the z-taking scorers at z = 2).", self.glue_setting(), self.profile,
             self.store.cache_summary(keys)), glue_reading(frame, p.sparsities))
 
     def differences(self) -> Table:

@@ -399,7 +399,7 @@ class Tables(SessionTables):
         uniform = {n: e.uniform_ppl for n, e in self.experiments.items()}
         found = mpg_claims(frame, self.models, sparsities, z_values, z_sparsities, groups, cost,
                            {n: r["result"] for n, r in (efficiency or {}).items()}, uniform) + \
-            (glue_claims(glue, sparsities, self.p.methods) if glue is not None and len(glue)
+            (glue_claims(glue, sparsities, self.p.glue_methods) if glue is not None and len(glue)
              else downstream_claims(zeroshot or []))
         claims = claims_frame(with_sources(with_paper(found, PAPER_EFFECTS), PAPER_SOURCES))
         caption = (f"**Claims checked.** Profile `{self.profile}`; models {', '.join(self.models)} on "

@@ -140,8 +140,10 @@ class Report:
     def curve_table(self, curve: pd.DataFrame, frame: pd.DataFrame) -> Table:
         """Figure 4's data as a table, and what the figure shows from 70% on."""
         uniform = {m: self.grid.wt[m].uniform_ppl for m in set(curve.model)}
-        return T.curve_table(curve, frame, self.grid)._replace(
-            reading=Rd.curve_reading(curve, dense_ppl(frame, self.grid), uniform))
+        dense = dense_ppl(frame, self.grid)
+        reading = "\n".join(x for x in (Rd.curve_reading(curve, dense, uniform), Rd.headroom_reading(
+            frame, self.grid.wt_name, self.grid.p.s_max_headrooms, dense, uniform)) if x)
+        return T.curve_table(curve, frame, self.grid)._replace(reading=reading)
 
     # ---- the claims (sections 7-8) ----
 
