@@ -41,6 +41,7 @@ max_windows = 16
 spread = False  # True: the windows spread evenly over the whole split (and the dense number over every window beside)
 reference_seqlen = None  # an earlier sample's shorter window length: the dense number also read with it
 calib_seeds = [None]  # Tables 1-2: the calibration draws of every calibrated method (None: the setup's own seed)
+control_draws = False  # Table 5, the exact-rounding row and the gamma-rule rows on every draw too (draw-matched)
 batch_size = 1
 eval_dtype = "auto"  # bfloat16 where this machine runs it fast (GPU, AVX512-BF16/AMX), else float32
 device = None

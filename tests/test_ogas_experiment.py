@@ -207,6 +207,30 @@ def test_further_calibration_draws_are_their_own_cells_and_stay_out_of_the_table
     assert p.estimate != one.estimate  # both draws count, not the first alone
 
 
+def test_control_draws_put_the_control_rows_on_every_calibration_draw(run):
+    """``control_draws``: Table 5's variants, the exact-rounding row and the other gamma rule are asked on every
+    draw of ``calib_seeds``, so they pair with Wanda and OGAS draw by draw; off, on the first draw only."""
+    _, e = run
+    asked = {}
+    for on in (False, True):
+        store = Store(None)
+        wt = {"tiny-llama": PruneExperiment("tiny-llama", SMALL, store, progress=False, loaded=e.loaded)}
+        c4 = {"tiny-llama": PruneExperiment("tiny-llama", SMALL.replace(data="c4-sample:eval",
+                                                                          calib_data="c4-sample:calib"),
+                                            store, progress=False, loaded=e.loaded)}
+        g = OgasGrid(wt, c4, ogas_params({"tiny-llama": "mistral"}, methods=["wanda", "ogas"], calib_seeds=[0, 1],
+                                         ablation_models=["tiny-llama"], gamma_rule_models=["tiny-llama"],
+                                         exact_rounding_data=["wiki-sample"], control_draws=on))
+        g.run_main()
+        g.run_ablation()
+        every = frame(g, draws=True)
+        asked[on] = {row_name(m, f.params.iloc[0], f.own_gamma.iloc[0]): sorted(f.draw)
+                     for (m, _), f in every.groupby(["method", "params_key"])}
+    for row in ("ogas-energy", "ogas-papr", "ogas-exact", "ogas-gamma-search"):
+        assert asked[False][row] == [0] and asked[True][row] == [0, 1], (row, asked)
+    assert asked[False]["wanda"] == asked[True]["wanda"] == [0, 1]  # the methods' own rows: every draw either way
+
+
 def test_run_zeroshot_and_its_tables(grid):
     results = grid.run_zeroshot()
     assert list(results["tiny-llama"]) == ["dense", "magnitude", "wanda", "ogas"]

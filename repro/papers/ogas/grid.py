@@ -126,6 +126,17 @@ class OgasGrid(Sections):
                                                                    calib_seed=seed)
                 if {data, parse_spec(self.experiment(name, data).setup.data)[0]} & set(self.p.exact_rounding_data):
                     yield self.main_cell(name, data, "ogas", rounding="exact")
+                    yield from self.control_draws(name, data, "ogas", rounding="exact")
+
+    def control_draws(self, model: str, data: str, method: str, **params):
+        """With ``control_draws``, a control row's cell (Table 5's variants, the exact rounding, the other gamma
+        rule) on the further calibration draws of ``calib_seeds`` too, so that it compares with Wanda and OGAS
+        draw by draw (:func:`repro.report.paired_cells`) instead of on the first draw alone."""
+        if self.p.control_draws:
+            for seed in self.extra_draws(model, data, method):
+                yield self.experiment(model, data).cell.ask(method, self.p.sparsity,
+                                                            params=self.params_for(model, method, **params),
+                                                            calib_seed=seed)
 
     @section
     def run_references(self):
@@ -177,14 +188,20 @@ class OgasGrid(Sections):
                 if r in ("wanda", "ogas"):
                     yield self.main_cell(name, self.wt_name, r)
                 else:
-                    yield self.wt[name].cell.ask(r, self.p.sparsity,
-                                                 params={"gamma": ogas_setting(self.p.ogas_setting[name])["gamma"]})
+                    gamma = {"gamma": ogas_setting(self.p.ogas_setting[name])["gamma"]}
+                    yield self.wt[name].cell.ask(r, self.p.sparsity, params=gamma)
+                    if self.p.control_draws:
+                        for seed in self.extra_draws(name, self.wt_name, r):
+                            yield self.wt[name].cell.ask(r, self.p.sparsity, params=gamma, calib_seed=seed)
             if self.p.wide_gamma_bounds and self.params_for(name, "ogas").get("gamma") == "search":
-                yield self.main_cell(name, self.wt_name, "ogas", gamma_bounds=tuple(self.p.wide_gamma_bounds))
+                wide = {"gamma_bounds": tuple(self.p.wide_gamma_bounds)}
+                yield self.main_cell(name, self.wt_name, "ogas", **wide)
+                yield from self.control_draws(name, self.wt_name, "ogas", **wide)
         for name in self.p.gamma_rule_models:  # fixed against searched gamma on every model: the other rule
             own = self.params_for(name, "ogas")["gamma"]
             other = OGAS_SETTINGS["mistral"]["gamma"] if own == "search" else "search"
             yield self.wt[name].cell.ask("ogas", self.p.sparsity, params=self.params_for(name, "ogas", gamma=other))
+            yield from self.control_draws(name, self.wt_name, "ogas", gamma=other)
 
     @section(shows=lambda g: frame(g))
     def run_curve(self):

@@ -20,6 +20,7 @@ class OgasParams(NotebookParams):
     spread: bool = False  # True: the windows spread evenly over the whole split (and the dense number over all)
     reference_seqlen: int | None = None  # an earlier sample's shorter window length: the dense number also read with it
     calib_seeds: list[int | None] = [None]  # Tables 1-2: the calibration draws (None: the setup's own seed)
+    control_draws: bool = False  # Table 5, the exact-rounding row and the gamma-rule rows on every draw too
     batch_size: int = 1
     calib_nsamples: int = 32
     calib_seqlen: int = 512
