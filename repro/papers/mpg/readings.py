@@ -420,10 +420,12 @@ def _glue_ties(frame: pd.DataFrame) -> list[str]:
     at2 = f[f.param == 2.0]
     tied = [(sp, g) for sp, g in at2.groupby("sparsity") if g.zero_scores.mean() >= g.n_pruned.iloc[0]]
     if tied:
+        n_tasks = at2.task.nunique()
+        over = (f"the {n_tasks} tasks' folds" if n_tasks > 1 else "the task's folds") + (
+            " and seeds" if at2.seed.nunique() > 1 else "")
         lines.append("- **Ties.** At z = 2 few of a head's rows pass mu + 2 sigma, so at " + ", ".join(
-            f"{pct(sp)} ({g.n_pruned.iloc[0]} heads; pruned per layer over the {g.task.nunique()} tasks' folds"
-            f"{' and seeds' if g.seed.nunique() > 1 else ''}: {np.sum(list(g.pruned_layers), axis=0).tolist()})"
-            for sp, g in tied)
+            f"{pct(sp)} ({g.n_pruned.iloc[0]} heads; pruned per layer over {over}: "
+            f"{np.sum(list(g.pruned_layers), axis=0).tolist()})" for sp, g in tied)
             + " MP-G's selection is that tie broken by index, the lowest layers first, not a ranking of the heads.")
     for m, (of, _) in ABLATES.items():
         if m not in set(frame.method):
