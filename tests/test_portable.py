@@ -139,7 +139,9 @@ def test_another_precision_is_a_separate_set_that_reads_the_profiles_records(tmp
 
 def test_the_speed_probe_measures_each_dtype_once_per_machine(monkeypatch):
     speeds = machine.probe(["float32"])
-    assert speeds["float32"] > 10  # tokens/s of a 135M-parameter forward pass on any CPU that runs the tests
+    # tokens per second, not seconds per token (that would be ~0.02): a unit check, not a speed requirement (a
+    # CI machine under load measured 8 tokens/s, 46 alone)
+    assert speeds["float32"] > 1
     monkeypatch.setattr(machine, "_measure", lambda dtypes, budget_s=1.0: pytest.fail("measured twice"))
     assert machine.probe(["float32"]) == speeds  # cached for this CPU, thread count and torch
 
