@@ -361,9 +361,9 @@ def glue_reading(frame: pd.DataFrame, sparsities: list[float]) -> str:
     for task in dict.fromkeys(frame.task):
         why = dense_speaks(frame, task)
         d = frame[(frame.task == task) & (frame.method == "dense")].iloc[0]
-        seeds = len(dense_preds(frame, task))
-        head = (f"- **{TASK_LABEL.get(task, task)}** (dense {d.metric} {100 * metric_of(frame, task, dense_preds(frame, task)):.1f}"
-                f" over {d.labels.size} examples{f', mean of {seeds} fine-tuning seeds' if seeds > 1 else ''}): ")
+        dense = dense_preds(frame, task)
+        head = (f"- **{TASK_LABEL.get(task, task)}** (dense {d.metric} {100 * metric_of(frame, task, dense):.1f}"
+                f" over {d.labels.size} examples{f', mean of {len(dense)} fine-tuning seeds' if len(dense) > 1 else ''}): ")
         if why:
             lines.append(head + why + "; its rows cannot rank the methods. " + _why_trivial(frame, task))
             continue
@@ -385,7 +385,7 @@ def _why_trivial(frame: pd.DataFrame, task: str) -> str:
     """Where the dense model does not beat the trivial answer on ``task``: how well it fits its training folds
     (last-epoch loss per fine-tuning seed) against its held-out metric per seed, and how often the dense and the
     pruned models give the trivial answer, so that a pruned value at or above dense reads as that answer's."""
-    from repro.papers.mpg.glue import trivial_answer
+    from repro.papers.mpg.glue import trivial_answer  # (a top-level import would take this module past 600 lines)
 
     t = frame[frame.task == task]
     dense = t[t.method == "dense"]
