@@ -7,12 +7,11 @@ after the one-time preparation (model conversion, training the Fashion-MNIST ViT
 A run of some notebooks replaces their rows in an existing result file of the same machine and keeps the
 others. The preparation loads each model the lab profile names (converted or trained once per machine under $REPRO_CACHE:
 on a machine that has them, seconds); with REPRO_CACHE pointing at an empty folder it is timed from scratch.
-`.cache/lab/` is emptied first (moved aside to `.cache/lab.before-timing/` if it held anything). Run it on an
-otherwise idle machine: the budget is 15 minutes per notebook on 2 cores in float32.
+`.cache/lab/` is emptied first (moved aside to `.cache/lab.before-timing-<date>-<time>/` if it held anything,
+never over an earlier one). Run it on an otherwise idle machine: the budget is 15 minutes per notebook on 2 cores in float32.
 """
 import argparse
 import json
-import shutil
 import subprocess
 import sys
 import time
@@ -74,9 +73,9 @@ def main(argv=None) -> int:
     prep = prepare(lab_models())
     cache = ROOT / ".cache/lab"
     if cache.exists() and any(cache.iterdir()):
-        aside = ROOT / ".cache/lab.before-timing"
-        shutil.rmtree(aside, ignore_errors=True)
+        aside = ROOT / f".cache/lab.before-timing-{time.strftime('%Y%m%d-%H%M%S')}"  # never over an earlier one
         cache.rename(aside)
+        print(f"{cache.relative_to(ROOT)} moved aside to {aside.relative_to(ROOT)}")
     rows = []
     for src in sources:
         rel = src.relative_to(ROOT)

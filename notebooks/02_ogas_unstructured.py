@@ -83,6 +83,7 @@ from IPython.display import Markdown, display
 from repro.notebooks import start
 from repro.papers import ogas as P
 from repro.papers.ogas import readings as Rd
+from repro.papers.ogas import reference as Ref
 from repro.papers.ogas import worked as W
 
 nb = start(globals(), "02_ogas_unstructured")  # opened in JupyterLab: applies profiles/<profile>.yaml
@@ -366,7 +367,7 @@ if refs:
 # ratio below is paired over those windows; the reading follows the reference's own interval.
 
 # %%
-display(Markdown(Rd.reference_reading(Rd.read_check("../benchmarks/results/reference_masks_ppl_smollm2-135m_16x256.json"))))
+display(Markdown(Ref.reference_reading(Ref.read_check("../benchmarks/results/reference_masks_ppl_smollm2-135m_16x256.json"))))
 
 # %% [markdown]
 # ### Achieved sparsity and what the rounding is worth

@@ -107,6 +107,10 @@ class Store:
         self.status: dict[tuple[str, str], str] = {}
         self.dry = None
         self._memory: dict[tuple[str, str], dict] = {}
+        # parsed record files by (path, mtime, size): a notebook's sections read the same folders again and again
+        # (notebook 3's bandit-select: 18 MB of JSON per pass); a rewritten file has another mtime and is read anew.
+        # Like the in-memory records, what it hands out is shared: readers never modify a record.
+        self._parsed: dict[tuple[Path, int, int], dict] = {}
 
     # -- model cards: what the last load of a model said about it (repro.engines.base.Experiment) --
     def _card_path(self, name: str) -> Path:
@@ -169,6 +173,13 @@ class Store:
     def _read(self, p: Path) -> dict | None:
         """A record file's content, or None after moving aside one that is not a whole record."""
         try:
+            st = p.stat()
+        except OSError:
+            return None
+        seen = self._parsed.get((p, st.st_mtime_ns, st.st_size))
+        if seen is not None:
+            return seen
+        try:
             record = json.loads(p.read_text())
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             self.quarantine(p, f"it is not valid JSON ({e.__class__.__name__})")
@@ -176,6 +187,7 @@ class Store:
         if not isinstance(record, dict) or not {"config", "result", "key"} <= set(record):
             self.quarantine(p, "it is not a record (no config, result and key)")
             return None
+        self._parsed[(p, st.st_mtime_ns, st.st_size)] = record
         return record
 
     def quarantine(self, p: Path, why: str) -> Path:

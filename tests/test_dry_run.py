@@ -130,6 +130,30 @@ def test_a_search_is_priced_by_its_own_parameters():
     assert taylor == E.Cost(fp32=6 * 1e6 * 8 * 1024)
 
 
+def test_a_glue_fold_is_priced_by_its_recipe_and_scorings():
+    """Fine-tuning (6 N per token, ``epochs`` over the other folds), calibration, and one held-out forward for the
+    dense model and each scoring at each sparsity; an example's tokens capped at the recipe's ``max_length``."""
+    from repro.assets.glue import Recipe
+
+    docs, _, per = E.TASKS["rte"]
+    e = SimpleNamespace(task="rte", k=5, recipe=Recipe(epochs=10, max_length=64), n_calib=8, grad_nsamples=4,
+                        sparsities=[0.25, 0.5], _scorings=lambda: [("mpg", {}), ("random", {"seed": 0})])
+    tokens = min(per, 64)
+    cost = E._glue_cell(e, "fold", None, n=1e6)
+    assert cost == E.Cost(fp32=6e6 * 10 * docs * 4 / 5 * tokens + 2e6 * 8 * tokens + 6e6 * 4 * tokens
+                          + 2e6 * (1 + 2 * 2) * docs / 5 * tokens)
+    assert E._glue_cell(SimpleNamespace(**{**vars(e), "task": "toy"}), "fold", None, 1e6) is None  # unpriced
+
+
+def test_an_unpriced_cell_counts_as_unpriced_never_as_free(monkeypatch):
+    """A cell the cost model cannot price is reported as such: its 0 FLOPs are not an estimate of 0 s."""
+    job = SimpleNamespace(address="a", record=None)
+    plan = SimpleNamespace(jobs={"j": job}, waiting={}, configs={})
+    monkeypatch.setattr(E, "cell_cost", lambda e, j: E.Cost(unknown=1))
+    est = E.local_seconds(plan, {"a": None}, None, {"float32": 100.0}, {"float32": 100.0})
+    assert (est["unpriced"], est["modelled"], est["seconds"]) == (1, 0, 0.0)
+
+
 @pytest.mark.parametrize("hub_id", list(HUB_CONFIGS))
 def test_a_stand_in_has_the_published_parameter_count(hub_id):
     model, source = skeleton(hub_id)

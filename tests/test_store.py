@@ -27,6 +27,20 @@ def test_run_computes_once(tmp_path):
     assert [r["config"] for r in s.records("exp")] == [{"x": 1}]
 
 
+def test_a_record_is_parsed_once_and_read_anew_when_its_file_changes(tmp_path, monkeypatch):
+    """Sections read the same folders again and again: a file is parsed once per store, and a record written
+    again (another worker, or --recompute) is read as it is now, never from the earlier parse."""
+    s = Store(tmp_path)
+    s.put("exp", {"x": 1}, {"v": 3})
+    parsed = []
+    real = json.loads
+    monkeypatch.setattr(json, "loads", lambda text, *a, **k: parsed.append(1) or real(text, *a, **k))
+    assert [r["result"] for r in s.records("exp")] == [{"v": 3}]
+    assert [r["result"] for r in s.records("exp")] == [{"v": 3}] and len(parsed) == 1
+    Store(tmp_path).put("exp", {"x": 1}, {"v": 40})  # rewritten by another store
+    assert [r["result"] for r in s.records("exp")] == [{"v": 40}]
+
+
 def test_failed_cell_writes_nothing(tmp_path):
     s = Store(tmp_path)
     with pytest.raises(ZeroDivisionError):

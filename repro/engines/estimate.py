@@ -24,7 +24,11 @@ block whatever the calibration size, some 100 s per prune of a 32-block model, m
   forward (an upper bound: the search reruns only the layers from the unit's on);
 - zero-shot tasks and LAMBADA: :data:`TASKS` (documents x requests x tokens, rough);
 - timing cells (efficiency, removal): their prefill passes; weight-only cells (norms, worked
-  examples): nothing.
+  examples): nothing;
+- a fine-tune-then-prune GLUE fold: ``epochs`` forward + backward passes over the other folds, the scorers'
+  calibration (forward on ``n_calib`` examples, forward + backward on ``grad_nsamples``) and one forward over
+  the held-out fold for the dense model and for each scoring at each sparsity; an example's tokens from
+  :data:`TASKS`, capped at the recipe's ``max_length``.
 
 **Hours.** FLOPs over an assumed sustained throughput: ``tflops`` for fp16 / bf16 (the evaluation
 copies), ``fp32_tflops`` for float32 (the loaded model: calibration, pruning, and the bandit searches
@@ -52,7 +56,7 @@ PUBLISHED_PARAMS = {
     "Qwen/Qwen2.5-0.5B": 494e6, "HuggingFaceTB/SmolLM2-360M": 362e6, "FacebookAI/roberta-base": 125e6,
     "FacebookAI/roberta-large": 355e6, "google/vit-base-patch16-224": 86.6e6,
     "facebook/deit-tiny-patch16-224": 5.7e6, "microsoft/swin-tiny-patch4-window7-224": 28.3e6,
-    "smollm2-135m": 135e6, "gemma3-270m": 268e6, "qwen2.5-coder-0.5b": 494e6,
+    "smollm2-135m": 135e6, "gemma3-270m": 268e6, "qwen2.5-coder-0.5b": 494e6, "minilm-l6": 22.7e6,
 }
 
 # characters of a split (rows joined with blank lines), where it cannot be read here. WikiText-2 raw:
@@ -156,6 +160,7 @@ def cell_cost(e, job) -> Cost:
     """The cost of planned cell ``job`` of experiment ``e`` (the module's docstring); ``unknown`` where the
     model does not price it (an engine or a model it does not know)."""
     from repro.engines.bandit import BanditExperiment, VisionBanditExperiment
+    from repro.engines.glue import GlueHeadExperiment
     from repro.engines.heads import HeadExperiment, VisionHeadExperiment
     from repro.engines.mlm import MlmHeadExperiment
     from repro.engines.prune import PruneExperiment
@@ -164,8 +169,8 @@ def cell_cost(e, job) -> Cost:
         price = _vision_cell
     else:
         price = {HeadExperiment: _head_cell, PruneExperiment: _prune_cell, BanditExperiment: _bandit_cell,
-                 MlmHeadExperiment: _mlm_cell}.get(type(e))
-    n = parameters(e.model_name, e.store.dry) if price is not None else None
+                 MlmHeadExperiment: _mlm_cell, GlueHeadExperiment: _glue_cell}.get(type(e))
+    n = _params_of(e) if price is not None else None
     cost = price(e, job.call, job.parameters(e), n) if n is not None else None
     return Cost(unknown=1) if cost is None else cost
 
@@ -231,6 +236,18 @@ def _prune_cell(e, call: str, p, n: float) -> Cost | None:
         return pruning + _evaluation(e, n) + task_cost(n, p.zeroshot_tasks or (), p.zeroshot_limit,
                                                        e.setup.eval_dtype)
     return None
+
+
+def _glue_cell(e, call: str, p, n: float) -> Cost | None:
+    if call != "fold" or e.task not in TASKS:
+        return None
+    examples, _, per = TASKS[e.task]
+    tokens = min(per, e.recipe.max_length)
+    training = flops(n, e.recipe.epochs * examples * (e.k - 1) / e.k * tokens, "float32", TRAINING)
+    calibration = (flops(n, e.n_calib * tokens, "float32")
+                   + flops(n, e.grad_nsamples * tokens, "float32", TRAINING))
+    held_out = flops(n, (1 + len(e._scorings()) * len(e.sparsities)) * examples / e.k * tokens, "float32")
+    return training + calibration + held_out
 
 
 def _bandit_cell(e, call: str, p, n: float) -> Cost | None:
@@ -305,8 +322,13 @@ def tally(plan, index: dict) -> list[dict]:
     return sorted(rows.values(), key=lambda r: models.index(r["model"]))  # by model, each in the notebook's order
 
 
+def _model_of(e) -> str | None:
+    """The model an experiment runs: its ``model_name``, or a GLUE experiment's encoder (which it fine-tunes)."""
+    return getattr(e, "model_name", None) or getattr(e, "encoder", None)
+
+
 def _params_of(e) -> float | None:
-    name = getattr(e, "model_name", None)  # an experiment on a model (a GLUE experiment fine-tunes its own)
+    name = _model_of(e)
     return None if name is None else parameters(name, e.store.dry)
 
 
@@ -391,7 +413,7 @@ def local_seconds(plan, index: dict, store, speed: dict[str, float], reference: 
 
     def modelled(job) -> float | None:
         cost = cell_cost(index[job.address], job)
-        if cost is None:
+        if cost.unknown:  # not priced: counted as such, never as 0 s
             return None
         flops_per_s = {d: FORWARD * PROBE_PARAMS * at_speed(d) for d in ("float32", "bfloat16")}
         return cost.half / flops_per_s["bfloat16"] + cost.fp32 / flops_per_s["float32"]

@@ -115,12 +115,20 @@ class Paired:
 
 
 def _paired_log_ratio(a: np.ndarray, b: np.ndarray, statistic, level: float, seed: int) -> Paired:
-    """Effect exp(statistic(a - b)) for log-scale numbers a, b paired by position."""
+    """Effect exp(statistic(a - b)) for log-scale numbers a, b paired by position. Memoised on the differences'
+    values (:func:`_log_ratio`), as :func:`paired_difference` is: notebook 3's sections set the same searches
+    against the dense model again and again."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if a.shape != b.shape or a.ndim != 1 or a.size == 0:
         raise ValueError(f"a paired comparison needs two equal-length 1-D samples, got {a.shape} and {b.shape}")
     d = a - b
     require_units(d.size, "paired units")
+    return _log_ratio(d.tobytes(), statistic, level, seed)
+
+
+@lru_cache(maxsize=8192)
+def _log_ratio(d_bytes: bytes, statistic, level: float, seed: int) -> Paired:
+    d = np.frombuffer(d_bytes)
     est = float(np.exp(statistic(d)))
     ci = None
     if not np.all(d == d[0]):
@@ -374,7 +382,13 @@ def paired_test(x, y, test: str = "wilcoxon") -> float:
         raise ValueError(f"a paired test needs two equal-length samples of at least 2, got {x.shape} and {y.shape}")
     if np.all(x == y):
         return float("nan")
-    test = paired_test_name(x.size, test)
+    return _paired_p(x.tobytes(), y.tobytes(), paired_test_name(x.size, test))
+
+
+@lru_cache(maxsize=8192)
+def _paired_p(x_bytes: bytes, y_bytes: bytes, test: str) -> float:
+    """:func:`paired_test`'s p-value, memoised on the samples' values."""
+    x, y = np.frombuffer(x_bytes), np.frombuffer(y_bytes)
     if test == "wilcoxon":
         return float(stats.wilcoxon(x, y).pvalue)
     if test == "ttest":
@@ -421,6 +435,23 @@ def paired_metric_difference(metric: str, y, a, b, level: float = LEVEL, seed: i
     if any(p.shape != y.shape for p in a + b) or y.ndim != 1:
         raise ValueError("a paired comparison needs one prediction per labelled example on both sides")
     require_units(y.size, "paired examples")
+    return _metric_difference(metric, _frozen(y), tuple(map(_frozen, a)), tuple(map(_frozen, b)), level, seed)
+
+
+def _frozen(x: np.ndarray) -> tuple[str, tuple, bytes]:
+    """An array as a hashable value (dtype, shape, bytes), for the memoised comparisons below."""
+    return x.dtype.str, x.shape, x.tobytes()
+
+
+def _thawed(f: tuple[str, tuple, bytes]) -> np.ndarray:
+    return np.frombuffer(f[2], dtype=np.dtype(f[0])).reshape(f[1])
+
+
+@lru_cache(maxsize=4096)
+def _metric_difference(metric: str, y, a: tuple, b: tuple, level: float, seed: int) -> Paired:
+    """:func:`paired_metric_difference`, memoised on the labels' and predictions' values: Table III's cells and
+    its claim rows set the same folds' predictions side by side."""
+    y, a, b = _thawed(y), [_thawed(p) for p in a], [_thawed(p) for p in b]
     na = len(a)
 
     def diff(y_, *preds, axis=-1):

@@ -61,6 +61,7 @@ class Report:
 
     def __init__(self, session, grid):
         self.p, self.lm, self.vision, self.store = grid.p, grid.lm, grid.vision, session.store
+        self._exploration = None  # exploration_frames(), once built
 
     @property
     def settings(self) -> list[tuple[str, str, float]]:
@@ -345,7 +346,13 @@ class Report:
 
     def exploration_frames(self) -> tuple[dict[float, pd.DataFrame], dict[float, pd.DataFrame]]:
         """``{c: frame}`` and ``{c: lm_table}`` of the MAB-UCB cells at the notebook's c and at each constant of
-        ``ucb_c_ablation`` (the notebook's memory, budget and pool)."""
+        ``ucb_c_ablation`` (the notebook's memory, budget and pool). Built once per report from the records present
+        then (the notebook asks for them after their cells: section 5f, then the verdict's scope)."""
+        if self._exploration is None:
+            self._exploration = self._exploration_frames()
+        return self._exploration
+
+    def _exploration_frames(self):
         p = self.p
         cs = [p.search.get("c", UCB_C), *sorted({c for kinds in p.ucb_c_ablation.values() for v in kinds.values()
                                                    for c in v}, reverse=True)]

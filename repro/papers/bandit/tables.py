@@ -24,11 +24,15 @@ def lm_table(frame: pd.DataFrame) -> pd.DataFrame:
     per = vs_dense(frame)
     if per.empty:
         return per
+    cell = {}  # (model, method, seed, kinds, ratio) -> its first row in the frame
+    for r in frame.itertuples(index=False):
+        cell.setdefault((r.model, r.method, r.seed, r.kinds, r.ratio), r)
+    dense = {}
+    for r in frame[frame.method == "dense"].itertuples(index=False):
+        dense.setdefault(r.model, r)
     lam = []
-    for _, r in per.iterrows():
-        f = frame[(frame.model == r.model)]
-        d = f[f.method == "dense"].iloc[0]
-        c = f[(f.method == r.method) & (f.seed == r.seed) & (f.kinds == r.kinds) & (f.ratio == r.ratio)].iloc[0]
+    for r in per.itertuples(index=False):
+        d, c = dense[r.model], cell[(r.model, r.method, r.seed, r.kinds, r.ratio)]
         ok = c.lambada_ppl is not None and d.lambada_ppl is not None
         lam.append({"lambada_change_pct": 100 * (c.lambada_ppl / d.lambada_ppl - 1) if ok else np.nan,
                     "lambada_acc_change": c.lambada_acc - d.lambada_acc if ok else np.nan})

@@ -10,7 +10,6 @@ import pandas as pd
 from repro.claims import COLLAPSE, collapsed, count_verdicts, underpowered
 from repro.papers.ogas.claims import ABOVE_TRIVIAL, PAPER_TASKS, ZEROSHOT_MEAN
 from repro.papers.ogas.records import LABELS, paired_to, zeroshot_paired
-from repro.papers.ogas.reference import read_check, reference_reading  # noqa: F401 (the notebook's readings)
 from repro.papers.ogas.tables import falls_after_collapse
 from repro.papers.ogas.worked import ROBUST, loss_curve, reallocation_table, root_curve, stretch, trace_of, used_setting
 from repro.report import column_reading

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from repro.calib.blocks import OutputStats
 from repro.methods.ogas_terms import normalised_terms, reallocation
 from repro.methods.unstructured import auto_s_max, channel_sparsity, get_pruner
 from repro.papers.ogas.params import OgasParams
@@ -35,11 +36,11 @@ def layer_io(exp, layer: str, nsamples: int = 4) -> tuple[torch.Tensor, torch.Te
 
 def energy_and_peak(y: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
     """OGAS's terms per output channel from its outputs ``y [windows, T, C_out]``: the energy ``E_i`` (RMS over
-    every token) and the peak ratio ``P_i`` (mean over windows of ``max_t |y| / RMS`` within the window)."""
-    e = y.pow(2).mean(dim=(0, 1)).sqrt()
-    per_window = y.pow(2).mean(dim=1).sqrt()
-    p = (y.abs().amax(dim=1) / (per_window + 1e-9)).mean(dim=0)
-    return e.double().numpy(), p.double().numpy()
+    every token) and the peak ratio ``P_i`` (mean over windows of ``max_t |y| / RMS`` within the window), as
+    the method's own observer (:class:`repro.calib.blocks.OutputStats`) computes them."""
+    stats = OutputStats()
+    stats.add(stats.measure(None, y, 0))
+    return stats.rms.numpy(), stats.peak_ratio.numpy()
 
 
 def gamma_spread(exp, layer: str, lam: float = 0.4, gammas=(0.05, 0.2, 0.5, 1.1, 2.0), target: float = 0.5,
