@@ -209,7 +209,11 @@ def test_further_calibration_draws_are_their_own_cells_and_stay_out_of_the_table
 
 def test_control_draws_put_the_control_rows_on_every_calibration_draw(run):
     """``control_draws``: Table 5's variants, the exact-rounding row and the other gamma rule are asked on every
-    draw of ``calib_seeds``, so they pair with Wanda and OGAS draw by draw; off, on the first draw only."""
+    draw of ``calib_seeds``, so they pair with Wanda and OGAS draw by draw; off, on the first draw only. The
+    grid is surveyed (:func:`repro.engines.plan.survey`'s walk): what it asks for, nothing computed."""
+    from repro.engines.plan import Plan
+    from repro.methods.unstructured import OGAS_SETTINGS
+
     _, e = run
     asked = {}
     for on in (False, True):
@@ -221,11 +225,16 @@ def test_control_draws_put_the_control_rows_on_every_calibration_draw(run):
         g = OgasGrid(wt, c4, ogas_params({"tiny-llama": "mistral"}, methods=["wanda", "ogas"], calib_seeds=[0, 1],
                                          ablation_models=["tiny-llama"], gamma_rule_models=["tiny-llama"],
                                          exact_rounding_data=["wiki-sample"], control_draws=on))
-        g.run_main()
-        g.run_ablation()
-        every = frame(g, draws=True)
-        asked[on] = {row_name(m, f.params.iloc[0], f.own_gamma.iloc[0]): sorted(f.draw)
-                     for (m, _), f in every.groupby(["method", "params_key"])}
+        plan = Plan()
+        plan.visit(g.run_main.ask())
+        plan.visit(g.run_ablation.ask())
+        assert not plan.done and not list(store.records("prune-ppl"))  # surveyed, not computed
+        rows = {}
+        for c in plan.configs.values():
+            if c["data"]["name"] == "wiki-sample" and "calibration" in c:
+                name = row_name(c["method"], c["params"], OGAS_SETTINGS["mistral"]["gamma"])
+                rows.setdefault(name, []).append(c["calibration"]["seed"])
+        asked[on] = {k: sorted(v) for k, v in rows.items()}
     for row in ("ogas-energy", "ogas-papr", "ogas-exact", "ogas-gamma-search"):
         assert asked[False][row] == [0] and asked[True][row] == [0, 1], (row, asked)
     assert asked[False]["wanda"] == asked[True]["wanda"] == [0, 1]  # the methods' own rows: every draw either way

@@ -114,10 +114,20 @@ def finetune(model, tokenizer, examples: Examples, idx, recipe: Recipe = Recipe(
     return losses
 
 
+def batches(tokenizer, examples: Examples, idx, max_length: int = 128, batch_size: int = 64) -> list[dict]:
+    """The examples ``idx`` tokenised in batches of ``batch_size``, in ``idx``'s order: encoded once for every
+    model that predicts them (a fold's dense model and each of its pruned ones)."""
+    idx = np.asarray(idx)
+    return [encode(tokenizer, examples, idx[s:s + batch_size], max_length) for s in range(0, len(idx), batch_size)]
+
+
 @torch.no_grad()
+def predict_batches(model, encoded: list[dict]) -> np.ndarray:
+    """The predicted class (argmax of the logits) of each example of the :func:`batches` ``encoded``."""
+    out = [model(**b).logits.argmax(-1).numpy() for b in encoded]
+    return np.concatenate(out) if out else np.zeros(0, np.int64)
+
+
 def predict(model, tokenizer, examples: Examples, idx, max_length: int = 128, batch_size: int = 64) -> np.ndarray:
     """The predicted class of each example ``idx`` (argmax of the logits), in ``idx``'s order."""
-    idx = np.asarray(idx)
-    out = [model(**encode(tokenizer, examples, idx[s:s + batch_size], max_length)).logits.argmax(-1).numpy()
-           for s in range(0, len(idx), batch_size)]
-    return np.concatenate(out) if out else np.zeros(0, np.int64)
+    return predict_batches(model, batches(tokenizer, examples, idx, max_length, batch_size))

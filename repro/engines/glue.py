@@ -25,7 +25,7 @@ import torch
 
 from repro.arch import adapter as get_adapter
 from repro.assets.encoders import ENCODERS, known_encoders, load_classifier
-from repro.assets.glue import GLUE, Examples, Recipe, encode, finetune, glue_examples, kfold, predict
+from repro.assets.glue import GLUE, Examples, Recipe, batches, encode, finetune, glue_examples, kfold, predict_batches
 from repro.assets.models import hub_snapshot, is_hub_id
 from repro.calib import Calibration, text_windows
 from repro.engines import plan
@@ -159,6 +159,7 @@ class GlueHeadExperiment:
                                {**calib.source, "n": min(self.grad_nsamples, len(calib))})
             ad = get_adapter(model)
             shape = (ad.n_layers, max(ad.heads_per_layer()))
+            held_out = batches(tok, ex, test, self.recipe.max_length)  # tokenised once for every prediction
             cells = []
             for method, params in self._scorings():
                 kind = get_method(method).calibration
@@ -167,12 +168,12 @@ class GlueHeadExperiment:
                     pruned = select_heads(scores, sp)
                     with Masks(ad) as masks:
                         masks.heads = head_mask(shape, pruned)
-                        pred = predict(model, tok, ex, test, self.recipe.max_length)
+                        pred = predict_batches(model, held_out)
                     cells.append({"method": method, **params, "sparsity": sp, "pruned": [list(p) for p in pruned],
                                   "pred": pred.tolist()})
                 cells[-1]["scores"] = np.asarray(scores).tolist()  # once per scoring, on its last sparsity
             return {"test": test.tolist(), "labels": ex.labels[test].tolist(), "train_losses": losses,
-                    "dense": predict(model, tok, ex, test, self.recipe.max_length).tolist(), "cells": cells,
+                    "dense": predict_batches(model, held_out).tolist(), "cells": cells,
                     "shape": list(shape), "finetune_seconds": t1 - t0, "seconds": time.perf_counter() - t0}
         return (yield plan.Ask(self.records, cfg, compute))
 
