@@ -511,7 +511,11 @@ nb.show(R.table4b(vals, methods), "table4b_extra_methods")
 # of MRPC's pairs are equivalent). Each cell: the metric over all examples, averaged over the fine-tuning seeds
 # (`glue_seeds`: each seed a new head and batch order, its $k$ folds scoring every example once); the change
 # against dense, in points, with its paired 95% bootstrap interval over examples (an example keeps its label and
-# every seed's answers together on both sides); Random: the mean of its draws and their range.
+# every seed's answers together on both sides); Random: the mean of its draws and their range. A seed fixes the new
+# head's initialisation and the batch order, not the bits: the same seed fine-tuned again on another machine or
+# thread count (float sums in another order) drifts apart after the first epoch, and its answers then differ from
+# the first run's on fewer examples than another seed's do, but on many (docs/results.md measures both). One
+# seed's rows are one draw of that spread; the table averages seeds for that reason.
 #
 # **Whose order is Table III measuring?** MiniLM's heads are 32 wide, so few of a head's rows pass
 # $\mu + 2\sigma$ and many heads score exactly 0 (the count at each $z$ is in the reading below). Where the

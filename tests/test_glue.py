@@ -183,7 +183,7 @@ def test_the_glue_frame_puts_every_fold_back_in_example_order_and_a_task_at_chan
     flat = frame.copy()
     flat["pred"] = [np.zeros_like(p) for p in flat.pred]
     assert "does not beat the trivial answer" in dense_speaks(flat, "toy")
-    from repro.papers.mpg.readings import glue_reading
+    from repro.papers.mpg.glue import glue_reading
     why = glue_reading(flat, [0.5])
     assert "Why: the dense model's last-epoch training loss" in why and "trivial answer (0) on 100% of" in why
     claims = claims_frame(glue_claims(flat, [0.5], ["mpg", "sparsegpt-head", "random"]))
@@ -209,8 +209,7 @@ def test_several_fine_tuning_seeds_average_paired_on_examples_and_the_norm_key_c
     row says the answers are identical instead of deciding."""
     from repro.claims import claims_frame
     from repro.engines.glue import GlueHeadExperiment
-    from repro.papers.mpg.glue import dense_speaks, glue_claims, glue_frame, metric_of, table3
-    from repro.papers.mpg.readings import glue_reading
+    from repro.papers.mpg.glue import dense_speaks, glue_claims, glue_frame, glue_reading, metric_of, table3
     from repro.store import Store
 
     ex = _toy(15)

@@ -10,10 +10,9 @@ import numpy as np
 import pandas as pd
 
 from repro.claims import COLLAPSE, count_verdicts, underpowered
-from repro.evaluate.stats import classification_metric, paired_difference, paired_ratio
+from repro.evaluate.stats import paired_difference, paired_ratio
 from repro.methods.head_terms import collapse_compare
 from repro.papers.mpg.collapse import best_restore
-from repro.papers.mpg.glue import ABLATES, TASK_LABEL, dense_preds, dense_speaks, method_preds, metric_of
 from repro.papers.mpg.records import CALIBRATED, LABEL, find, find_scores, paired_vs, pct, per_unit
 from repro.report import column_reading
 from repro.words import and_join, num, ordinal
@@ -353,92 +352,6 @@ def table4b_reading(extra: pd.DataFrame) -> str:
     """How many first and second places each of our baselines would take in the paper's set."""
     return "- Added alone to the paper's set: " + "; ".join(
         f"{m} would take {int(r.best)} first and {int(r.second)} second places" for m, r in extra.iterrows()) + "."
-
-
-def glue_reading(frame: pd.DataFrame, sparsities: list[float]) -> str:
-    """Per task: whether the dense model speaks for it, and at each sparsity the best and worst method."""
-    lines = []
-    for task in dict.fromkeys(frame.task):
-        why = dense_speaks(frame, task)
-        d = frame[(frame.task == task) & (frame.method == "dense")].iloc[0]
-        dense = dense_preds(frame, task)
-        head = (f"- **{TASK_LABEL.get(task, task)}** (dense {d.metric} {100 * metric_of(frame, task, dense):.1f}"
-                f" over {d.labels.size} examples{f', mean of {len(dense)} fine-tuning seeds' if len(dense) > 1 else ''}): ")
-        if why:
-            lines.append(head + why + "; its rows cannot rank the methods. " + _why_trivial(frame, task))
-            continue
-        parts = []
-        for sp in sparsities:
-            f = frame[(frame.task == task) & np.isclose(frame.sparsity, sp) & ~frame.method.isin(list(ABLATES))
-                      & (frame.param.isna() | (frame.param == 2.0) | (frame.method == "random"))]
-            vals = f.groupby("method").apply(lambda g: np.mean([classification_metric(d.metric, d.labels, p)
-                                                                for p in g.pred]), include_groups=False)
-            if len(vals):
-                parts.append(f"at {pct(sp)} {LABEL[vals.idxmax()]} keeps the most ({100 * vals.max():.1f}), "
-                             f"{LABEL[vals.idxmin()]} the least ({100 * vals.min():.1f})")
-        lines.append(head + "; ".join(parts) + ".")
-    lines += _glue_ties(frame)
-    return "\n".join(lines)
-
-
-def _why_trivial(frame: pd.DataFrame, task: str) -> str:
-    """Where the dense model does not beat the trivial answer on ``task``: how well it fits its training folds
-    (last-epoch loss per fine-tuning seed) against its held-out metric per seed, and how often the dense and the
-    pruned models give the trivial answer, so that a pruned value at or above dense reads as that answer's."""
-    from repro.papers.mpg.glue import trivial_answer  # (a top-level import would take this module past 600 lines)
-
-    t = frame[frame.task == task]
-    dense = t[t.method == "dense"]
-    labels, metric = dense.labels.iloc[0], dense.metric.iloc[0]
-    answer = int(trivial_answer(metric, labels)[0])
-    n_train = round(labels.size * (dense.k.iloc[0] - 1) / dense.k.iloc[0])
-    per_seed = ", ".join(f"{100 * classification_metric(metric, labels, p):.1f}" for p in dense.pred)
-    losses = ", ".join(f"{v:.3f}" for v in dense.train_loss)
-    share = {m: 100 * np.mean([np.mean(p == answer) for p in g.pred]) for m, g in t.groupby("method", sort=False)}
-    pruned = {m: v for m, v in share.items() if m != "dense"}
-    lo, hi = min(pruned, key=pruned.get), max(pruned, key=pruned.get)
-    fits = ("it fits its training folds almost exactly without learning the task" if dense.train_loss.max() < 0.05
-            else "what it learns from them does not carry to held-out examples")
-    return (f"Why: the dense model's last-epoch training loss is {losses} (fine-tuning seed by seed, on about "
-            f"{n_train} training examples) while it scores {per_seed} held out: {fits}. It gives the trivial answer ({answer}) on {share['dense']:.0f}% of the examples; the "
-            f"pruned models, over their sparsities, on {pruned[lo]:.0f}% ({LABEL[lo]}) to {pruned[hi]:.0f}% ({LABEL[hi]}), so a pruned value "
-            "near or above dense is that answer's, not a skill the pruning kept.")
-
-
-def _glue_ties(frame: pd.DataFrame) -> list[str]:
-    """How many heads MP-G scores exactly 0 at each z (mean over folds and fine-tuning seeds), and where at z = 2
-    they are at least as many as it prunes: its selection is then the tie, broken by index (the lowest layers
-    first), not a ranking; one line per sparsity it happens at. With the norm-key control (``mpg-norm``) in the
-    frame, what ordering the tie by norm does to the metric, per task and sparsity."""
-    f = frame[(frame.method == "mpg") & frame.param.notna()]
-    if not len(f):
-        return []
-    n_heads = int(f.n_heads.iloc[0])
-    per_z = f.groupby("param").zero_scores.mean()
-    lines = ["- **Heads scoring exactly 0 under MP-G** (of " + str(n_heads) + ", mean over tasks, folds and seeds): "
-             + ", ".join(f"z = {z:g}: {v:.1f}" for z, v in per_z.items()) + "."]
-    at2 = f[f.param == 2.0]
-    tied = [(sp, g) for sp, g in at2.groupby("sparsity") if g.zero_scores.mean() >= g.n_pruned.iloc[0]]
-    if tied:
-        n_tasks = at2.task.nunique()
-        over = (f"the {n_tasks} tasks' folds" if n_tasks > 1 else "the task's folds") + (
-            " and seeds" if at2.seed.nunique() > 1 else "")
-        lines.append("- **Ties.** At z = 2 few of a head's rows pass mu + 2 sigma, so at " + ", ".join(
-            f"{pct(sp)} ({g.n_pruned.iloc[0]} heads; pruned per layer over {over}: "
-            f"{np.sum(list(g.pruned_layers), axis=0).tolist()})" for sp, g in tied)
-            + " MP-G's selection is that tie broken by index, the lowest layers first, not a ranking of the heads.")
-    for m, (of, _) in ABLATES.items():
-        if m not in set(frame.method):
-            continue
-        parts = []
-        for task in dict.fromkeys(frame.task):
-            for sp in sorted(set(frame[frame.method == m].sparsity)):
-                a, b = (metric_of(frame, task, ps) if (ps := method_preds(frame, task, x, sp)) else np.nan
-                        for x in (m, of))
-                parts.append(f"{TASK_LABEL.get(task, task)} {pct(sp)} {100 * (a - b):+.1f}")
-        lines.append(f"- **{LABEL[m]}** against {LABEL[of]} (points, both at z = 2): " + "; ".join(parts)
-                     + " (paired intervals in the claims).")
-    return lines
 
 
 def zeroshot_reading(zs: pd.DataFrame) -> str:

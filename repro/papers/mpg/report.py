@@ -8,12 +8,11 @@ import pandas as pd
 from repro.assets.encoders import ENCODERS
 from repro.engines.mlm import MASK_RATE
 from repro.papers.mpg import collapse as C
-from repro.papers.mpg.glue import TASK_LABEL, table3
+from repro.papers.mpg.glue import TASK_LABEL, glue_reading, table3
 from repro.papers.mpg.grid import MpgGrid
 from repro.papers.mpg.mha import MhaTables
 from repro.papers.mpg.readings import (
     anatomy_reading,
-    glue_reading,
     layer_reading,
     layer_scale_reading,
     remedy_reading,
