@@ -374,10 +374,13 @@ display(Markdown(Ref.reference_reading(Ref.read_check("../benchmarks/results/ref
 #
 # OGAS's paper rounding ($k_i = \lfloor C_{in} s_i\rfloor$ per row) removes slightly fewer weights than the
 # target; the exact variant hits it. The ratio of the two, paired over windows, is what the rounding buys.
+# Where the cells of a comparison were computed on different machines, the reading says so, with how far one
+# cell moves when another machine computes it again (`benchmarks/bf16_products.py`).
 
 # %%
+machine_check = Ref.read_check("../benchmarks/results/bf16_products_smollm2-135m.json")
 nb.show(R.achieved(frame), "achieved_sparsity")
-nb.show(R.rounding(frame), "rounding_worth")
+nb.show(R.rounding(frame, machine_check), "rounding_worth")
 
 # %% [markdown]
 # ### N:M sparsity (2:4 and 4:8), beyond the paper
@@ -458,7 +461,7 @@ display(Markdown(bias.reading))  # its reading, as a paragraph of its own (also 
 
 # %%
 frame = grid.run_ablation()
-table5 = R.ablation(frame)
+table5 = R.ablation(frame, machine_check)
 if len(table5.frame):
     nb.show(table5, "table5_ablation")
 

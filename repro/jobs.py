@@ -355,6 +355,8 @@ def announce(ctx: Context, jobs: int, out) -> dict:
     and the override that computes a float32 set instead. Returns each job's estimate (for :class:`Progress`)."""
     from repro.assets.machine import REFERENCE, probe
     from repro.assets.models import fast_bf16
+    from repro.assets.precision import ENV as PRECISION_ENV
+    from repro.assets.precision import wanted
     from repro.engines.estimate import cell_dtype, clock, local_seconds
 
     plan = ctx.survey()
@@ -373,7 +375,14 @@ def announce(ctx: Context, jobs: int, out) -> dict:
           f"{', '.join(f'{d} {v:.0f} tokens/s' for d, v in speed.items())}; an estimate, often off by half)",
           file=out, flush=True)
     slow = sorted(d for d in est["dtypes"] if d in ("bfloat16", "float16"))
-    if slow and not fast_bf16(ctx.session.params.get("device")):
+    on_cpu = not fast_bf16(ctx.session.params.get("device"))
+    if "bfloat16" in slow and on_cpu and wanted():
+        print(f"note: this CPU has no fast bfloat16 (no AVX512-BF16 or AMX): the cells' bfloat16 matrix products are "
+              f"computed as float32 products of their bf16 operands, rounded to bf16, the arithmetic of fast bf16 "
+              f"kernels (repro.assets.precision; a forward pass measured x{speed['float32'] / speed['bfloat16']:.1f} "
+              f"the time of float32's here; {PRECISION_ENV}=native keeps torch's own, slower kernels). Records say so "
+              "in their machine field", file=out, flush=True)
+    elif slow and on_cpu:
         print(f"note: this CPU has no fast {slow[0]} (no AVX512-BF16 or AMX): a {slow[0]} forward pass measured "
               f"x{speed['float32'] / speed[slow[0]]:.1f} slower than float32 here. The cells to compute run in "
               f"{slow[0]}, the precision the profile pins (its committed records ran in it). To compute a separate "

@@ -205,10 +205,18 @@ class Store:
         warnings.warn(f"record {p} moved to {target}: {why}; its cell is computed again", stacklevel=3)
         return target
 
-    def put(self, experiment: str, config: dict, result: dict, seconds: float | None = None) -> dict:
+    def put(self, experiment: str, config: dict, result: dict, seconds: float | None = None,
+            bf16_products: bool = False) -> dict:
+        """Write ``result`` as the record of ``config``; ``bf16_products``: its bfloat16 matrix products were
+        computed through float32 (:mod:`repro.assets.precision`), which its machine field then says."""
+        machine = _machine()
+        if bf16_products:
+            from repro.assets.precision import METHOD
+
+            machine["bf16_products"] = METHOD
         record = {"schema": SCHEMA, "experiment": experiment, "key": config_key(config),
                   "config": config, "result": result, "seconds": seconds,
-                  "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "versions": _versions(), "machine": _machine()}
+                  "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "versions": _versions(), "machine": machine}
         text = json.dumps(record, indent=1, sort_keys=True, default=str)
         record = json.loads(text)
         if self.root is None:
@@ -243,9 +251,13 @@ class Store:
             with self._claim(experiment, config):
                 record = None if fresh else self.get(experiment, config)  # another process may have written it
                 if record is None:
+                    from repro.assets.precision import bf16_products
+
                     t0 = time.perf_counter()
-                    result = compute()
-                    record = self.put(experiment, config, result, time.perf_counter() - t0)
+                    with bf16_products(enable=experiment not in TIMING_FOLDERS) as products:  # timings: own kernels
+                        result = compute()
+                    record = self.put(experiment, config, result, time.perf_counter() - t0,
+                                      bf16_products=bool(products is not None and products.calls))
                     self.status[key] = "computed"
             self.status.setdefault(key, "cached")
         return record

@@ -82,17 +82,30 @@ def test_the_estimate_line_comes_before_the_first_cell(tmp_path, probed):
     assert "3 to compute" not in out.getvalue() and "nothing to compute" in out.getvalue()
 
 
-def test_a_run_whose_cells_are_slow_here_says_so_once_before_the_first_cell(tmp_path, probed, monkeypatch):
+@pytest.mark.parametrize("native", [False, True])
+def test_a_run_whose_cells_are_slow_here_says_so_once_before_the_first_cell(tmp_path, probed, monkeypatch, native):
+    """By default its bf16 products go through float32 (repro.assets.precision), which the note says and each
+    record keeps; with ``REPRO_BF16=native`` torch's own kernels run, and the note names the float32 set."""
     import repro.assets.models as models
+    from repro.assets.precision import ENV
 
     monkeypatch.setattr(models, "fast_bf16", lambda device=None: False)
+    if native:
+        monkeypatch.setenv(ENV, "native")
+    else:
+        monkeypatch.delenv(ENV, raising=False)
     src = notebook(tmp_path, "bfloat16")
     out = io.StringIO()
     run_notebook(src, None, out=out)
     text = out.getvalue()
     assert text.count("note: this CPU has no fast bfloat16") == 1
-    assert "x6.7 slower than float32" in text and "make reproduce EVAL_DTYPE=float32" in text
     assert text.index("note: this CPU") < text.index("[1/")
+    if native:
+        assert "x6.7 slower than float32" in text and "make reproduce EVAL_DTYPE=float32" in text
+    else:
+        assert "computed as float32 products of their bf16 operands" in text and "x6.7 the time" in text
+    records = [json.loads(p.read_text()) for p in (tmp_path / "notebooks" / "results" / "heads-ppl").glob("*.json")]
+    assert records and all(("bf16_products" in r["machine"]) is (not native) for r in records)
 
 
 def test_the_estimate_scales_the_same_cells_records_by_the_speed_probe(tmp_path, probed):

@@ -67,3 +67,20 @@ def test_ablation_and_bounds_readings():
                       "at the lower bound": [2], "at the upper bound": [3], "median gamma": [0.5]})
     assert Rd.bounds_reading(b) == ("- **a, OGAS, (0.05, 1.1)**: 2 of 10 layers at the lower bound, 3 at the "
                                     "upper; median gamma 0.5.")
+
+
+def test_machines_reading_names_where_each_draw_ran_and_the_drift_between_machines():
+    here = "AMD EPYC (AVX2, no fast bfloat16), 2 cores; bf16 products through float32"
+    draws = pd.DataFrame({"key": [("p", k) for k in "abcde"], "draw": [0, 1, 2, 0, 1],
+                          "machine": ["not recorded", here, here, "not recorded", "not recorded"]})
+    check = {"cell": {"machine": {"cpu": "AMD EPYC", "flags": ["avx2"], "fast_bf16": False, "cores": 2,
+                                  "bf16_products": "..."},
+                      "config": {"method": "ogas", "model": {"name": "m"}}, "calib_seed": 1, "rel_ppl_diff": 0.0027,
+                      "same_mask": False}}
+    text = Rd.machines_reading(draws, [("p", k) for k in "abc"], check)
+    assert text.startswith("- **Where these cells ran**: 1 on a machine their records do not name (older records) "
+                           f"(draw 0); 2 on {here} (draws 1, 2). ")
+    assert f"recomputed on {here} (ogas, m, calibration draw 1) came out at x1.0027 its recorded perplexity, its " \
+           "mask changed" in text
+    assert Rd.machines_reading(draws, [("p", k) for k in "ade"], check) == ""  # one machine: nothing to say
+    assert "not measured here" in Rd.machines_reading(draws, [("p", "a"), ("p", "b")], None)

@@ -21,6 +21,7 @@ import torch
 
 from repro.assets.files import cache_dir
 from repro.assets.models import fast_bf16, parse_dtype
+from repro.assets.precision import bf16_products, wanted
 
 # Tokens per second of SmolLM2-135M (real weights or :func:`probe`'s random ones: the same matmuls), one window
 # of 512 tokens, 2 threads, on the 2-core AMD EPYC with AVX512-BF16 that computed the committed records:
@@ -79,6 +80,16 @@ def label(machine: dict) -> str:
     return ", ".join(parts)
 
 
+def computed_on(machine: dict | None) -> str:
+    """Where a record was computed, from its ``machine`` field, for a reading: :func:`label` without the thread
+    count, and how its bfloat16 products ran where they went through float32 (:mod:`repro.assets.precision`);
+    "not recorded" for a record older than the field."""
+    if not machine:
+        return "not recorded"
+    what = label({k: v for k, v in machine.items() if k != "threads"})
+    return what + ("; bf16 products through float32" if machine.get("bf16_products") else "")
+
+
 def _probe_model():
     from transformers import LlamaConfig, LlamaForCausalLM
 
@@ -95,8 +106,9 @@ def _measure(dtypes: list[str], budget_s: float = 1.0) -> dict[str, float]:
     out = {}
     for d in dtypes:
         m = model.to(parse_dtype(d))
-        ids = torch.randint(4, 49152, (1, PROBE_TOKENS.get(d, 32)), generator=torch.Generator().manual_seed(0))
-        with torch.inference_mode():
+        n = PROBE_TOKENS["float32"] if d == "bfloat16" and wanted() else PROBE_TOKENS.get(d, 32)  # fast enough
+        ids = torch.randint(4, 49152, (1, n), generator=torch.Generator().manual_seed(0))
+        with torch.inference_mode(), bf16_products():  # as a record's cells run here (repro.assets.precision)
             m(input_ids=ids, use_cache=False)  # warm-up
             best, t0 = float("inf"), time.perf_counter()
             while best == float("inf") or time.perf_counter() - t0 < budget_s:  # the fastest pass: least disturbed
@@ -109,9 +121,10 @@ def _measure(dtypes: list[str], budget_s: float = 1.0) -> dict[str, float]:
 
 def probe(dtypes=("float32", "bfloat16"), cache: bool = True) -> dict[str, float]:
     """Tokens per second of a SmolLM2-135M-shaped forward pass here, per dtype, at torch's current thread
-    count (cached per CPU, thread count and torch version)."""
+    count, bf16 as records compute it here (:func:`repro.assets.precision.wanted`); cached per CPU, thread count,
+    torch version and that choice."""
     dtypes = [str(d) for d in dtypes]
-    key = f"{cpu()['cpu']}|{torch.get_num_threads()}|{torch.__version__}"
+    key = f"{cpu()['cpu']}|{torch.get_num_threads()}|{torch.__version__}" + ("|bf16 products" if wanted() else "")
     path = cache_dir("machine") / "probe.json"
     known = {}
     if cache and path.is_file():

@@ -9,6 +9,7 @@ from functools import cached_property
 import pandas as pd
 
 from repro.assets.data import parse_spec
+from repro.assets.machine import computed_on
 from repro.engines import plan
 from repro.engines.base import owned
 from repro.engines.plan import Call, Sections, section
@@ -268,7 +269,8 @@ def prune_frame(store, experiments: list[PruneExperiment], session: bool = True)
                      "window_nll": res["window_nll"], "achieved": rep.get("overall", 0.0),
                      "prune_seconds": rep.get("seconds"), "timings": rep.get("timings"), "extras": rep.get("extras"),
                      "zeros_sha256": res.get("zeros_sha256"), "zeroshot": res.get("zeroshot"),
-                     "channels": res.get("channels"), "channel_quantiles": res.get("channel_quantiles")})
+                     "channels": res.get("channels"), "channel_quantiles": res.get("channel_quantiles"),
+                     "machine": computed_on(r.get("machine"))})
     return pd.DataFrame(rows)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from repro.assets.machine import computed_on
 from repro.claims import COLLAPSE, collapsed, count_verdicts, underpowered
 from repro.papers.ogas.claims import ABOVE_TRIVIAL, PAPER_TASKS, ZEROSHOT_MEAN
 from repro.papers.ogas.records import LABELS, paired_to, zeroshot_paired
@@ -137,6 +138,30 @@ def ablation_reading(table5: pd.DataFrame) -> str:
         lines.append(f"- **{model}**: " + "; ".join(f"{r.variant} {r.ppl:.4g} ({r['vs Wanda (paired)']} against Wanda)"
                                                for _, r in g.iterrows() if r.variant != "Wanda") + ".")
     return "\n".join(lines)
+
+
+def machines_reading(draws: pd.DataFrame, keys, check: dict | None,
+                     path: str = "benchmarks/results/bf16_products_smollm2-135m.json") -> str:
+    """Where the records ``keys`` behind a table were computed (``draws``: the frame with one row per draw and
+    its ``machine``), when more than one machine computed them: a ratio between two machines' cells carries the
+    drift between the machines too, which ``check`` (``benchmarks/bf16_products.py --cell``: one committed cell
+    recomputed on another machine) measures. "" when one machine computed them all."""
+    rows = draws[draws.key.isin(set(keys))]
+    if rows.empty or rows.machine.nunique() < 2:
+        return ""
+    parts = [f"{len(g)} on {m if m != 'not recorded' else 'a machine their records do not name (older records)'} "
+             f"(draw{'s' if g.draw.nunique() > 1 else ''} {', '.join(map(str, sorted(set(g.draw))))})"
+             for m, g in rows.groupby("machine", sort=False)]
+    text = (f"- **Where these cells ran**: {'; '.join(parts)}. A ratio between cells of two machines carries the "
+            "drift between the machines as well as the methods' difference")
+    c = (check or {}).get("cell")
+    if not c:
+        return text + f" (not measured here: `{path}` is absent; run `benchmarks/bf16_products.py --cell KEY`)."
+    return text + (f": one committed cell recomputed on {computed_on(c['machine'])} ({c['config']['method']}, "
+                   f"{c['config']['model']['name']}, calibration draw {c['calib_seed']}) came out at x"
+                   f"{1 + c['rel_ppl_diff']:.4f} its recorded perplexity, its mask "
+                   f"{'the same' if c['same_mask'] else 'changed (calibration sums taken in another order)'} "
+                   f"(`{path}`). Ratios within that distance of 1 do not tell a method's effect from the machine.")
 
 
 def bounds_reading(bounds: pd.DataFrame) -> str:

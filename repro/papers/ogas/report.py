@@ -12,8 +12,14 @@ from repro.papers.ogas import sparsegpt_worked as S
 from repro.papers.ogas import tables as T
 from repro.papers.ogas import worked as W
 from repro.papers.ogas.grid import OgasGrid
+from repro.papers.ogas.grid import frame as draws_frame
 from repro.papers.ogas.records import dense_ppl, find
 from repro.report import Table, differences_table, model_line, provenance
+
+
+def join(*readings: str) -> str:
+    """Readings one after another, the empty ones left out."""
+    return "\n".join(r for r in readings if r)
 
 
 class Report:
@@ -89,10 +95,13 @@ class Report:
         t = T.achieved_table(frame, self.grid)
         return t._replace(reading=Rd.achieved_reading(t.frame))
 
-    def rounding(self, frame: pd.DataFrame) -> Table:
+    def rounding(self, frame: pd.DataFrame, check: dict | None = None) -> Table:
+        """``check``: ``benchmarks/results/bf16_products_*.json`` (how far a cell moves between machines), read
+        where the cells ran on more than one (:func:`.readings.machines_reading`)."""
         g = self.grid
-        return T.rounding_table(frame, g)._replace(
-            reading=Rd.rounding_reading(frame, g.models, [g.wt_name, g.c4_name], g.p.sparsity))
+        return T.rounding_table(frame, g)._replace(reading=join(
+            Rd.rounding_reading(frame, g.models, [g.wt_name, g.c4_name], g.p.sparsity),
+            Rd.machines_reading(draws_frame(g, draws=True), T.rounding_keys(frame, g), check)))
 
     def nm(self, frame: pd.DataFrame) -> Table:
         t = T.nm_table(frame, self.grid)
@@ -115,9 +124,11 @@ class Report:
 
     # ---- Table 5, Figure 2, the gamma search (sections 4-5) ----
 
-    def ablation(self, frame: pd.DataFrame) -> Table:
+    def ablation(self, frame: pd.DataFrame, check: dict | None = None) -> Table:
+        """``check``: as for :meth:`rounding`."""
         t = T.ablation_table(frame, self.grid)
-        return t._replace(reading=Rd.ablation_reading(t.frame))
+        return t._replace(reading=join(Rd.ablation_reading(t.frame), Rd.machines_reading(
+            draws_frame(self.grid, draws=True), T.ablation_keys(frame, self.grid), check)))
 
     def figure2(self, frame: pd.DataFrame):
         """Figure 2's data: ``(model, layer, axes)`` (:func:`.tables.figure2`)."""

@@ -110,6 +110,17 @@ def rounding_table(frame: pd.DataFrame, grid: OgasGrid) -> Table:
                                                    "flatters OGAS.", frame))
 
 
+def rounding_keys(frame: pd.DataFrame, grid: OgasGrid) -> list:
+    """The records (every draw) behind :func:`rounding_table`."""
+    return _keys(frame, [(n, d, r) for n in grid.models for d in (grid.wt_name, grid.c4_name)
+                         for r in ("ogas", "ogas-exact")], grid.p.sparsity)
+
+
+def _keys(frame: pd.DataFrame, cells, sparsity: float) -> list:
+    found = (find(frame, n, d, r, sparsity) for n, d, r in cells)
+    return [k for c in found if c is not None for k in (c["keys"] if "keys" in c else [c.key])]
+
+
 def nm_table(frame: pd.DataFrame, grid: OgasGrid) -> Table:
     """N:M perplexity (WikiText-2) of ``nm_methods`` on ``nm_models``, its caption and the raw values."""
     vals, cis, _ = ppl_table(frame, grid.p.nm_models, [grid.wt_name], grid.p.nm_patterns, ["dense", *grid.p.nm_methods],
@@ -220,6 +231,13 @@ def ablation_table(frame: pd.DataFrame, grid: OgasGrid) -> Table:
     cap = caption(grid, f"Table 5. Ablation at {grid.p.sparsity:.0%} on WikiText-2 test (paper: LLaMA-3.1-8B 8.85 "
                         "Wanda -> 8.16 energy-only / similar PAPR-only -> 7.99 OGAS).", cells)
     return Table(cells.drop(columns=["key"]).round(3) if len(cells) else cells, cap)
+
+
+def ablation_keys(frame: pd.DataFrame, grid: OgasGrid) -> list:
+    """The records (every draw) behind :func:`ablation_table`."""
+    names = dict.fromkeys([*grid.p.ablation_models, *grid.p.gamma_rule_models])
+    return _keys(frame, [(n, grid.wt_name, r) for n in names for r in [*ABLATION, "ogas-gamma-fixed",
+                                                                        "ogas-gamma-search"]], grid.p.sparsity)
 
 
 # ---- figures' data -----------------------------------------------------------------------------
