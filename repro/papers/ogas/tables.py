@@ -213,13 +213,16 @@ def dense_vs_chance(results: dict[str, dict[str, dict]], tasks: list[str]) -> Ta
     return Table(pd.DataFrame(rows), cap)
 
 
+ABLATION_ROWS = (*ABLATION, "ogas-gamma-fixed", "ogas-gamma-search")  # Table 5's rows, the gamma rules included
+
+
 def ablation_table(frame: pd.DataFrame, grid: OgasGrid) -> Table:
     """Table 5: Wanda, OGAS energy-only, PAPR-only and OGAS on WikiText-2 for ``ablation_models``, and OGAS
     with the other setting's gamma rule (fixed or searched) for ``gamma_rule_models``; each with its lambda,
     perplexity and ratio to Wanda paired over windows (empty if none ran)."""
     rows = []
     for name in dict.fromkeys([*grid.p.ablation_models, *grid.p.gamma_rule_models]):
-        for r in [*ABLATION, "ogas-gamma-fixed", "ogas-gamma-search"]:
+        for r in ABLATION_ROWS:
             c = find(frame, name, grid.wt_name, r, grid.p.sparsity)
             if c is None and (r not in ABLATION or name not in grid.p.ablation_models):
                 continue  # a model in gamma_rule_models only: Wanda, OGAS and its other gamma rule
@@ -236,8 +239,7 @@ def ablation_table(frame: pd.DataFrame, grid: OgasGrid) -> Table:
 def ablation_keys(frame: pd.DataFrame, grid: OgasGrid) -> list:
     """The records (every draw) behind :func:`ablation_table`."""
     names = dict.fromkeys([*grid.p.ablation_models, *grid.p.gamma_rule_models])
-    return _keys(frame, [(n, grid.wt_name, r) for n in names for r in [*ABLATION, "ogas-gamma-fixed",
-                                                                        "ogas-gamma-search"]], grid.p.sparsity)
+    return _keys(frame, [(n, grid.wt_name, r) for n in names for r in ABLATION_ROWS], grid.p.sparsity)
 
 
 # ---- figures' data -----------------------------------------------------------------------------
