@@ -2,8 +2,8 @@
 
 A bfloat16 matrix product, on a GPU or a CPU with AVX512-BF16 / AMX, takes bf16 operands, accumulates their
 products in float32 and rounds the sum to bf16 once. On a CPU without those instructions (AVX2 only) torch
-falls back to a kernel that runs the same arithmetic about 5x slower than float32 (a SmolLM2-135M forward pass
-of 1,024 tokens: 16.5 s against 3.3 s, 2 cores). :class:`Float32Products` computes each bf16 product the way
+falls back to a kernel that runs the same arithmetic about 5x slower than float32 (SmolLM2-135M on 32 windows
+of 1,024 tokens, 2 cores: 596 s against 105 s; ``benchmarks/bf16_products.py``). :class:`Float32Products` computes each bf16 product the way
 the fast kernels do, explicitly: the bf16 operands widened to float32 (exactly: every bf16 value is a float32
 value, and the product of two has 16 significant bits, which float32 holds), multiplied and summed by float32
 BLAS, the result rounded to bf16. Everything else (norms, residual additions, activations, attention) stays in
@@ -11,8 +11,8 @@ torch's own bf16 kernels, so the model still rounds to bf16 wherever it would. W
 machine's bf16 is the order in which the float32 sums are taken, as it differs between any two bf16 kernels.
 
 Measured against a record computed with native bf16 on an AVX512-BF16 machine (SmolLM2-135M, 32 x 1024
-tokens spread over WikiText-2 test): perplexity 25.0129 against 25.0214, the largest per-window NLL difference
-0.0045 nats (docs/protocol.md).
+tokens spread over WikiText-2 test): perplexity 25.0129 against 25.0214 in 118 s, the largest per-window NLL
+difference 0.0045 nats (``benchmarks/results/bf16_products_smollm2-135m.json``, docs/protocol.md).
 
 :func:`bf16_products` is where it is used: around the computation of a record
 (:meth:`repro.store.Store.run`) when the CPU has no fast bf16; never around a timing cell, which measures
