@@ -178,6 +178,9 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--retime", action="store_true",
                    help="time the timing cells (efficiency, removal) again on this machine, replacing their records "
                         "(a re-render otherwise shows the committed timings, naming the machine they ran on)")
+    r.add_argument("--reprobe", action="store_true",
+                   help="measure this machine's speed again for the estimate (the probe is cached only when it ran on "
+                        "quiet cores; its age and load are printed with every estimate)")
     r.add_argument("--dry-run", action="store_true",
                    help="plan only: load, download and compute nothing; print the cells done, to compute and "
                         "waiting, by model and cell, with estimated device-hours (on stderr)")
@@ -523,9 +526,10 @@ def cmd_run(args) -> dict:
         raise ReproError("--retime computes; a dry run computes nothing")
     overrides = {**dict(args.settings), **({"eval_dtype": args.eval_dtype} if args.eval_dtype else {})} or None
     if args.dry_run:
-        return dry_run(args.source, _profile(args), args.tflops, args.fp32_tflops, overrides=overrides)
+        return dry_run(args.source, _profile(args), args.tflops, args.fp32_tflops, overrides=overrides,
+                       reprobe=args.reprobe)
     return run_notebook(args.source, _profile(args), args.jobs, args.executor, args.address, args.threads,
-                        overrides=overrides, retime=args.retime)
+                        overrides=overrides, retime=args.retime, reprobe=args.reprobe)
 
 
 def cmd_migrate(args) -> dict:

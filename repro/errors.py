@@ -21,8 +21,11 @@ class UnknownNameError(ReproError, KeyError):
     """A model, dataset or method name that no registry knows."""
 
     def __init__(self, kind: str, name: str, known):
-        self.kind, self.name = kind, name
-        super().__init__(f"unknown {kind} {name!r}; known: {', '.join(sorted(known))}")
+        self.kind, self.name, self.known = kind, name, sorted(known)
+        super().__init__(f"unknown {kind} {name!r}; known: {', '.join(self.known)}")
+
+    def __reduce__(self):  # rebuilt from its own arguments in the process that reads a worker's error
+        return type(self), (self.kind, self.name, self.known)
 
     def __str__(self) -> str:  # KeyError would otherwise quote the message
         return self.args[0]
@@ -36,6 +39,9 @@ class Interrupted(Exception):
         self.cells = cells
         super().__init__("interrupted: " + (f"{cells} cell(s) written, " if cells is not None else "")
                          + "a rerun resumes from the records written")
+
+    def __reduce__(self):
+        return type(self), (self.cells,)
 
 
 class RecordWriteError(ReproError):
@@ -93,7 +99,13 @@ def check_number(name: str, value, integer: bool = False, lo: float | None = Non
     """A parameter that must be one number (an integer where ``integer``) in ``[lo, hi)``."""
     if value is None and allow_none:
         return value
-    check_list(name, [value], "integer" if integer else "number", lo, hi)
+    try:
+        check_list(name, [value], "integer" if integer else "number", lo, hi)
+    except ReproError:
+        span = f" in [{lo:g}, {hi:g})" if lo is not None and hi is not None else (f" >= {lo:g}" if lo is not None else "")
+        what = "a whole number" if integer else "a number"
+        raise ReproError(f"parameter {name} must be {what}{span}{' (or null)' if allow_none else ''}, "
+                         f"got {value!r}") from None
     return value
 
 
@@ -117,24 +129,40 @@ def check_path(what: str, path, writable: bool = False):
 
 
 def check_results_dir(path, min_free_mb: int = 50):
-    """A results folder, before the first cell: it exists or can be created, is a folder, can be written (a
-    file is created and removed in it) and has ``min_free_mb`` MB free. One line naming the folder and the reason."""
+    """A results folder, before the first cell (:func:`check_folder`)."""
+    return check_folder("results_dir", path, min_free_mb)
+
+
+def check_folder(name: str, path, min_free_mb: int = 50, create: bool = True):
+    """A folder a run writes into (results, figures, the model cache), before any work: it exists or can be
+    created, is a folder, can be written (a file is created and removed in it) and has ``min_free_mb`` MB free.
+    ``create=False`` (a dry run, which writes nothing): the folder, or its nearest existing parent, is a
+    writable folder. One line naming the parameter, the folder and the reason."""
     import os
     import shutil
     import tempfile
 
     if not isinstance(path, (str, os.PathLike)) or not str(path).strip():
-        raise ReproError(f"results_dir must name a folder, got {path!r}")
-    p = check_path("results_dir", path)
+        raise ReproError(f"{name} must name a folder, got {path!r}")
+    p = check_path(name, path)
     if p.exists() and not p.is_dir():
-        raise ReproError(f"results_dir {p} is a file, not a folder")
+        raise ReproError(f"{name} {p} is a file, not a folder")
+    if not create:
+        parent = p
+        while not parent.exists() and parent != parent.parent:
+            parent = parent.parent
+        if not parent.is_dir():
+            raise ReproError(f"{name} {p} cannot be written: {parent} is a file, not a folder")
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise ReproError(f"{name} {p} cannot be written: {parent} is not writable")
+        return p
     try:
         p.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=p, prefix=".write-check-"):
             pass
     except OSError as e:
-        raise ReproError(f"results_dir {p} cannot be written: {e.strerror or e}") from None
+        raise ReproError(f"{name} {p} cannot be written: {e.strerror or e}") from None
     free = shutil.disk_usage(p).free / 1e6
     if free < min_free_mb:
-        raise ReproError(f"results_dir {p}: only {free:.0f} MB free (at least {min_free_mb} MB needed)")
+        raise ReproError(f"{name} {p}: only {free:.0f} MB free (at least {min_free_mb} MB needed)")
     return p

@@ -29,11 +29,10 @@ from __future__ import annotations
 import os
 import signal
 import sys
-import threading
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 from repro.engines.base import Experiment
@@ -43,9 +42,10 @@ from repro.errors import (
     RecordWriteError,
     ReproError,
     UnknownNameError,
+    check_folder,
     check_interrupted,
-    check_results_dir,
 )
+from repro.processes import die_with_parent, sigint_deferred
 
 EXECUTORS = ("local", "ray")
 PATH_PARAMS = ("results_dir", "read_results", "figures_dir", "readme", "results_page")  # relative to the notebook's folder, as papermill runs it
@@ -64,6 +64,17 @@ def notebook_params(source: str | Path, profile: str | Path | None = None, overr
         if isinstance(params.get(k), str) and not Path(params[k]).is_absolute():
             params[k] = str((folder / params[k]).resolve())
     return params
+
+
+def check_folders(params: dict, create: bool = True) -> None:
+    """Every folder a run writes into, before any work: results, figures and the model cache (``$REPRO_CACHE``);
+    ``create=False`` for a dry run, which writes nothing (:func:`repro.errors.check_folder`)."""
+    from repro.assets.files import cache_root
+
+    if "figures_dir" in params:  # made when the notebook first writes a figure: checked here, not made
+        check_folder("figures_dir", params["figures_dir"], create=False)
+    check_folder("the model cache (REPRO_CACHE, default ~/.cache/repro)", cache_root(), create=False)
+    check_folder("results_dir", params["results_dir"], create=create)  # made now, once every other check passed
 
 
 def experiments_of(built) -> list[Experiment]:
@@ -125,11 +136,13 @@ class Context:
 _WORKER: Context | None = None
 
 
-def _init_worker(source: str, params: dict, threads: int) -> None:
+def _init_worker(source: str, params: dict, threads: int, parent: int | None = None) -> None:
     import torch
 
     global _WORKER
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle: it stops the workers
+    if parent is not None:
+        die_with_parent(parent)
     torch.set_num_threads(threads)
     os.environ["REPRO_PROGRESS"] = "off"
     _WORKER = Context(source, params)
@@ -137,31 +150,6 @@ def _init_worker(source: str, params: dict, threads: int) -> None:
 
 def _run_in_worker(job: Job) -> float:
     return _WORKER.run(job)
-
-
-@contextmanager
-def sigint_deferred():
-    """Ctrl-C held back until the block ends, then raised as one ``KeyboardInterrupt``.
-
-    Starting a spawned worker is two steps, start the process, then write it its preparation data:
-    an interrupt between them left a child reading an empty pipe, which printed an ``EOFError``
-    traceback and was never terminated (it was not yet the pool's). SIGINT is blocked in this thread
-    for the block, so children started in it inherit it blocked (a terminal's Ctrl-C reaches the
-    whole process group) until their initializer ignores it; one that reaches another thread is
-    recorded by the handler and raised here."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    caught = []
-    previous = signal.signal(signal.SIGINT, lambda *_: caught.append(1))
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # a pending SIGINT arrives now, caught or not
-        signal.signal(signal.SIGINT, previous)
-    if caught:
-        raise KeyboardInterrupt
 
 
 class Progress:
@@ -232,7 +220,7 @@ class Workers:
         import multiprocessing as mp
 
         self.pool = ProcessPoolExecutor(n, mp_context=mp.get_context("spawn"), initializer=_init_worker,
-                                        initargs=(ctx.source, ctx.params, threads))
+                                        initargs=(ctx.source, ctx.params, threads, os.getpid()))
 
     def submit(self, job: Job):
         with sigint_deferred():  # a submit may start a worker process
@@ -348,12 +336,12 @@ def compute(ctx: Context, start, slots: int, progress: Progress, out, max_retrie
     return {"batches": batches, "cells": sum(batches), "retries": retries}
 
 
-def announce(ctx: Context, jobs: int, out) -> dict:
+def announce(ctx: Context, jobs: int, out, reprobe: bool = False) -> dict:
     """Before the first cell, one line: the cells done, to compute and waiting for those, with the wall time
     they are estimated to take here (:func:`repro.engines.estimate.local_seconds`, from a speed probe of this
     machine); and, once, a note when they run in a precision this CPU runs slowly, with the measured slowdown
     and the override that computes a float32 set instead. Returns each job's estimate (for :class:`Progress`)."""
-    from repro.assets.machine import REFERENCE, probe
+    from repro.assets.machine import REFERENCE, measure
     from repro.assets.models import fast_bf16
     from repro.assets.precision import ENV as PRECISION_ENV
     from repro.assets.precision import wanted
@@ -366,13 +354,13 @@ def announce(ctx: Context, jobs: int, out) -> dict:
         return {}
     dtypes = sorted({"float32", *(cell_dtype(c) for c in plan.configs.values())})
     with torch_threads(min(2, os.cpu_count() or 1)):  # the reference machine's threads: like with like
-        speed = probe(dtypes)
+        probed = measure(dtypes, reprobe=reprobe)
+    speed = probed.speed
     est = local_seconds(plan, ctx.index, ctx.session.store, speed, REFERENCE)
     how = [f"{est['matched']} from the records of the same cells computed elsewhere, scaled by a speed probe",
            f"{est['modelled']} from the cost model"] + ([f"{est['unpriced']} unpriced"] if est["unpriced"] else [])
     print(f"{head}; estimated {clock(est['seconds'] / jobs)} on this machine with {jobs} worker(s) "
-          f"({clock(est['seconds'])} of compute: {', '.join(how)}; probe "
-          f"{', '.join(f'{d} {v:.0f} tokens/s' for d, v in speed.items())}; an estimate, often off by half)",
+          f"({clock(est['seconds'])} of compute: {', '.join(how)}; {probed.describe()}; an estimate, often off by half)",
           file=out, flush=True)
     slow = sorted(d for d in est["dtypes"] if d in ("bfloat16", "float16"))
     on_cpu = not fast_bf16(ctx.session.params.get("device"))
@@ -405,7 +393,7 @@ def torch_threads(n: int):
 
 def run_notebook(source: str | Path, profile: str | Path | None = None, jobs: int = 1, executor: str = "local",
                  address: str | None = None, threads: int | None = None, max_retries: int = 2,
-                 overrides: dict | None = None, out=None, retime: bool = False) -> dict:
+                 overrides: dict | None = None, out=None, retime: bool = False, reprobe: bool = False) -> dict:
     """Compute every record the notebook ``source`` needs under ``profile`` with ``jobs`` workers
     (:func:`compute`); returns a summary (cells submitted per plan, seconds). Every input is
     checked before anything is computed or written."""
@@ -421,13 +409,13 @@ def run_notebook(source: str | Path, profile: str | Path | None = None, jobs: in
     params = notebook_params(source, profile, overrides)
     if params.get("recompute"):
         raise ReproError("run computes the missing records; to recompute, run the notebook with --recompute")
-    check_results_dir(params["results_dir"])
+    check_folders(params)
     cluster = connect_ray(address) if executor == "ray" else None  # an unreachable address fails here
     threads = threads or max(1, (os.cpu_count() or 1) // jobs)
     t0 = time.perf_counter()
     ctx = Context(source, params, retime=retime)
     print(f"{source}: {jobs} {executor} worker(s) x {threads} thread(s)", file=out, flush=True)
-    estimates = announce(ctx, jobs, out)
+    estimates = announce(ctx, jobs, out, reprobe)
     if cluster is not None:
         def start():
             return RayTasks(ctx, threads)
@@ -437,7 +425,8 @@ def run_notebook(source: str | Path, profile: str | Path | None = None, jobs: in
     else:
         def start():
             return InProcess(ctx)
-    summary = compute(ctx, start, jobs, Progress(out, estimates), out, max_retries)
+    with torch_threads(threads) if cluster is None and jobs == 1 else nullcontext():  # in this process: its threads
+        summary = compute(ctx, start, jobs, Progress(out, estimates), out, max_retries)
     return {"notebook": str(source), "profile": str(profile) if profile else None, "jobs": jobs,
             "executor": executor, "threads": threads, **summary, "seconds": round(time.perf_counter() - t0, 1)}
 
@@ -445,7 +434,7 @@ def run_notebook(source: str | Path, profile: str | Path | None = None, jobs: in
 # ---- before a GPU-day: the dry run ------------------------------------------------------------------
 
 def dry_run(source: str | Path, profile: str | Path | None = None, tflops: float | None = None,
-            fp32_tflops: float | None = None, overrides: dict | None = None, out=None) -> dict:
+            fp32_tflops: float | None = None, overrides: dict | None = None, out=None, reprobe: bool = False) -> dict:
     """Plan the notebook ``source`` under ``profile`` with nothing loaded, downloaded or computed
     (:mod:`repro.engines.dry`: models without a card get stand-in cards, corpora that cannot be read here
     stand-ins), print its table (:func:`repro.engines.estimate.table`: cells done, to compute and waiting,
@@ -463,6 +452,7 @@ def dry_run(source: str | Path, profile: str | Path | None = None, tflops: float
             raise ReproError(f"{name} must be a positive number, got {v!r}")
     out = out or sys.stderr
     params = notebook_params(source, profile, overrides)
+    check_folders(params, create=False)
     dry = DryRun()
     with offline(), tempfile.TemporaryDirectory() as figures:
         ctx = Context(source, {**params, "figures_dir": figures}, dry=dry)
@@ -472,7 +462,7 @@ def dry_run(source: str | Path, profile: str | Path | None = None, tflops: float
     print(f"{source} under {profile or 'the default profile'}, results in {params['results_dir']}: a dry run, "
           "nothing loaded or computed", file=out)
     print(estimate.table(rows, tflops, fp32_tflops), file=out)
-    here = _dry_here(ctx, plan)
+    here = _dry_here(ctx, plan, reprobe)
     for line in [*_dry_notes(plan), estimate.assumptions(tflops, fp32_tflops), here["line"], *dry.notes]:
         print(f"- {line}", file=out)
     cells = {k.replace(" ", "_"): sum(r[k] for r in rows) for k in estimate.STATUSES}
@@ -483,23 +473,23 @@ def dry_run(source: str | Path, profile: str | Path | None = None, tflops: float
             "fp32_tflops": fp32_tflops, "cpu_hours": here["cpu_hours"]}
 
 
-def _dry_here(ctx: Context, plan: Plan) -> dict:
+def _dry_here(ctx: Context, plan: Plan, reprobe: bool = False) -> dict:
     """The dry run's estimate on this machine's CPU, in CPU-hours (as :func:`announce` prices a run)."""
-    from repro.assets.machine import REFERENCE, describe, label, probe
+    from repro.assets.machine import REFERENCE, describe, label, measure
     from repro.engines.estimate import cell_dtype, clock, local_seconds
 
     if plan.empty:
         return {"line": "on this machine: nothing to compute", "cpu_hours": 0.0}
     threads = min(2, os.cpu_count() or 1)
     with torch_threads(threads):
-        speed = probe(sorted({"float32", *(cell_dtype(c) for c in plan.configs.values())}))
-    est = local_seconds(plan, ctx.index, ctx.session.store, speed, REFERENCE)
+        probed = measure(sorted({"float32", *(cell_dtype(c) for c in plan.configs.values())}), reprobe=reprobe)
+    est = local_seconds(plan, ctx.index, ctx.session.store, probed.speed, REFERENCE)
     hours = est["seconds"] / 3600
     return {"cpu_hours": round(hours, 2),
             "line": f"on this machine ({label(describe(threads=threads))}): about {hours:.1f} CPU-hours at {threads} "
                     f"threads ({clock(est['seconds'])}; {est['matched']} cells from the records of the same cells "
                     f"computed elsewhere, scaled by a speed probe, {est['modelled']} from the cost model, "
-                    f"{est['unpriced']} unpriced; probe {', '.join(f'{d} {v:.0f} tokens/s' for d, v in speed.items())})"}
+                    f"{est['unpriced']} unpriced; {probed.describe()})"}
 
 
 def _dry_notes(plan: Plan) -> list[str]:

@@ -31,7 +31,7 @@ import copy
 import json
 from pathlib import Path
 
-from repro.errors import ReproError
+from repro.errors import ReproError, check_folder
 from repro.store import PROTOCOL, SCHEMA, TIMING_FOLDERS, atomic_write_text, config_key
 
 # record folders whose configs are evaluations or timings on token windows (protocol 2: feeding() at top level)
@@ -170,13 +170,18 @@ def migrate_folder(root: str | Path) -> int:
         migrated, _ = migrate_records(records)
     except ValueError as e:
         raise ReproError(f"results folder {root}: {e}; nothing was migrated") from None
+    changed = [(src, new) for src, old, new in zip(paths, records, migrated) if new != old]
+    for folder in sorted({root / new["experiment"] for _, new in changed} | {src.parent for src, _ in changed}):
+        check_folder("results folder", folder, min_free_mb=1)  # a read-only folder: refused before any record moves
     moved = 0
-    for src, old, new in zip(paths, records, migrated):
-        if new == old:
-            continue
+    for src, new in changed:
         target = root / new["experiment"] / f"{new['key']}.json"
-        atomic_write_text(target, json.dumps(new, indent=1, sort_keys=True, default=str) + "\n")
-        if src != target:
-            src.unlink()
+        try:
+            atomic_write_text(target, json.dumps(new, indent=1, sort_keys=True, default=str) + "\n")
+            if src != target:
+                src.unlink()
+        except OSError as e:
+            raise ReproError(f"record {src} could not be migrated ({e.strerror or e}); {moved} of {len(changed)} "
+                             "were, each whole: migrate again once the folder can be written") from None
         moved += 1
     return moved

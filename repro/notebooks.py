@@ -19,7 +19,7 @@ from pathlib import Path
 
 from repro.assets.models import simulated_note
 from repro.engines.base import Setup, check_keys
-from repro.errors import ReproError, check_interrupted, check_results_dir
+from repro.errors import ReproError, check_folder, check_interrupted
 from repro.profiles import check_sections, check_types, load_profile
 from repro.report import Table, csv_text, replace_block, save_figure, save_table, to_markdown
 from repro.store import Store, atomic_write_text
@@ -414,14 +414,23 @@ def execute(source: str | Path, output: str | Path, profile: str | Path | None =
     nb = read_source(source)
     params = run_parameters(source, profile, overrides, nb)
     check_output(source, output)  # every check before anything runs
-    if isinstance(params.get("results_dir", default_parameters(nb).get("results_dir")), str):
-        folder = Path(cwd or Path(source).parent) / params.get("results_dir", default_parameters(nb)["results_dir"])
-        check_results_dir(folder)
+    from repro.assets.files import cache_root
+
+    check_folder("the model cache (REPRO_CACHE, default ~/.cache/repro)", cache_root(), create=False)
+    for name in ("figures_dir", "results_dir"):  # each folder the notebook writes into, before it runs
+        value = params.get(name, default_parameters(nb).get(name))
+        if isinstance(value, str):
+            check_folder(name, Path(cwd or Path(source).parent) / value, create=name == "results_dir")
     output = Path(output)
     defaults = default_parameters(nb)  # for the notebook's "this run" table (Session.this_run)
     params["_run"] = {"defaults": {k: defaults[k] for k in params if k in defaults}}
     import nbformat
     import papermill as pm
+
+    try:
+        from papermill.exceptions import PapermillExecutionError
+    except ImportError:  # a stand-in papermill (tests): nothing to catch
+        PapermillExecutionError = ()  # noqa: N806
 
     os.environ["REPRO_PROGRESS"] = "text"
     if log_output:  # papermill logs each cell's output at INFO: show it while the notebook runs
@@ -445,6 +454,8 @@ def execute(source: str | Path, output: str | Path, profile: str | Path | None =
 
             logging.getLogger("asyncio").setLevel(logging.CRITICAL)
             raise
+        except PapermillExecutionError as e:  # a cell raised: its cause in one line, not the kernel's traceback
+            raise ReproError(cell_error(e)) from None
         except Exception:
             text = log.read_text(errors="replace").strip() if log.is_file() else ""
             if text:  # the kernel process's own complaints, where the notebook failed: they may say why
@@ -454,6 +465,26 @@ def execute(source: str | Path, output: str | Path, profile: str | Path | None =
     check_interrupted()  # an interrupt Python swallowed while the notebook ran: no output is written
     atomic_write_text(output, nbformat.writes(executed) + "\n")
     return time.perf_counter() - t0
+
+
+def cell_error(e) -> str:
+    """A failed cell (papermill's ``PapermillExecutionError``) as one line: the cell's first line of code and the
+    exception's own message (a :class:`ReproError` raised in the kernel is already one line for the user)."""
+    value = " ".join(str(e.evalue).split()) or "(no message)"
+    cause = value if e.ename in _REPRO_ERRORS else f"{e.ename}: {value}"
+    code = [ln.strip() for ln in str(getattr(e, "source", "")).splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    first = code[0] if code and len(code[0]) <= 60 else code[0][:57] + "..." if code else ""
+    where = f"the cell beginning `{first}`" if code else "a cell"
+    return f"notebook: {where} failed: {cause}"
+
+
+def _repro_errors() -> set[str]:
+    import repro.errors as errors
+
+    return {n for n, v in vars(errors).items() if isinstance(v, type) and issubclass(v, errors.ReproError)}
+
+
+_REPRO_ERRORS = _repro_errors()
 
 
 def _quiet_kernel_manager(log: Path):

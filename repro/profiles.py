@@ -12,7 +12,16 @@ from repro.words import short
 
 
 class _StrictLoader(yaml.SafeLoader):
-    """YAML's safe loader, refusing a key given twice in one mapping (YAML would keep the last silently)."""
+    """YAML's safe loader, refusing a key given twice in one mapping (YAML would keep the last silently) and any
+    alias (``*name``): a profile has no use for them, and nested aliases expand exponentially (an "alias bomb" took
+    minutes to refuse)."""
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.events.AliasEvent):
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(None, None, f"alias *{event.anchor} (YAML anchors and aliases are not "
+                                              "allowed in a profile: write the value out)", event.start_mark)
+        return super().compose_node(parent, index)
 
 
 def _no_duplicates(loader, node, deep=False):
@@ -39,6 +48,8 @@ def _read_yaml(path: str | Path):
         raise ReproError(f"profile {path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
+        if isinstance(e, yaml.composer.ComposerError) and "alias" in str(e.problem):
+            raise ReproError(f"profile {path}: {e.problem} (line {mark.line + 1})") from None
         if isinstance(e, yaml.constructor.ConstructorError) and "given twice" in str(e.problem):
             raise ReproError(f"profile {path}: {e.problem} (line {mark.line + 1}): the last would win silently; "
                              "keep one") from None

@@ -187,6 +187,9 @@ class Store:
         if not isinstance(record, dict) or not {"config", "result", "key"} <= set(record):
             self.quarantine(p, "it is not a record (no config, result and key)")
             return None
+        if record["key"] != p.stem:  # edited by hand, or copied under another name: its tables could not find it
+            self.quarantine(p, f"its key {record['key']!r} is not its file name's")
+            return None
         self._parsed[(p, st.st_mtime_ns, st.st_size)] = record
         return record
 

@@ -11,6 +11,9 @@ os.environ.setdefault("REPRO_OFFLINE", "1")
 # every xdist worker (make test: -n 2) keeps torch's own thread count, as `repro run` and the notebooks run with
 # (no record key names it: a timing's machine is its data, tests/test_portable.py)
 torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+# estimates in tests assume the reference machine's speeds instead of probing this one (a probe under the suite's
+# own load is never cached, so each plan would measure again): tests/test_portable.py measures the real probe
+os.environ.setdefault("REPRO_PROBE", "float32=550,bfloat16=1400,float16=1400")
 
 
 @pytest.fixture(autouse=True)
@@ -67,5 +70,5 @@ def ogas_params(ogas_setting: dict, **chosen):
     bare = dict(profile="", methods=[], c4_models=[], exact_rounding_data=[], nm_models=[], nm_patterns=[],
                 nm_methods=[], ablation_models=[], curve_models=[], curve_sparsities=[], s_max_headrooms=[],
                 wide_gamma_bounds=None, gamma_rule_models=[], zeroshot_models=[], zeroshot_tasks=[],
-                zeroshot_limit=None, figure_layer=None, calib_seeds=[None], sparsity=0.5)
+                zeroshot_limit=None, figure_layer=None, calib_seeds=[None], sparsity=0.5, seqlen=64, calib_seqlen=32)
     return OgasParams(**{**bare, "models": list(ogas_setting), "ogas_setting": ogas_setting, **chosen})

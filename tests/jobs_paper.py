@@ -3,6 +3,7 @@ cell can kill its own worker process mid-cell (once: a marker file says it happe
 notebook source that names this module."""
 import os
 import signal
+import time
 from pathlib import Path
 
 from repro.engines import plan as P
@@ -32,6 +33,7 @@ calib_data = "wiki-sample"
 calib_nsamples = 2
 calib_seqlen = 32
 kill_marker = ""
+hold_marker = ""
 
 # %%
 print("rendered")
@@ -46,11 +48,13 @@ def write_notebook(folder: Path) -> Path:
 
 class KillOnce(HeadExperiment):
     """The dense cell kills its own process in the middle of its computation (record not yet
-    written, cell lock held) the first time, when ``kill_marker`` names a file that does not exist."""
+    written, cell lock held) the first time, when ``kill_marker`` names a file that does not exist;
+    with ``hold_marker`` naming one that does not exist, it writes it and waits there for a minute instead
+    (a test kills the run while the cell is held)."""
 
-    def __init__(self, *args, kill_marker: str = "", **kwargs):
+    def __init__(self, *args, kill_marker: str = "", hold_marker: str = "", **kwargs):
         super().__init__(*args, **kwargs)
-        self.kill_marker = kill_marker
+        self.kill_marker, self.hold_marker = kill_marker, hold_marker
 
     @P.cell
     def dense(self) -> dict:
@@ -59,6 +63,9 @@ class KillOnce(HeadExperiment):
             if self.kill_marker and not os.path.exists(self.kill_marker):
                 Path(self.kill_marker).write_text(str(os.getpid()))
                 os.kill(os.getpid(), signal.SIGKILL)
+            if self.hold_marker and not os.path.exists(self.hold_marker):
+                Path(self.hold_marker).write_text(str(os.getpid()))
+                time.sleep(60)
             return out
         return (yield P.Ask("heads-ppl", {**self.base_config(), "method": "dense"}, compute))
 
@@ -69,7 +76,8 @@ class Grid(P.Sections):
 
     def __init__(self, session):
         self.p = session.params
-        self.lm = {m: KillOnce(m, session.setup(m), session.store, progress=False, kill_marker=self.p["kill_marker"])
+        self.lm = {m: KillOnce(m, session.setup(m), session.store, progress=False, kill_marker=self.p["kill_marker"],
+                                hold_marker=self.p.get("hold_marker", ""))
                    for m in self.p["models"]}
 
     @P.section

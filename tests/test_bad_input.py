@@ -21,7 +21,7 @@ from repro.notebooks import run_parameters
 from conftest import ROOT
 
 NB1 = ROOT / "notebooks" / "01_mpg_head_pruning.py"
-SECTION = {"models": ["tiny-llama"], "calib_data": "wiki-sample", "data": "wiki-sample"}
+SECTION = {"models": ["tiny-llama"], "calib_data": "wiki-sample", "data": "wiki-sample", "seqlen": 64, "calib_seqlen": 32}
 
 
 def profile(tmp_path: Path, text: str, name: str = "bad.yaml") -> Path:
@@ -249,3 +249,88 @@ def test_an_interrupted_notebook_is_one_line_without_a_kernel_traceback(tmp_path
     assert "Traceback" not in err and "Task exception" not in err, err
     assert err.strip().splitlines()[-1].startswith("interrupted:") and out == ""
     assert not (tmp_path / "nb.ipynb").exists()
+
+
+# ---- issue 64: what was checked late, or not at all ------------------------------------------------------------
+
+@pytest.mark.parametrize("dry", [False, True])
+@pytest.mark.parametrize("case", ["figures_dir a file", "results_dir a file", "REPRO_CACHE a file"])
+def test_a_folder_a_run_writes_into_is_checked_before_any_work_dry_run_too(tmp_path, capsys, monkeypatch, case, dry):
+    """Before, figures_dir naming a file failed inside the kernel, REPRO_CACHE naming a file after the model loaded,
+    and a dry run with results_dir naming a file planned 87 cells and exited 0 while the run refused it."""
+    f = tmp_path / "file"
+    f.write_text("not a folder")
+    section = dict(SECTION)
+    top = {"profile": "x", "results_dir": str(tmp_path / "r")}
+    if case == "figures_dir a file":
+        section["figures_dir"] = str(f)
+    elif case == "results_dir a file":
+        top["results_dir"] = str(f)
+    else:
+        monkeypatch.setenv("REPRO_CACHE", str(f))
+    p = profile(tmp_path, yaml.safe_dump({**top, "notebooks": {"01_mpg_head_pruning": section}}))
+    assert main(["run", str(NB1), "--profile", str(p), *(["--dry-run"] if dry else [])]) == 2
+    line = one_line(capsys)
+    assert "is a file, not a folder" in line and case.split()[0] in line, line
+    assert not (tmp_path / "r").exists() or not dry  # a dry run writes nothing
+
+
+def test_a_yaml_alias_bomb_is_refused_at_once(tmp_path, capsys):
+    """Nested aliases expand exponentially: before, no answer within 100 s."""
+    bomb = ("profile: x\na: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+            "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\nnotebooks:\n  01_mpg_head_pruning:\n    models: [*c, *c]\n")
+    assert main(["run", str(NB1), "--profile", str(profile(tmp_path, bomb)), "--dry-run"]) == 2
+    assert "alias *a" in one_line(capsys)
+
+
+def test_migrate_on_a_folder_that_cannot_be_written_is_one_line_and_moves_nothing(tmp_path, capsys, monkeypatch):
+    """A read-only file system (chmod does not stop root: the write check is made to fail as EROFS would)."""
+    import tempfile
+
+    from repro.store import config_key
+
+    config = {"protocol": 2, "model": {"name": "m", "source": "s"}, "seqlen": 8, "method": "mpg"}
+    (tmp_path / "heads-ppl").mkdir()
+    old = {"schema": 1, "experiment": "heads-ppl", "key": config_key(config), "config": config, "result": {"ppl": 2.0}}
+    (tmp_path / "heads-ppl" / f"{old['key']}.json").write_text(json.dumps(old))
+    before = {p: p.read_text() for p in tmp_path.rglob("*.json")}
+
+    def read_only(*a, **k):
+        raise OSError(errno.EROFS, "Read-only file system")
+    monkeypatch.setattr(tempfile, "NamedTemporaryFile", read_only)
+    assert main(["migrate", str(tmp_path)]) == 2
+    assert "cannot be written: Read-only file system" in one_line(capsys)
+    assert {p: p.read_text() for p in tmp_path.rglob("*.json")} == before
+
+
+def test_a_notebook_cell_that_fails_is_one_error_line_naming_the_cause(tmp_path):
+    """Before, `repro notebook` printed the kernel's whole traceback for any error raised in a cell."""
+    header = "# ---\n# jupyter:\n#   kernelspec:\n#     display_name: Python 3\n#     language: python\n#     name: python3\n# ---\n\n"
+    (tmp_path / "nb.py").write_text(header + '# %% tags=["parameters"]\nx = 1\n\n# %%\nfrom repro.errors import ReproError\n'
+                                    'raise ReproError("seqlen 100000 exceeds the model\'s limit of 512 positions")\n')
+    (tmp_path / "p.yaml").write_text("notebooks:\n  nb: {x: 2}\n")
+    done = subprocess.run([sys.executable, "-m", "repro", "notebook", str(tmp_path / "nb.py"), "--profile",
+                           str(tmp_path / "p.yaml"), "--out", str(tmp_path / "nb.ipynb")], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 2, done.stderr
+    lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
+    assert lines[-1] == ("error: notebook: the cell beginning `from repro.errors import ReproError` failed: seqlen "
+                         "100000 exceeds the model's limit of 512 positions"), lines
+    assert "Traceback" not in done.stderr and "raise ReproError(" not in done.stderr, done.stderr
+    assert not (tmp_path / "nb.ipynb").exists()
+
+
+def test_every_error_a_worker_raises_reaches_the_driver_intact():
+    """With --jobs 2 a worker's error is pickled to the driver: UnknownNameError could not be rebuilt there, so the
+    pool broke ("workers died 3 times") and the real cause was lost."""
+    import pickle
+
+    from repro import errors
+
+    made = [errors.UnknownNameError("zero-shot task", "bogus", ["boolq", "piqa"]), errors.Interrupted(3),
+            errors.ReproError("one line"), errors.RecordWriteError("disk full")]
+    for e in made:
+        back = pickle.loads(pickle.dumps(e))
+        assert type(back) is type(e) and str(back) == str(e)
+    assert {type(e) for e in made} >= {v for v in vars(errors).values() if isinstance(v, type)
+                                       and issubclass(v, Exception) and v.__init__ is not Exception.__init__}

@@ -530,7 +530,8 @@ def fake_report() -> Report:
     params = {"profile": "cpu", "seeds": [1, 2, 3], "search": {"budget": 8, "pool_size": 16},
               "vision_search": {"budget": 32, "pool_size": 48}, "lambada_limit": 30,
               "unit_settings": {"m": {"head": [0.1], "mlp": [0.03, 0.05]}},
-              "removal": {"model": "m", "method": "thompson", "seed": 1}, "calib_batch_size": 1, "calib_seqlen": 128,
+              "models": ["m"], "removal": {"model": "m", "method": "thompson", "seed": 1, "batches": [1], "repeats": 15},
+              "calib_batch_size": 1, "calib_seqlen": 128,
               "memory": "persist", "memory_ablation": True, "wide_search": {}, "join": "posterior",
               "join_ablation": True}
     store = Store(None)
@@ -669,7 +670,7 @@ def test_notebook_3_parameters_are_checked_before_any_model_loads():
     good = {"models": ["m"], "unit_settings": {"m": {"head": [0.1]}}, "methods": ["thompson"], "seeds": [1],
             "search": {"budget": 8, "pool_size": 16}, "lambada_limit": None, "vision_models": [], "vision_ratio": 0.1,
             "vision_methods": ["thompson"], "vision_search": {}, "memory": "persist", "memory_ablation": True,
-            "join": "posterior", "join_ablation": True, "wide_search": {}, "removal": {}, "seqlen": 8}
+            "join": "posterior", "join_ablation": True, "wide_search": {}, "removal": None, "seqlen": 8}
     assert BanditParams.of(good).join == "posterior"
     with pytest.raises(ReproError, match="unknown join 'median'; known: mean, posterior"):
         BanditParams.of({**good, "join": "median"})
@@ -686,7 +687,7 @@ def test_ablations_run_on_the_ablation_settings_only():
     params = {"models": ["m"], "unit_settings": {"m": {"head": [0.1], "mlp": [0.03, 0.08]}}, "methods": ["thompson"],
               "seeds": [1], "search": {"budget": 8, "pool_size": 16}, "lambada_limit": None, "vision_models": [],
               "vision_ratio": 0.1, "vision_methods": ["thompson"], "vision_search": {}, "memory": "persist",
-              "memory_ablation": True, "join": "posterior", "join_ablation": True, "wide_search": {}, "removal": {},
+              "memory_ablation": True, "join": "posterior", "join_ablation": True, "wide_search": {}, "removal": None,
               "seqlen": 8}
     grid = BanditGrid.__new__(BanditGrid)
     grid.lm, grid.vision = {"m": SimpleNamespace(grid=SimpleNamespace(ask=lambda units, *a: units))}, {}

@@ -86,7 +86,7 @@ def test_unit_names_round_trip():
 PARAMS = {"models": ["m"], "unit_settings": {"m": {"head": [0.1], "mlp": [0.03, 0.05]}}, "methods": ["ucb"],
           "seeds": [1, 2], "search": {"budget": 8, "pool_size": 16}, "lambada_limit": None, "vision_models": [],
           "vision_ratio": 0.1, "vision_methods": ["ucb"], "vision_search": {}, "memory": "persist",
-          "memory_ablation": False, "join": "posterior", "join_ablation": False, "wide_search": {}, "removal": {},
+          "memory_ablation": False, "join": "posterior", "join_ablation": False, "wide_search": {}, "removal": None,
           "seqlen": 8}
 
 

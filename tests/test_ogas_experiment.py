@@ -298,7 +298,7 @@ def fake_grid():
                                         methods=["magnitude", "wanda", "ogas"], nm_models=["a"], nm_patterns=["2:4"],
                                         nm_methods=["wanda"], ablation_models=["a"], curve_models=["a"],
                                         curve_sparsities=[0.5, 0.7, 0.9], s_max_headrooms=[0.05], zeroshot_models=["a"],
-                                        zeroshot_tasks=["t1", "t2"], zeroshot_limit=2,
+                                        zeroshot_tasks=["boolq", "piqa"], zeroshot_limit=2,
                                         figure_layer="model.layers.1.mlp.down_proj"))
 
 
@@ -406,14 +406,14 @@ def test_nm_table(fake_grid):
 def test_zeroshot_tables_from_results(fake_grid):
     def result(docs1, docs2):
         return {"tasks": {t: {"metrics": {"acc": {"value": float(np.mean(d))}}, "per_doc": {"acc": d}}
-                          for t, d in (("t1", docs1), ("t2", docs2))}}
+                          for t, d in (("boolq", docs1), ("piqa", docs2))}}
     results = {"a": {"dense": result([1, 1] * 5, [1, 0] * 5), "wanda": result([1, 0] * 5, [0, 0] * 5),
                      "ogas": result([1, 1] * 5, [1, 0] * 5)}}  # 20 documents: the fewest a paired bootstrap accepts
     [(stem, (table, cap, _, _))] = zeroshot_tables(results, fake_grid)
     assert stem == "table3_zeroshot_a" and "first 2 documents per task, float32, profile `unit`" in cap
     assert table.at["Dense", "mean"] == 0.75 and table.at["Wanda", "mean"] == 0.25
     assert table.at["OGAS", "vs Wanda (paired)"].startswith("+0.500")  # 10 of 20 documents better, none worse
-    assert zeroshot_paired(results["a"]["wanda"], results["a"]["ogas"], ["t1", "t2"]).estimate == -0.5
+    assert zeroshot_paired(results["a"]["wanda"], results["a"]["ogas"], ["boolq", "piqa"]).estimate == -0.5
     # a second zero-shot model is Table 4 (the paper's Mistral setting)
     both = zeroshot_tables({**results, "b": results["a"]}, fake_grid)
     assert [stem for stem, _ in both] == ["table3_zeroshot_a", "table4_zeroshot_b"]

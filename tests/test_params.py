@@ -27,10 +27,39 @@ BAD = [
     ("03", {"unit_settings": {"tiny-llama": {"head": [1.0]}}}, "unit_settings['tiny-llama']['head']"),
     ("03", {"search": {"budget": 0, "pool_size": 4}}, "parameter search['budget']"),
     ("03", {"vision_ratio": float("nan")}, "parameter vision_ratio"),
+    # issue 64: each of these ran (for minutes) before failing in a cell, failed without naming the parameter, or
+    # dropped a table without a word
+    ("01", {"zeroshot_models": ["tiny-bogus"]}, "parameter zeroshot_models names 'tiny-bogus', which is not in models"),
+    ("01", {"efficiency_models": ["tiny-qwen2"]}, "parameter efficiency_models names 'tiny-qwen2', which is not in models"),
+    ("01", {"zeroshot_tasks": ["bogus"]}, "unknown zeroshot_tasks entry 'bogus'"),
+    ("01", {"glue_recipe": {"lr": "abc"}}, "parameter glue_recipe['lr'] must be a number > 0, got 'abc'"),
+    ("01", {"glue_recipe": {"epochs": -1}}, "parameter glue_recipe['epochs'] must be a whole number > 0, got -1"),
+    ("01", {"calib_seeds": [-1]}, "parameter calib_seeds must be a list of integers >= 0, got -1"),
+    ("01", {"seqlen": 100000}, "parameter seqlen 100000 exceeds tiny-llama's 512 positions"),
+    ("01", {"calib_seqlen": 100000}, "parameter calib_seqlen 100000 exceeds tiny-llama's 512 positions"),
+    ("01", {"calib_nsamples": 0}, "calib_nsamples must be a positive integer, got 0"),
+    ("02", {"gamma_rule_models": ["tiny-bogus"]}, "parameter gamma_rule_models names 'tiny-bogus', which is not in models"),
+    ("02", {"curve_models": ["tiny-qwen2"]}, "parameter curve_models names 'tiny-qwen2'"),
+    ("02", {"c4_models": ["tiny-qwen2"]}, "parameter c4_models names 'tiny-qwen2'"),
+    ("02", {"zeroshot_models": ["tiny-qwen2"]}, "parameter zeroshot_models names 'tiny-qwen2'"),
+    ("02", {"zeroshot_tasks": ["bogus"]}, "unknown zeroshot_tasks entry 'bogus'"),
+    ("02", {"exact_rounding_data": ["bogus"]}, "unknown exact_rounding_data entry 'bogus'"),
+    ("02", {"wide_gamma_bounds": [4.0, 0.01]}, "parameter wide_gamma_bounds must be [low, high] with 0 < low < high"),
+    ("02", {"wide_gamma_bounds": [1.0]}, "parameter wide_gamma_bounds must be [low, high]"),
+    ("02", {"calib_seeds": [-1]}, "parameter calib_seeds must be a list of integers >= 0, got -1"),
+    ("02", {"seqlen": 100000}, "parameter seqlen 100000 exceeds tiny-llama's 512 positions"),
+    ("03", {"removal": {}}, "parameter removal must name model, method, seed, batches, repeats"),
+    ("03", {"removal": {"model": "bogus-model", "method": "thompson", "seed": 1, "batches": [1], "repeats": 3}},
+     "parameter removal names model 'bogus-model', which is not in models"),
+    ("03", {"removal": {"model": "tiny-llama", "method": "thompson", "seed": 1, "batches": [0], "repeats": 3}},
+     "parameter removal['batches'] must be a list of integers >= 1, got 0"),
+    ("03", {"removal": {"model": "tiny-llama", "method": "thompson", "seed": 1, "batches": [1], "repeats": -1}},
+     "parameter removal['repeats']"),
+    ("03", {"search": {"budgett": 4}}, "unknown key of parameter search 'budgett'"),
 ]
 
 
-@pytest.mark.parametrize("nb, override, message", BAD, ids=[f"{n}-{next(iter(o))}" for n, o, _ in BAD])
+@pytest.mark.parametrize("nb, override, message", BAD, ids=[f"{n}-{next(iter(o))}-{i}" for i, (n, o, _) in enumerate(BAD)])
 def test_bad_values_are_refused_before_any_model_loads(monkeypatch, nb, override, message):
     monkeypatch.setenv("REPRO_NO_LOAD", "1")  # a load would raise a different error
     src = NB[nb]

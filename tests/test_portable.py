@@ -5,7 +5,9 @@ under .cache/ that reads the profile's records and writes nothing beside them. (
 on a CPU without fast bf16 and with another thread count: tests/test_committed.py.)"""
 import io
 import json
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import jobs_paper
@@ -27,7 +29,8 @@ SPEED = {"float32": 400.0, "bfloat16": 60.0}  # an AVX2-only CPU: bfloat16 about
 @pytest.fixture
 def probed(monkeypatch):
     """A fixed speed probe (the real one builds a 135M-parameter model: tested once, below)."""
-    monkeypatch.setattr(machine, "probe", lambda dtypes=("float32",), cache=True: {d: SPEED[d] for d in dtypes})
+    monkeypatch.setattr(machine, "measure", lambda dtypes=("float32",), cache=True, reprobe=False:
+                        machine.Probe({d: SPEED[d] for d in dtypes}, time.time(), 0.0))
 
 
 def notebook(tmp_path: Path, dtype: str = "bfloat16") -> Path:
@@ -150,13 +153,90 @@ def test_another_precision_is_a_separate_set_that_reads_the_profiles_records(tmp
     assert notebook_params(src, None, {"eval_dtype": "bfloat16"})["results_dir"] == str(committed.resolve())
 
 
-def test_the_speed_probe_measures_each_dtype_once_per_machine(monkeypatch):
-    speeds = machine.probe(["float32"])
-    # tokens per second, not seconds per token (that would be ~0.02): a unit check, not a speed requirement (a
-    # CI machine under load measured 8 tokens/s, 46 alone)
-    assert speeds["float32"] > 1
-    monkeypatch.setattr(machine, "_measure", lambda dtypes, budget_s=1.0: pytest.fail("measured twice"))
-    assert machine.probe(["float32"]) == speeds  # cached for this CPU, thread count and torch
+def quiet(speed: dict, load: float = 0.0, spread: float = 1.0):
+    """A stand-in for :func:`machine._measure` that returns ``speed`` as measured on cores ``load`` busy."""
+    calls = []
+
+    def fake(dtypes, budget_s=1.0):
+        calls.append(list(dtypes))
+        return {**{d: speed[d] for d in dtypes}, "_load": load, "_spread": spread}
+    return fake, calls
+
+
+def test_the_speed_probe_measures_each_dtype_once_per_machine_and_says_how_old_it_is(monkeypatch):
+    monkeypatch.delenv("REPRO_PROBE")
+    monkeypatch.setattr(machine, "_cache_key", lambda: "test|once")
+    fake, calls = quiet({"float32": 400.0, "bfloat16": 1500.0})
+    monkeypatch.setattr(machine, "_measure", fake)
+    first = machine.measure(["float32"])
+    assert first.speed == {"float32": 400.0} and not first.disturbed and calls == [["float32"]]
+    again = machine.measure(["float32"])
+    assert again.speed == first.speed and again.measured == first.measured and len(calls) == 1  # cached
+    assert "measured just now on a quiet machine" in again.describe()
+    assert "measured 3 h ago" in again.describe(now=again.measured + 3 * 3600)
+    machine.measure(["float32"], reprobe=True)  # --reprobe measures again, whatever the cache holds
+    assert len(calls) == 2
+
+
+def test_a_probe_under_load_or_out_of_line_with_the_cpu_is_used_once_and_never_cached(monkeypatch):
+    """What the issue saw: a probe taken while other work shared the cores (bfloat16 at 10 tokens/s on an AMX CPU)
+    was cached and priced every later run. A disturbed probe is said to be so, and the next plan measures again."""
+    monkeypatch.delenv("REPRO_PROBE")
+    monkeypatch.setattr(machine, "_cache_key", lambda: "test|disturbed")
+    monkeypatch.setattr(machine, "fast_bf16", lambda *a: True)
+    for speed, load, spread, why in [({"float32": 400.0, "bfloat16": 1500.0}, 0.6, 1.0, "60% of the cores"),
+                                     ({"float32": 400.0, "bfloat16": 1500.0}, 0.0, 1.6, "rounds disagreed"),
+                                     ({"float32": 661.0, "bfloat16": 106.0}, 0.0, 1.0, "bfloat16 measured slower")]:
+        fake, calls = quiet(speed, load, spread)
+        monkeypatch.setattr(machine, "_measure", fake)
+        got = machine.measure(["float32", "bfloat16"])
+        assert why in got.disturbed and "not cached" in got.describe()
+        machine.measure(["float32", "bfloat16"])
+        assert len(calls) == 2  # nothing was kept: measured again
+
+
+def test_an_entry_cached_before_loads_were_measured_is_measured_again(monkeypatch):
+    monkeypatch.delenv("REPRO_PROBE")
+    monkeypatch.setattr(machine, "_cache_key", lambda: "test|old")
+    path = machine.cache_dir("machine") / "probe.json"
+    old = json.loads(path.read_text()) if path.is_file() else {}
+    path.write_text(json.dumps({**old, "test|old": {"float32": 36.0, "bfloat16": 10.0}}))  # the old format
+    fake, calls = quiet({"float32": 400.0, "bfloat16": 1500.0})
+    monkeypatch.setattr(machine, "_measure", fake)
+    assert machine.measure(["bfloat16"]).speed == {"bfloat16": 1500.0} and len(calls) == 1
+
+
+def test_the_real_probe_under_synthetic_load_caches_nothing(monkeypatch):
+    """The real probe (a SmolLM2-135M-shaped model) while as many busy processes as cores run beside it: the load
+    is measured, the result is said to be disturbed, and the cache holds no entry for it."""
+    monkeypatch.delenv("REPRO_PROBE")
+    monkeypatch.setattr(machine, "_cache_key", lambda: "test|synthetic load")
+    import os
+
+    busy = [subprocess.Popen([sys.executable, "-c", "import time\nt = time.time()\nwhile time.time() - t < 120: pass"])
+            for _ in range(os.cpu_count() or 1)]
+    try:
+        time.sleep(0.5)
+        got = machine.measure(["float32"])
+    finally:
+        for p in busy:
+            p.kill()
+            p.wait()
+    assert got.speed["float32"] > 1 and got.load is not None and got.load > machine.QUIET, got
+    assert "busy with other work" in got.disturbed
+    path = machine.cache_dir("machine") / "probe.json"
+    assert "test|synthetic load" not in (json.loads(path.read_text()) if path.is_file() else {})
+
+
+def test_speeds_assumed_through_the_environment_are_said_to_be_assumed(monkeypatch):
+    monkeypatch.setenv("REPRO_PROBE", "float32=550,bfloat16=1400")
+    got = machine.measure(["bfloat16"])
+    assert got.speed == {"bfloat16": 1400.0} and "assumed (REPRO_PROBE)" in got.describe()
+    monkeypatch.setenv("REPRO_PROBE", "fast")
+    from repro.errors import ReproError
+
+    with pytest.raises(ReproError, match="REPRO_PROBE"):
+        machine.measure(["float32"])
 
 
 def test_a_machine_label_names_what_decides_its_speed():

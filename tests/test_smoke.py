@@ -1,5 +1,5 @@
 """Each notebook end to end on the smoke profile (tiny random models), as `make reproduce` runs it: plan,
-compute with two workers, render from the records. In a file of its own so that pytest-xdist's
+compute, render from the records. In a file of its own so that pytest-xdist's
 per-file scheduling (make test) can run it beside the other slow files."""
 import json
 import math
@@ -62,14 +62,16 @@ def test_every_notebook_has_a_smoke_expectation():
 
 @pytest.mark.parametrize("src", SOURCES, ids=[s.stem for s in SOURCES])
 def test_notebook_smoke(src, tmp_path):
-    """``make reproduce``'s path: the plan's cells computed by two workers, then the notebook renders
-    from those records, computing nothing (the plan asked for every cell the notebook asks for)."""
+    """``make reproduce``'s path (its default ``JOBS=1``): the plan's cells computed in this process, then the
+    notebook renders from those records, computing nothing (the plan asked for every cell the notebook asks for).
+    Worker processes are tests/test_jobs.py's and tests/test_jobs_processes.py's: here they would only add two
+    more imports of torch and two more loads of each model (x3 the CPU time of the computation itself)."""
     profile = ROOT / "notebooks/profiles/smoke.yaml"
     params = {**load_profile(profile, src.stem), **ONE_MODEL[src.stem]}
     out = tmp_path / src.with_suffix(".ipynb").name
     overrides = {"results_dir": str(tmp_path / "results"), "figures_dir": str(tmp_path / "figures"),
                  "update_readme": False, **ONE_MODEL[src.stem]}
-    summary = run_notebook(src, profile, jobs=2, overrides=overrides)
+    summary = run_notebook(src, profile, jobs=1, threads=1, overrides=overrides)  # make test runs 2 files at once
     assert summary["cells"] > 0 and summary["retries"] == 0
     before = {p: p.stat().st_mtime_ns for p in (tmp_path / "results").rglob("*.json")}
     execute(src, out, profile, cwd=ROOT / "notebooks", log_output=False, overrides=overrides)

@@ -12,10 +12,14 @@ from pathlib import Path
 from repro.errors import HashMismatchError, ReproError
 
 
+def cache_root() -> Path:
+    """``$REPRO_CACHE`` (default ``~/.cache/repro``): converted models, trained classifiers, the speed probe."""
+    return Path(os.environ.get("REPRO_CACHE", Path.home() / ".cache" / "repro"))
+
+
 def cache_dir(*parts: str) -> Path:
-    """``$REPRO_CACHE`` (default ``~/.cache/repro``) joined with ``parts``, created."""
-    root = Path(os.environ.get("REPRO_CACHE", Path.home() / ".cache" / "repro"))
-    path = root.joinpath(*parts)
+    """:func:`cache_root` joined with ``parts``, created."""
+    path = cache_root().joinpath(*parts)
     path.mkdir(parents=True, exist_ok=True)
     return path
 

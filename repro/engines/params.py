@@ -54,7 +54,40 @@ class NotebookParams(BaseModel):
         for k in self.folders:
             if not getattr(self, k).strip():
                 raise ReproError(f"parameter {k} must name a folder, got {getattr(self, k)!r}")
+        self.check_session()
         self.check()
+
+    def check_session(self) -> None:
+        """The shared fields against the models (their ranges are :class:`repro.engines.base.Setup`'s)."""
+        self.check_positions()
+
+    def check_positions(self) -> None:
+        """Every window within each model's positions, where they are known before a load
+        (:func:`repro.assets.models.known_positions`): a seqlen of 100000 is refused here, not after the grid."""
+        from repro.assets.models import known_positions
+
+        for model in self.models:
+            limit = known_positions(model)
+            if limit is None:
+                continue
+            own = self.model_settings.get(model, {})
+            for name in ("seqlen", "calib_seqlen"):
+                value = own.get(name, getattr(self, name))
+                if isinstance(value, int) and value > limit:
+                    raise ReproError(f"parameter {name} {value} exceeds {model}'s {limit} positions")
+
+    def check_among(self, *names: str, within: str = "models") -> None:
+        """Each list parameter of ``names`` that a run set names only entries of the parameter ``within`` (a
+        per-model list naming a model the notebook does not run would otherwise drop its table without a word).
+        A list left at its declared default (the paper's models) applies to those of its models the run has."""
+        known = list(getattr(self, within))
+        for name in names:
+            if getattr(self, name) == type(self).model_fields[name].get_default(call_default_factory=True):
+                continue
+            for v in getattr(self, name):
+                if v not in known:
+                    raise ReproError(f"parameter {name} names {v!r}, which is not in {within} "
+                                     f"({', '.join(map(str, known)) or 'empty'})")
 
     def check(self) -> None:
         """A paper's checks beyond the types (names known, numbers in range): one line naming the parameter."""

@@ -143,7 +143,7 @@ class BanditGrid(Sections):
         """Section 8: the removal record of the ``removal`` parameter's (model, method, seed), each unit
         type's largest ratio; None when that model is not in the profile."""
         p, rm = self.p, self.p.removal
-        if rm["model"] not in self.lm:
+        if rm is None or rm["model"] not in self.lm:
             return None
         search = next(s for m, s in self._searches([rm["method"]], p.search) if m)
         return (yield self.lm[rm["model"]].removal.ask(rm["method"], p.unit_settings[rm["model"]], rm["seed"], search,

@@ -59,7 +59,7 @@ class BanditParams(NotebookParams):
     ucb_c_ablation: dict[str, dict[str, list[Number]]] = {}  # section 5e: {model: {kind: [c]}}, MAB-UCB again
     search_replay: list[dict[str, Any]] = []  # section 5f: searches whose joins are replayed in float32
     wide_search: dict[str, Any] = {}  # section 5c: greedy and the MAB searches on the vision models, budget >= 2 x pool
-    removal: dict[str, Any] = {"model": "smollm2-135m", "method": "thompson", "seed": 1, "batches": [1, 8],
+    removal: dict[str, Any] | None = {"model": "smollm2-135m", "method": "thompson", "seed": 1, "batches": [1, 8],
                                "repeats": 5}
 
     def check(self) -> None:
@@ -87,13 +87,42 @@ class BanditParams(NotebookParams):
             raise UnknownNameError("join", self.join, JOINS)
         self._check_exploration()
         self._check_replay()
+        known = sorted({k for m in SELECTORS.values() for k in m.defaults})
         for name in ("search", "vision_search", "wide_search"):
             s = getattr(self, name)
             if not isinstance(s, dict):
                 raise ReproError(f"parameter {name} must be a mapping (budget, pool_size, ...), got {s!r}")
-            for k in ("budget", "pool_size"):
+            for k in s:
+                if k not in known:
+                    raise UnknownNameError(f"key of parameter {name}", k, known)
+            for k in ("budget", "pool_size", "batches_per_eval"):
                 if k in s:
                     check_number(f"{name}[{k!r}]", s[k], True, 1)
+            if "c" in s:
+                check_number(f"{name}['c']", s["c"], lo=0.0)
+        self._check_removal()
+
+    def _check_removal(self) -> None:
+        """``removal``: every field named (a model of ``models``, a selector, a seed, batch sizes and repeats), or
+        null for no removal section."""
+        from repro.methods.bandit import SELECTORS
+
+        rm, fields = self.removal, ("model", "method", "seed", "batches", "repeats")
+        if rm is None or rm == type(self).model_fields["removal"].default and rm["model"] not in self.models:
+            return  # the default names the paper's model: no removal section where the run does not have it
+        if not isinstance(rm, dict) or set(rm) != set(fields):
+            raise ReproError(f"parameter removal must name {', '.join(fields)} (or be null: no removal section), "
+                             f"got {rm!r}")
+        if rm["model"] not in self.models:
+            raise ReproError(f"parameter removal names model {rm['model']!r}, which is not in models "
+                             f"({', '.join(self.models)})")
+        if rm["model"] not in self.unit_settings:
+            raise ReproError(f"parameter removal names model {rm['model']!r}, which has no unit_settings")
+        if rm["method"] not in SELECTORS:
+            raise UnknownNameError("removal method", rm["method"], list(SELECTORS))
+        check_number("removal['seed']", rm["seed"], True, 0)
+        check_list("removal['batches']", rm["batches"], "integer", 1)
+        check_number("removal['repeats']", rm["repeats"], True, 1)
 
     def _check_exploration(self) -> None:
         """``ucb_c_ablation``: ``{model: {unit kind: [positive c]}}``, each model and kind one the ablations run on."""

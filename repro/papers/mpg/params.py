@@ -3,6 +3,7 @@ says the same values (tested), a profile changes some of them, and :meth:`MpgPar
 before any model is loaded."""
 from __future__ import annotations
 
+import math
 from dataclasses import fields, replace
 from typing import Any
 
@@ -93,6 +94,19 @@ class MpgParams(NotebookParams):
         unknown = set(self.glue_recipe) - {f.name for f in fields(Recipe)}
         if unknown:
             raise UnknownNameError("glue_recipe key", sorted(unknown)[0], [f.name for f in fields(Recipe)])
+        for f in fields(Recipe):  # each given value of the recipe's type and positive (weight decay may be 0)
+            if f.name in self.glue_recipe:
+                v, integer, zero = self.glue_recipe[f.name], f.type in (int, "int"), f.name == "weight_decay"
+                ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and \
+                    (not integer or v == int(v)) and (v >= 0 if zero else v > 0)
+                if not ok:
+                    raise ReproError(f"parameter glue_recipe[{f.name!r}] must be a {'whole ' if integer else ''}"
+                                     f"number {'>= 0' if zero else '> 0'}, got {v!r}")
+        self.check_among("zeroshot_models", "efficiency_models")
+        from repro.evaluate.zeroshot import KNOWN_TASKS
+
+        check_list("zeroshot_tasks", self.zeroshot_tasks, known=KNOWN_TASKS)
+        check_number("calib_seqlen", self.calib_seqlen, True, 1)
 
     def mlm_changes(self) -> dict:
         """The masked LMs' setup: windows of ``mlm_seqlen`` text tokens, calibration windows no longer than them

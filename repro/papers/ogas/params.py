@@ -58,6 +58,20 @@ class OgasParams(NotebookParams):
         if any(d > 1 for d in check_list("figure2_depths", self.figure2_depths, "number", 0.0)):
             raise ReproError(f"parameter figure2_depths must be relative depths in [0, 1], got {self.figure2_depths!r}")
         check_number("zeroshot_limit", self.zeroshot_limit, True, 1, allow_none=True)
+        self.check_among("c4_models", "nm_models", "ablation_models", "curve_models", "gamma_rule_models",
+                         "zeroshot_models")
+        from repro.assets.data import TEXT
+        from repro.evaluate.zeroshot import KNOWN_TASKS
+
+        check_list("zeroshot_tasks", self.zeroshot_tasks, known=KNOWN_TASKS)
+        check_list("exact_rounding_data", self.exact_rounding_data, known=sorted(TEXT))  # a text's name
+        if self.calib_seeds != [None]:
+            check_list("calib_seeds", self.calib_seeds, "integer", 0)
+        if self.wide_gamma_bounds:  # null or [] runs no wide search
+            b = check_list("wide_gamma_bounds", self.wide_gamma_bounds, "number", 0.0)
+            if len(b) != 2 or not 0 < b[0] < b[1]:
+                raise ReproError(f"parameter wide_gamma_bounds must be [low, high] with 0 < low < high (or null: none), got "
+                                 f"{self.wide_gamma_bounds!r}")
         missing = [m for m in self.models if m not in self.ogas_setting]
         if missing:
             raise ReproError(f"parameter ogas_setting names no setting for {', '.join(missing)} (one of "
