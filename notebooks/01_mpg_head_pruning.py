@@ -50,6 +50,7 @@ calib_data = "wikitext2-train"
 calib_nsamples = 64
 grad_nsamples = 32
 calib_seqlen = 512
+paper_calib = {}  # section 3e: Table I's calibrated scorers again at the paper's sizes (calib_nsamples, grad_nsamples)
 methods = ["mpg", "mp", "wanda-head", "sparsegpt-head", "gradient-head", "hybrid", "magnitude-head", "random"]
 sparsities = [0.125, 0.25, 0.5]
 z_values = [1.5, 2.0, 2.5]
@@ -462,6 +463,26 @@ if remedy_methods:
 # best calibrated score *ranked within each layer*, with the same paired rule.
 
 # %% [markdown]
+# ### 3e. At the paper's calibration size
+#
+# Where a profile shrank the calibration to fit its machine (`paper_calib` names the paper's sizes), the
+# calibration-based scorers run again at the paper's sizes, on the same calibration draws (seeds) and the same
+# evaluation windows, and the claims of section 10 read these cells. Table I above, and the sections that read it
+# (3a-3d, Table IV), stay at the profile's size. Below: Table I at the paper's calibration, then each calibrated
+# cell at both sizes, the ratio paired draw by draw. A larger calibration sample estimates each head's activation
+# statistics (Wanda-Head, SparseGPT-Head, Hybrid) or its gradient (Gradient-Head) with less noise; whether that
+# changes *which* heads are pruned is what the ratio measures.
+
+# %%
+if grid.lm_paper:
+    paper_main = grid.table1_paper()  # Table I's cells with the calibrated scorers at the paper's sizes
+    nb.show(R.table1(paper_main, methods, sparsities, calibration=R.calibration_words(True)),
+            "table1_paper_calibration")
+    nb.show(R.calibration_size(main, paper_main, sparsities), "calibration_size")
+elif R.paper_calibration_pending():
+    print(R.paper_calibration_pending())  # how many of the paper-size cells exist so far
+
+# %% [markdown]
 # ## 4. Table II: the threshold z
 #
 # $z$ sets how far into the upper tail a feature must lie before it counts. The paper reports that the
@@ -696,10 +717,21 @@ else:
 # small, quantised models evaluated on a few windows: a verdict here is evidence about these models, not
 # about the paper's 7-8B models.
 
+#
+# Where the profile shrank the calibration, the claims read the calibration-based scorers at the paper's
+# calibration size (section 3e), and the table after them sets each verdict that reads such a cell beside the same
+# verdict at the profile's size.
+
 # %%
 frame = R.frame()
 claims = R.claims(frame, sparsities, z_values, z_sparsities, cost=cost, efficiency=eff, zeroshot=records, glue=glue)
+if grid.lm_paper:  # the claims read the paper's calibration; the profile's verdicts beside them
+    scaled_claims = claims
+    claims = R.claims(grid.paper_frame(), sparsities, z_values, z_sparsities, cost=cost, efficiency=eff,
+                      zeroshot=records, glue=glue, calibration=R.calibration_words(True))
 nb.show_claims(claims, "claims")
+if grid.lm_paper:
+    nb.show(R.survival(scaled_claims, claims), "claims_survival")
 
 # %% [markdown]
 # ## 11. What the results say

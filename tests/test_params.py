@@ -38,6 +38,8 @@ BAD = [
     ("01", {"seqlen": 100000}, "parameter seqlen 100000 exceeds tiny-llama's 512 positions"),
     ("01", {"calib_seqlen": 100000}, "parameter calib_seqlen 100000 exceeds tiny-llama's 512 positions"),
     ("01", {"calib_nsamples": 0}, "calib_nsamples must be a positive integer, got 0"),
+    ("01", {"paper_calib": {"calib_nsamples": 64}}, "parameter paper_calib must name calib_nsamples and grad_nsamples"),
+    ("01", {"paper_calib": {"calib_nsamples": 64, "grad_nsamples": 0}}, "parameter paper_calib['grad_nsamples']"),
     ("02", {"gamma_rule_models": ["tiny-bogus"]}, "parameter gamma_rule_models names 'tiny-bogus', which is not in models"),
     ("02", {"curve_models": ["tiny-qwen2"]}, "parameter curve_models names 'tiny-qwen2'"),
     ("02", {"c4_models": ["tiny-qwen2"]}, "parameter c4_models names 'tiny-qwen2'"),

@@ -31,7 +31,7 @@ from repro.evaluate.ppl import tokenize, windows
 from repro.evaluate.rescale import out_inputs, remaining_rms
 from repro.evaluate.speed import attention_flops, attention_params, count_params, with_prefill, zeroed_and_removed
 from repro.methods import head_terms as T
-from repro.methods.heads import SCALES, get_method, norms, score_heads, select_heads
+from repro.methods.heads import HEAD_METHODS, SCALES, get_method, norms, score_heads, select_heads
 from repro.store import PROTOCOL, Store
 from repro.structure import Masks
 
@@ -72,6 +72,16 @@ class HeadExperiment(Experiment):
         if kind is None:
             return None
         return self.grad_nsamples if kind == "gradients" else self.setup.calib_nsamples
+
+    def owns(self, config: dict) -> bool:
+        """A cell of this experiment's model and setup whose calibration, where it read one, is as large as this
+        experiment's for its method: Table I at two calibration sizes is two experiments, each reading its own."""
+        if not super().owns(config):
+            return False
+        calib, method = config.get("calibration"), config.get("method")
+        if isinstance(calib, dict) and "nsamples" in calib and method in HEAD_METHODS:
+            return calib["nsamples"] == self.calib_nsamples_for(method)
+        return True
 
     def method_calibration(self, method: str, calib_seed: int | None = None) -> Calibration | None:
         """The calibration windows ``method`` reads (``calib_seed``: another draw than the setup's)."""

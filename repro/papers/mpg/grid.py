@@ -8,6 +8,7 @@ from repro.engines.glue import GlueHeadExperiment
 from repro.engines.heads import HeadExperiment, VisionHeadExperiment
 from repro.engines.mlm import MlmHeadExperiment
 from repro.engines.plan import Sections, section
+from repro.methods.heads import get_method
 from repro.papers.mpg.glue import glue_frame
 from repro.papers.mpg.params import MpgParams
 from repro.papers.mpg.records import Z_METHODS, main_cells, ppl_frame, scores_frame, vision_frame, zeroshot_cells
@@ -17,8 +18,8 @@ class MpgGrid(Sections):
     """Notebook 1's experiments (``lm``: ``{model: HeadExperiment}``, ``vision``: ``{model:
     VisionHeadExperiment}``, the MHA image classifiers; ``mlm``: ``{model: MlmHeadExperiment}``, the masked
     LMs of Table I's encoder rows) and the cells of each section."""
-    sections = ("norm_profile", "worked", "scores", "table1", "full_split", "feeding", "anatomy", "remedy", "table2",
-                "table3", "zeroshot", "ties", "efficiency", "mha", "encoder_rows")
+    sections = ("norm_profile", "worked", "scores", "table1", "full_split", "feeding", "anatomy", "remedy",
+                "table1_paper", "table2", "table3", "zeroshot", "ties", "efficiency", "mha", "encoder_rows")
 
     def __init__(self, session, lm: dict | None = None, vision: dict | None = None, glue: dict | None = None,
                  mlm: dict | None = None):
@@ -27,6 +28,11 @@ class MpgGrid(Sections):
         q = self.p
         self.lm = lm if lm is not None else session.experiments(
             HeadExperiment, q.models, grad_nsamples=q.grad_nsamples, tie_seeds=q.tie_seeds)
+        # section 3e: the same models at the paper's calibration sizes, sharing their loaded weights
+        self.lm_paper = {} if not q.paper_calib or lm is not None else {
+            n: HeadExperiment(n, e.setup.replace(calib_nsamples=q.paper_calib["calib_nsamples"]), self.store,
+                              grad_nsamples=q.paper_calib["grad_nsamples"], tie_seeds=e.tie_seeds, loaded=e)
+            for n, e in self.lm.items()}
         self.vision = vision if vision is not None else session.experiments(
             VisionHeadExperiment, q.vision_models, n_calib=q.vision_n_calib, grad_nsamples=q.vision_grad_nsamples,
             n_eval=q.vision_n_eval, images=q.vision_data)
@@ -39,7 +45,8 @@ class MpgGrid(Sections):
             for t in q.glue_tasks}
 
     def all_experiments(self) -> list:
-        return [*self.lm.values(), *self.vision.values(), *self.glue.values(), *self.mlm.values()]
+        return [*self.lm.values(), *self.lm_paper.values(), *self.vision.values(), *self.glue.values(),
+                *self.mlm.values()]
 
     # ---- one method per section ------------------------------------------------------------------
     @section
@@ -145,6 +152,20 @@ class MpgGrid(Sections):
             for m in self.p.remedy_methods:
                 for sp in self.p.sparsities:
                     yield e.cell.ask(m, sp, scale="layer")
+
+    @section(shows=lambda g: main_cells(ppl_frame(g.store, g.lm_paper)))
+    def table1_paper(self):
+        """Section 3e: Table I's calibration-based scorers at the paper's calibration sizes (``paper_calib``), on
+        every calibration draw; the frame of Table I's cells at that setting (dense and the calibration-free
+        methods are the same cells as Table I's)."""
+        calibrated = [m for m in self.p.methods if get_method(m).calibration]
+        for e in self.lm_paper.values():
+            yield e.grid.ask(calibrated, self.p.sparsities, calib_seeds=self.p.calib_seeds)
+
+    def paper_frame(self):
+        """Every perplexity cell of the session with the calibration-based scorers at the paper's calibration
+        sizes (what the claims read when ``paper_calib`` is set; None when it is not)."""
+        return ppl_frame(self.store, self.lm_paper) if self.lm_paper else None
 
     @section(shows=lambda g: glue_frame(g.store, g.glue))
     def table3(self):

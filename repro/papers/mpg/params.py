@@ -26,6 +26,9 @@ class MpgParams(NotebookParams):
     calib_nsamples: int = 64
     grad_nsamples: int = 32
     calib_seqlen: int = 512
+    # section 3e: Table I's calibration-based scorers again at the paper's calibration sizes (calib_nsamples,
+    # grad_nsamples; the claims read those cells), where the profile shrank them; {}: none
+    paper_calib: dict[str, int] = {}
     methods: list[str] = ["mpg", "mp", "wanda-head", "sparsegpt-head", "gradient-head", "hybrid", "magnitude-head",
                           "random"]
     sparsities: list[Number] = [0.125, 0.25, 0.5]
@@ -103,6 +106,12 @@ class MpgParams(NotebookParams):
                     raise ReproError(f"parameter glue_recipe[{f.name!r}] must be a {'whole ' if integer else ''}"
                                      f"number {'>= 0' if zero else '> 0'}, got {v!r}")
         self.check_among("zeroshot_models", "efficiency_models")
+        if self.paper_calib:
+            if set(self.paper_calib) != {"calib_nsamples", "grad_nsamples"}:
+                raise ReproError(f"parameter paper_calib must name calib_nsamples and grad_nsamples (or be {{}}: "
+                                 f"none), got {self.paper_calib!r}")
+            for k, v in self.paper_calib.items():
+                check_number(f"paper_calib[{k!r}]", v, True, 1)
         from repro.evaluate.zeroshot import KNOWN_TASKS
 
         check_list("zeroshot_tasks", self.zeroshot_tasks, known=KNOWN_TASKS)

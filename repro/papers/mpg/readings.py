@@ -507,3 +507,24 @@ def summary_reading(main: pd.DataFrame, claims: pd.DataFrame, table4: pd.DataFra
                      f"{m(('MP-G reduces to MP for MHA: identical head', 'MP-G reduces to MP for MHA: identical pruned'))}; MHA models prefer z = 1.5: {m('MHA models prefer')}; MP-G best "
                      f"at every sparsity: {m('MP-G is best at every sparsity')} (rows per model and sparsity).")
     return "\n".join(lines)
+
+
+def calibration_size_reading(t) -> str:
+    """Section 3e's table in sentences: per model, in how many cells the paper's calibration size prunes better
+    (interval below 1), worse (above 1) or indistinguishably, and the largest change each way."""
+    if t is None or t.empty:
+        return ""
+    ratio, before, after = "paper's / profile's", "profile's", "paper's"
+    out = []
+    for model, f in t.groupby("model", sort=False):
+        better, worse = f[f.hi < 1], f[f.lo > 1]
+        text = (f"- **{model}**: at the paper's calibration size {len(better)} of {len(f)} cells prune better, "
+                f"{len(worse)} worse, {len(f) - len(better) - len(worse)} indistinguishable")
+        moves = []
+        for what, part, pick in (("gain", better, "idxmin"), ("loss", worse, "idxmax")):
+            if len(part):
+                r = part.loc[getattr(part[ratio], pick)()]
+                moves.append(f"the largest {what} {r['method']} at {r['sparsity']}, x{r[ratio]:.3g} "
+                             f"({r[before]:,.4g} -> {r[after]:,.4g})")
+        out.append(text + ("; " + "; ".join(moves) if moves else "") + ".")
+    return "\n".join(out)

@@ -7,21 +7,25 @@ import pandas as pd
 
 from repro.assets.encoders import ENCODERS
 from repro.engines.mlm import MASK_RATE
+from repro.methods.heads import get_method
 from repro.papers.mpg import collapse as C
 from repro.papers.mpg.glue import TASK_LABEL, glue_reading, table3
 from repro.papers.mpg.grid import MpgGrid
 from repro.papers.mpg.mha import MhaTables
 from repro.papers.mpg.readings import (
     anatomy_reading,
+    calibration_size_reading,
     layer_reading,
     layer_scale_reading,
     remedy_reading,
     single_kv_reading,
 )
-from repro.papers.mpg.records import describe, grid
+from repro.papers.mpg.records import LABEL, describe, find, grid, pct
 from repro.papers.mpg.tables import Tables
-from repro.report import Table, differences_table, marked_table, model_line, provenance
+from repro.report import Table, differences_table, marked_table, model_line, paired_cells, provenance
 from repro.report import caption as caption_line
+from repro.survive import survival, survival_reading, unchanged_rows
+from repro.words import and_join
 
 
 class Report(Tables):
@@ -120,6 +124,64 @@ class Report(Tables):
                                                                "ratio paired over windows [lo, hi], the layers each "
                                                                "empties and the heads they share."),
                      C.mp_against_mpg_reading(t))
+
+    # -- section 3e: Table I at the paper's calibration sizes (grid.lm_paper)
+    def calibration_words(self, paper: bool) -> str:
+        """"the paper's calibration (64 x 512 tokens, Gradient-Head on the first 32)" (``paper``), or the profile's
+        own in the same words."""
+        es = self.grid.lm_paper if paper else self.grid.lm
+        e = next(iter(es.values()))
+        return (f"{'the paper' if paper else 'this profile'}'s calibration ({e.setup.calib_nsamples} x "
+                f"{e.setup.calib_seqlen} tokens, Gradient-Head on the first {e.grad_nsamples})")
+
+    def paper_calibration_pending(self) -> str:
+        """Where the profile sets no ``paper_calib`` but calibrates below the paper's sizes (the notebook's defaults):
+        one generated line saying which rows are still at the profile's calibration; "" where nothing is pending."""
+        p, fields = self.p, type(self.p).model_fields
+        paper_n, paper_g = fields["calib_nsamples"].default, fields["grad_nsamples"].default
+        if p.calib_nsamples >= paper_n and p.grad_nsamples >= paper_g:
+            return ""
+        calibrated = and_join([LABEL[m] for m in p.methods if get_method(m).calibration])
+        return (f"Not yet at the paper's calibration: this profile calibrates {calibrated} on {p.calib_nsamples} x "
+                f"{p.calib_seqlen} tokens (Gradient-Head on {p.grad_nsamples}), below the paper's {paper_n} x "
+                f"{p.calib_seqlen} (Gradient-Head {paper_g}), and sets no `paper_calib`: Table I's rows of these "
+                "scorers and every claim that reads them are at the profile's calibration. The cells at the paper's "
+                "sizes are being computed across sessions (`tools/paper_settings.sh`); once all are among the records, "
+                "the profile's `paper_calib` brings this section and the claims to them.")
+
+    def calibration_size(self, scaled: pd.DataFrame, paper: pd.DataFrame, sparsities: list[float]) -> Table:
+        """Each calibration-based scorer's Table I cell at the profile's calibration and at the paper's: both
+        perplexities (geometric means over the calibration draws) and paper's / profile's, paired draw by draw
+        (:func:`repro.report.paired_cells`; < 1: the larger sample prunes better)."""
+        rows, keys = [], []
+        for n in self.models:
+            for m in [m for m in self.p.methods if get_method(m).calibration]:
+                for sp in sparsities:
+                    a, b = find(paper, n, m, sp), find(scaled, n, m, sp)
+                    if a is None or b is None:
+                        continue
+                    r = paired_cells(a, b)
+                    keys += [*a["keys"], *b["keys"]]
+                    rows.append({"model": n, "method": LABEL[m], "sparsity": pct(sp), "profile's": b.ppl,
+                                 "paper's": a.ppl, "paper's / profile's": r.estimate, "lo": r.ci[0], "hi": r.ci[1],
+                                 "draws": int(a.n_draws)})
+        t = pd.DataFrame(rows)
+        caption = self.caption(f"What the calibration size changes: Table I's calibration-based scorers at "
+                               f"{self.calibration_words(False)} and at {self.calibration_words(True)}, perplexity "
+                               "(geometric mean over the calibration draws) and their ratio paired draw by draw "
+                               "(< 1: the paper's larger sample prunes better).", keys)
+        return Table(t.round(3) if len(t) else t, caption, calibration_size_reading(t))
+
+    def survival(self, scaled: Table, paper: Table) -> Table:
+        """Does each verdict survive the paper's calibration? The claims on Table I's cells at the profile's
+        calibration beside the same claims at the paper's (:func:`repro.survive.survival`), rows that read a
+        calibration-based cell only."""
+        t = survival(scaled.frame, paper.frame)
+        same = unchanged_rows(scaled.frame, paper.frame)
+        caption = (f"**Does each verdict survive the paper's calibration?** The claims of section 10 at "
+                   f"{self.calibration_words(False)} and at {self.calibration_words(True)}, each by the same rule; "
+                   f"rows whose measurement reads a calibration-based cell (profile `{self.profile}`).")
+        return Table(t, caption, survival_reading(t, same, self.calibration_words(True)))
 
     # -- section 9b: Table I's encoder rows (masked LMs, pseudo-perplexity)
     def encoder_setting(self) -> str:

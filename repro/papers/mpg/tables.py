@@ -162,14 +162,16 @@ class Tables(SessionTables):
         return Table(cost.drop(columns="method").round(3), caption, cost_reading(cost))
 
     # -- section 3
-    def table1(self, main: pd.DataFrame, methods: list[str], sparsities: list[float]) -> Table:
-        """Table I, best per column bold, second underlined; ``raw``: its perplexities."""
+    def table1(self, main: pd.DataFrame, methods: list[str], sparsities: list[float], calibration: str = "") -> Table:
+        """Table I, best per column bold, second underlined; ``raw``: its perplexities. ``calibration``: the
+        calibration its calibration-based scorers read, where the caption must name it (section 3e's table)."""
         vals = grid(main, "ppl", methods, self.models, sparsities)
         table = marked_table(vals, grid(main, "ci95", methods, self.models, sparsities), skip_rows=["Dense"])
         table.columns = [f"{m} @ {s}" for m, s in table.columns]
         levels = "/".join(f"{s * 100:g}" for s in sparsities)
+        at = f" Calibration-based scorers at {calibration}." if calibration else ""
         caption = self.caption(f"Table I. WikiText-2 validation perplexity (lower is better) at {levels}% head "
-                               f"sparsity.{self.draws_note(main)}", [k for ks in main["keys"] for k in ks])
+                               f"sparsity.{at}{self.draws_note(main)}", [k for ks in main["keys"] for k in ks])
         if self.profile != "paper":
             caption += " The paper's models need the hub and a GPU: `paper` profile, not run here."
         return Table(table, caption, table1_reading(vals), vals)
@@ -390,7 +392,7 @@ class Tables(SessionTables):
     # -- sections 9 and 10
     def claims(self, frame: pd.DataFrame, sparsities, z_values, z_sparsities, cost: pd.DataFrame | None = None,
                efficiency: dict | None = None, zeroshot: list[dict] | None = None,
-               glue: pd.DataFrame | None = None) -> Table:
+               glue: pd.DataFrame | None = None, calibration: str = "") -> Table:
         """The claims checked (:func:`mpg_claims`; the frame of :func:`repro.claims.claims_frame`, effects kept) on
         this session's cells, the scoring ``cost``, the ``{model: efficiency record}``, and Table III's: on the
         fine-tuned encoder's frame ``glue`` (:func:`repro.papers.mpg.glue.glue_claims`) where it ran, else on the
@@ -403,7 +405,8 @@ class Tables(SessionTables):
              else downstream_claims(zeroshot or []))
         claims = claims_frame(with_sources(with_paper(found, PAPER_EFFECTS), PAPER_SOURCES))
         caption = (f"**Claims checked.** Profile `{self.profile}`; models {', '.join(self.models)} on "
-                   f"{self.p.data}; verdicts by one rule from paired 95% intervals (details in the notebook).")
+                   f"{self.p.data}; verdicts by one rule from paired 95% intervals (details in the notebook)."
+                   + (f" Calibration-based head scores at {calibration}." if calibration else ""))
         return Table(claims, caption)
 
     # -- section 11

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Issue 63: the cells of each paper's headline comparisons at the paper's own settings, computed in the background
+# across sessions (tens of core-hours on 2 cores), one stage after another, niced; each stage resumes from the records
+# already written (`repro run` computes only what is missing). Commit results/ every 20-30 minutes.
+#   nohup tools/paper_settings.sh > /tmp/paper_settings.log 2>&1 &
+# Stage 1, notebook 1: Table I's calibrated scorers at 64 x 512 calibration tokens (Gradient-Head 32 x 512), 3 draws
+#   (the cpu profile's paper_calib reads them: section 3e).
+# Stage 2, notebook 2: Tables 1-2 at 50% with 128 x 2048 calibration tokens (the gamma search's 36-window subset),
+#   first calibration draw, WikiText-2 and C4 (the C4 sample's calibration half holds fewer tokens than 128 x 2048:
+#   its windows overlap).
+# Stage 3, notebook 3: the language-model searches at 32 paired evaluations per step over a pool of 48, float32,
+#   the 5 seeds: MAB-UCB, MAB-TS, budgeted greedy, greedy with memory; SmolLM2 heads 10% and MLP 5%, Gemma heads 10%.
+set -u
+cd "$(dirname "$0")/.."
+export TOKENIZERS_PARALLELISM=false
+export REPRO_DATA_DIR="${REPRO_DATA_DIR:-$(realpath ../shared/data 2>/dev/null)}"
+RUN="nice -n 10 .venv/bin/python -m repro run"
+JOBS="${JOBS:-2}"
+stage() { echo "== $1 $(date -u +%FT%TZ)"; shift; "$@"; echo "== rc=$? $(date -u +%FT%TZ)"; }
+stage "notebook 1, paper calibration" $RUN notebooks/01_mpg_head_pruning.py --jobs "$JOBS" \
+  --set calib_nsamples=64 --set grad_nsamples=32 --set 'remedy_methods=[]'
+stage "notebook 2, 128 x 2048 calibration" $RUN notebooks/02_ogas_unstructured.py --jobs "$JOBS" \
+  --set calib_nsamples=128 --set calib_seqlen=2048 --set 'calib_seeds=[0]' --set 'zeroshot_models=[]' \
+  --set 'nm_models=[]' --set 'ablation_models=[]' --set 'curve_models=[]' --set 'gamma_rule_models=[]' \
+  --set 'exact_rounding_data=[]' --set control_draws=false
+stage "notebook 3, searches at 32 / 48 in float32" $RUN notebooks/03_bandit_pruning.py --jobs "$JOBS" \
+  --set 'search={budget: 32, pool_size: 48}' --set search_dtype=float32 \
+  --set 'methods=[ucb, thompson, greedy, greedy-memory]' \
+  --set 'unit_settings={smollm2-135m: {head: [0.10], mlp: [0.05]}, gemma3-270m: {head: [0.10]}}' \
+  --set 'ablation_settings={}' --set memory_ablation=false --set join_ablation=false --set 'ucb_c_ablation={}' \
+  --set 'search_replay=[]' --set 'wide_search={}' --set 'vision_models=[]' --set removal=null
