@@ -41,7 +41,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy import stats
 
-from repro.evaluate.stats import bootstrap_ci, paired_t
+from repro.evaluate.stats import bootstrap_ci, paired_t, t_test_sample_size
 
 HOLDS, FAILS, INCONCLUSIVE = "holds", "does not hold", "inconclusive"
 UNDERPOWERED = "underpowered"
@@ -256,11 +256,13 @@ class Claim:
     def sample_needed(self) -> tuple[int, str] | None:
         """For an inconclusive row: the sample (in the row's units: windows, documents, seeds...) that
         would detect the effect at 80% power in a two-sided 5% test, with the spread measured here:
-        ``n' = ((z_0.975 + z_0.8) s / d)^2``, ``s = h sqrt(n) / t_{0.975, n-1}`` the per-unit spread behind
-        our half-width ``h``, ``d`` the effect's distance from the threshold (both on the log scale for a
-        ratio); and which effect: "paper" where the paper gives one, else "observed". A value below ``n``
-        says the present sample would have detected the paper's effect. None where it cannot be sized
-        (no interval, no effect, or an effect at the threshold)."""
+        ``n' = ((t_{0.975, n'-1} + t_{0.8, n'-1}) s / d)^2``, solved for ``n'`` (the quantiles of the t
+        distribution the interval itself uses, at the degrees of freedom of the sample asked for), ``s = h
+        sqrt(n) / t_{0.975, n-1}`` the per-unit spread behind our half-width ``h``, ``d`` the effect's distance
+        from the threshold (both on the log scale for a ratio); and which effect: "paper" where the paper gives
+        one, else "observed". A value at or below ``n`` says the present sample would have detected the
+        paper's effect, which then lies beyond our half-width (never "underpowered", :attr:`power`). None where it
+        cannot be sized (no interval, no effect, or an effect at the threshold)."""
         if self.kind != INCONCLUSIVE or self.n is None or self.n < 2 or self.threshold is None:
             return None
         h = self.half_width
@@ -271,8 +273,7 @@ class Claim:
         if d == 0:
             return None
         sd = h / stats.t.ppf(1 - ALPHA / 2, self.n - 1) * math.sqrt(self.n)  # per-unit spread
-        z = stats.norm.ppf(1 - ALPHA / 2) + stats.norm.ppf(POWER)
-        return max(2, math.ceil((z * sd / d) ** 2)), which
+        return t_test_sample_size(sd / d, ALPHA, POWER), which
 
     @property
     def power(self) -> str:

@@ -228,12 +228,17 @@ def test_claim_kinds_and_the_sample_for_80_percent_power():
     assert [c.kind for c in (decided, undecided, same, built, destroyed)] == \
         [DECIDED, INCONCLUSIVE, UNINFORMATIVE, CONSTRUCTION, UNINFORMATIVE]
     assert decided.sample_needed is None and same.sample_needed is None
-    # the observed effect -1 against h = 2 over 5 seeds: s = 2 sqrt(5) / t(0.975, 4), n' = ((1.96 + 0.84) s / 1)^2
+    # the observed effect -1 against h = 2 over 5 seeds: s = 2 sqrt(5) / t(0.975, 4), and n' the first sample with
+    # (t(0.975, n'-1) + t(0.8, n'-1)) s / 1 <= sqrt(n'): the t quantiles the interval itself uses, at n' - 1 df
     s = 2.0 * np.sqrt(5) / stats.t.ppf(0.975, 4)
-    expect = int(np.ceil(((stats.norm.ppf(0.975) + stats.norm.ppf(0.8)) * s) ** 2))
+
+    def first(spread):
+        return next(n for n in range(2, 10**6) if (stats.t.ppf(0.975, n - 1) + stats.t.ppf(0.8, n - 1)) * spread
+                    <= np.sqrt(n))
+    expect = first(s)
     assert undecided.sample_needed == (expect, "observed") and expect > 5
-    undecided.paper_effect = -2.0  # a paper effect twice as large needs a quarter of the sample
-    assert undecided.sample_needed[1] == "paper" and abs(undecided.sample_needed[0] - expect / 4) <= 1
+    undecided.paper_effect = -2.0  # a paper effect twice as large: half the spread per unit of effect
+    assert undecided.sample_needed == (first(s / 2), "paper") and first(s / 2) < expect / 2
     text = claims_markdown(claims_frame([decided, undecided, same, built, destroyed]), "**Claims.**")
     heads = [line for line in text.splitlines() if line.startswith("**") and "rows)" in line]
     assert heads == ["**Decided** (1 of 5 rows)", "**Inconclusive** (1 of 5 rows)", "**Uninformative** (2 of 5 rows)",
@@ -247,6 +252,26 @@ def test_claim_kinds_and_the_sample_for_80_percent_power():
     need = undecided.sample_needed[0]
     assert need > 10_000 and f"{need:,} (paper effect, {need / 5:,.0f}x this sample)" in claims_markdown(
         claims_frame([undecided]))
+
+
+def test_a_sample_that_sufficed_is_never_underpowered():
+    """Issue 66: the sample size used z quantiles while the interval beside it used t at the draws' degrees of
+    freedom (t_2 = 4.30), so a row of 3 draws could read "this sample sufficed" and "underpowered" at once. With the
+    interval's own quantiles, a sufficient sample means the paper's effect lies beyond our half-width."""
+    from repro.claims import UNDERPOWERED, Claim
+
+    rng = np.random.default_rng(1)
+    seen = 0
+    for _ in range(400):
+        n = int(rng.integers(2, 40))
+        h, d = float(rng.uniform(0.05, 2.0)), float(rng.uniform(0.05, 3.0))
+        c = Claim.check("A beats B", "s", "m", 0.1, (-h + 0.1, h + 0.1), 0.0, "below", n)
+        c.paper_effect = -d
+        need = c.sample_needed
+        if need is not None and need[0] <= n:
+            seen += 1
+            assert c.power != UNDERPOWERED, (n, h, d, need)
+    assert seen > 20  # the property was exercised
 
 
 def test_draws_reduce_to_the_paired_ratio_and_widen_it_by_their_spread():
