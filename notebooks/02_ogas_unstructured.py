@@ -343,9 +343,13 @@ nb.answer(T.committed_overlap())
 # \mathrm{nll}_{dw}\bigr)$, and a comparison A / B is
 # $\exp\bigl(\frac{1}{W}\sum_w (\bar a_w - \bar b_w)\bigr)$ with $\bar a_w$ the mean over A's draws on window
 # $w$. Its interval is the paired bootstrap over windows of $\bar a_w - \bar b_w$ (the evaluation's variance),
-# each half-width widened in quadrature on the log scale by the draws' own term
-# $t_{0.975,\,D-1}\sqrt{\sum_{side} s_{side}^2 / D}$, $s_{side}$ the spread of a side's per-draw mean NLL
-# (the calibration's variance; `repro.evaluate.stats.paired_ratio_draws`). Draws are too few (3) to
+# each half-width widened in quadrature on the log scale by the draws' own term (the calibration's variance;
+# `repro.evaluate.stats.paired_ratio_draws`). Two calibrated methods run on the *same* draws (OGAS and Wanda
+# read the same calibration windows under one seed), so that term is paired too:
+# $t_{0.975,\,D-1}\, s_\Delta / \sqrt{D}$, with $s_\Delta$ the spread over the draws of the per-draw mean
+# difference $\frac{1}{W}\sum_w (\mathrm{nll}^A_{dw} - \mathrm{nll}^B_{dw})$: what a draw does to both
+# methods alike cancels. Only against a side without draws (magnitude, the dense model) does each drawn side
+# add its own spread, $t_{0.975,\,D-1}\sqrt{\sum_{side} s_{side}^2 / D}$. Draws are too few (3) to
 # bootstrap, hence the $t$ term; with one draw this is the plain paired bootstrap. The claim "OGAS beats
 # Wanda" then holds only if OGAS wins across calibration draws, not on one lucky draw.
 
