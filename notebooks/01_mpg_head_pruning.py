@@ -304,14 +304,13 @@ if full:
     nb.show(R.sample_vs_split(main, full), "table1_sample_vs_split")
 
 # %% [markdown]
-# **What the draws show.** On Gemma, Wanda-Head, SparseGPT-Head and Hybrid pick the *same* heads whatever
-# calibration sample they see: their draws are identical to every digit, so their collapse is no calibration
-# accident (section 3c says where it comes from). Gradient-Head's draws disagree by orders of magnitude on both
-# models: one calibration sample of a gradient score can decide a verdict, and its pooled interval is
+# **What the draws show.** The lines under the draws' table give, per method and model, how far the draw alone
+# moves a cell. A calibrated scorer whose draws are identical to every digit picks the same heads whatever
+# calibration sample it sees, so its collapse is no calibration accident (section 3c says where it comes from).
+# Where the draws differ by large factors, one calibration sample can decide a verdict, and the pooled interval is
 # correspondingly wide (its lower end is cut at perplexity 1 where the draws' spread would push it below).
-# Random's seeds spread as widely at the higher sparsities: "MP-G beats Random" is read against all of them.
-# The sample of windows stands in for the split: the dense perplexity on it lies within a few percent of the
-# whole split's (the last table).
+# Random's seeds are read the same way: "MP-G beats Random" is read against all of them. The sample of windows
+# stands in for the split as far as the dense perplexity on it agrees with the whole split's (the last table).
 
 # %% [markdown]
 # Many heads score exactly 0 under MP and MP-G (no feature above $\mu + z\sigma$). Where fewer heads are cut

@@ -98,10 +98,14 @@ def test_table1_reading_counts_the_cells_where_a_calibrated_score_loses_to_rando
 
 
 def test_draw_spread_and_table4b_readings():
-    draws = pd.DataFrame({"model": ["m", "m"], "method": ["Random", "Wanda-Head"], "sparsity": ["25.0%"] * 2,
-                          "each draw": ["10, 12, 30", "5, 5, 5.2"], "worst / best": [3.0, 1.04]})
-    assert R.draw_spread_reading(draws) == ("The draw alone moves a cell by up to x3.00 (Random, m at 25.0%: 10, 12, "
-                                            "30); 1 of 2 drawn cells stay within x1.1 of their best draw.")
+    draws = pd.DataFrame({"model": ["m", "m", "g"], "method": ["Random", "Wanda-Head", "Wanda-Head"],
+                          "sparsity": ["25.0%"] * 3, "each draw": ["10, 12, 30", "5, 5, 5.2", "7, 7, 7"],
+                          "worst / best": [3.0, 1.04, 1.0]})
+    assert R.draw_spread_reading(draws).splitlines() == [
+        "The draw alone moves a cell by up to x3.00 (Random, m at 25.0%: 10, 12, 30); 2 of 3 drawn cells stay within "
+        "x1.1 of their best draw.",
+        "- **Random**: up to x3.00 on m.",
+        "- **Wanda-Head**: up to x1.04 on m; identical draws in every cell on g."]  # per method, as issue 66 asked
     assert R.draw_spread_reading(draws.iloc[:0]) == "Every method ran once here."
     extra = pd.DataFrame({"best": [1, 0], "second": [2, 0]}, index=["MP", "Random"])
     assert R.table4b_reading(extra) == ("- Added alone to the paper's set: MP would take 1 first and 2 second places; "

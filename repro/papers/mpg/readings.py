@@ -156,14 +156,21 @@ def table1_reading(vals: pd.DataFrame) -> str:
 
 
 def draw_spread_reading(table: pd.DataFrame) -> str:
-    """Which drawn cell moves most between its draws."""
+    """Which drawn cell moves most between its draws, then per method how far its draws move a cell on each model
+    (worst draw over best, the largest over the sparsities), and where they are identical to every digit."""
     if table.empty:
         return "Every method ran once here."
     w = table.loc[table["worst / best"].idxmax()]
     calm = (table["worst / best"] < 1.1).sum()
-    return (f"The draw alone moves a cell by up to x{w['worst / best']:.2f} ({w.method}, {w.model} at "
-            f"{w.sparsity}: {w['each draw']}); {calm} of {len(table)} drawn cells stay within x1.1 of their "
-            "best draw.")
+    lines = [f"The draw alone moves a cell by up to x{w['worst / best']:.2f} ({w.method}, {w.model} at "
+             f"{w.sparsity}: {w['each draw']}); {calm} of {len(table)} drawn cells stay within x1.1 of their best "
+             "draw."]
+    for method, f in table.groupby("method", sort=False):
+        worst = f.groupby("model", sort=False)["worst / best"].max()
+        parts = [f"identical draws in every cell on {m}" if v == 1.0 else f"up to x{v:,.2f} on {m}"
+                 for m, v in worst.items()]
+        lines.append(f"- **{method}**: " + "; ".join(parts) + ".")
+    return "\n".join(lines)
 
 
 def zero_ties_reading(ties: pd.DataFrame) -> str:
