@@ -374,9 +374,10 @@ nb.figure(fig, "ppl_vs_sparsity.png")
 # %% [markdown]
 # ### 3c. Why a cell collapses
 #
-# A cell *collapses* here when its perplexity is more than ten times the dense model's (our definition; the
-# paper gives none). Two mechanisms can make a handful of heads matter that much, and both are measured
-# below rather than assumed.
+# A cell *collapses* here when its perplexity is more than ten times the dense model's (our definition, for this
+# diagnosis; the paper's own claim that MP-G never collapses is checked in section 10 as the paper states it: a
+# finite perplexity, read as one below a uniform guess). Two mechanisms can make a handful of heads matter that
+# much, and both are measured below rather than assumed.
 #
 # **Heads depend on heads before them.** Algorithm 1 scores every head on its own, but a head in layer
 # $\ell$ reads the residual stream that the heads of layers $< \ell$ wrote. Remove a whole layer's attention

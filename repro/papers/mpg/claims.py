@@ -48,8 +48,10 @@ PAPER_EFFECTS = {
 # The paper's full text is not available offline: words in quotation marks are only those the
 # project's issues quote from it; everything else names the place and paraphrases it ("paraphrase:").
 PAPER_SOURCES = {
-    "MP-G never collapses": "paraphrase: Tables I-II, MP-G never collapses (the paper gives no threshold; ours: "
-                            "perplexity above 10x dense)",
+    "MP-G never collapses": "paraphrase: Tables I-II, MP-G never collapses: a finite perplexity in every "
+                            "configuration (its own MP-G cells pass 10x dense, e.g. LLaMA-3-8B at z = 2: 7,227, yet "
+                            "stay far below a uniform guess over its 128k-word vocabulary: read here as a perplexity "
+                            "that is not finite or no better than a uniform guess)",
     "(ours) Calibration-free MP-G beats the best calibration-based head score once": "beyond the paper: the claim "
         "above against section 3d's remedy (each calibrated score divided by its layer's mean before the global "
         "ranking), which removes the collapses one score scale per layer causes",
@@ -130,7 +132,8 @@ def mpg_claims(frame: pd.DataFrame, models: list[str], sparsities: list[float], 
         return judged_on(claim, {k: None if c is None else c.ppl for k, c in cells.items()},
                          (uniform or {}).get(model), None if dense is None else dense.ppl)
 
-    for model in models:  # 1. no collapse: no cell beyond COLLAPSE x dense (nor at a uniform guess)
+    for model in models:  # 1. no collapse, in the paper's words: every MP-G cell finite, and better than a uniform
+        # guess (how many pass 10x dense said beside it)
         dense = find(frame, model, "dense")
         cells = [c for sp in sparsities for z in sorted({2.0, *z_values}) if (c := find(frame, model, "mpg", sp, z)) is not None]
         if dense is None or not cells:
@@ -138,13 +141,14 @@ def mpg_claims(frame: pd.DataFrame, models: list[str], sparsities: list[float], 
         ratios = [c.ppl / dense.ppl for c in cells]
         bad = sum(not math.isfinite(r) or r > COLLAPSE for r in ratios)
         u = (uniform or {}).get(model)
-        gone = sum(c.ppl >= u for c in cells) if u else 0
         worst = cells[int(np.nanargmax(ratios))]
-        out.append(Claim.check(f"MP-G never collapses (collapse: perplexity above {COLLAPSE:g}x dense)", model,
-                               f"{bad} of {len(cells)} MP-G cells above {COLLAPSE:g}x dense ({dense.ppl:.4g}); worst "
-                               f"{worst.ppl:,.4g} (x{max(ratios):,.3g}, {pct(worst.sparsity)}, z = {worst.z:g})"
-                               + (f"; {gone} at or above a uniform guess ({u:,.0f})" if u else ""),
-                               bad, (bad, bad), 0.5, "below"))
+        broken = sum(not math.isfinite(c.ppl) or bool(u and c.ppl >= u) for c in cells)  # no better than guessing
+        out.append(Claim.check("MP-G never collapses (as the paper states it: a finite perplexity in every "
+                               "configuration, read here as below a uniform guess)", model,
+                               f"{broken} of {len(cells)} MP-G cells not finite or at or above a uniform guess"
+                               + (f" ({u:,.0f})" if u else "") + f"; {bad} above {COLLAPSE:g}x dense ({dense.ppl:.4g}); "
+                               f"worst {worst.ppl:,.4g} (x{max(ratios):,.3g}, {pct(worst.sparsity)}, z = {worst.z:g})",
+                               broken, (broken, broken), 0.5, "below"))
     for model in models:  # 2. top-two among the paper's methods: as Table IV counts it, and paired
         top2 = paired_top2 = 0
         for sp in sparsities:

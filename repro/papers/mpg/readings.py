@@ -476,7 +476,8 @@ def summary_reading(main: pd.DataFrame, claims: pd.DataFrame, table4: pd.DataFra
         "- **Dense references.** " + "; ".join(f"{m}: {find(main, m, 'dense').ppl:.2f} ("
                                               f"{windows[m]})" for m in models)
         + f" of {data}.",
-        f"- **MP-G never collapses** (above {COLLAPSE:g}x dense): {n('MP-G never collapses')}.",
+        f"- **MP-G never collapses** (as the paper states it: a finite perplexity; the row counts the cells above "
+        f"{COLLAPSE:g}x dense beside it): {n('MP-G never collapses')}.",
         f"- **MP-G in the top two of the paper's methods:** {n('MP-G ranks in the top two')}. Table IV counts: "
         + ", ".join(f"{i} best {r.best} / second {r.second}" for i, r in table4.iterrows()) + ".",
         f"- **MP-G vs the best calibration-based score** (paired): {n('Calibration-free MP-G')}. Wanda-, "
