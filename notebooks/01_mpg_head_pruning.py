@@ -670,9 +670,10 @@ if vexps:
 # %% [markdown]
 # ### 9b. The paper's MHA claims on these models
 #
-# Same rule as every claims table here (section 10). *MP-G reduces to MP* is exact, so it is checked
-# exactly: the largest score difference between MP-G and MP over every head and every $z$ (zero-width
-# interval; holds only if it is 0) and the number of (z, sparsity) cells whose selected heads differ.
+# Same rule as every claims table here (section 10). *MP-G reduces to MP* is an identity of eq. 3 (g = 1), so it
+# is checked exactly, and counted as true by construction here as in section 6: the largest score difference
+# between MP-G and MP over every head and every $z$ (zero-width interval; holds only if it is 0) and the number of
+# (z, sparsity) cells whose selected heads differ, a check of the code rather than evidence about the method.
 # *MHA models prefer z = 1.5* compares z = 1.5 with the better of the other two values of z (chosen by
 # its point estimate, the harder comparison), and *MP-G is best at every sparsity* compares MP-G with
 # the best other method of the paper's set (MP is excluded: identical to MP-G here), both by

@@ -73,6 +73,7 @@ def test_mha_claims_on_constructed_records():
     by = {(c.claim.split(":")[0] if c.claim.startswith("MP-G reduces") else c.claim, c.setting): c for c in claims}
     exact = [c for c in claims if c.claim.startswith("MP-G reduces to MP for MHA")]
     assert len(exact) == 2 and all(c.verdict == HOLDS for c in exact)
+    assert {c.kind for c in exact} == {"true by construction"}  # as in Table III's and the main table's rows (issue 66)
     assert by[("MHA models prefer z = 1.5", "m, 50.0%")].verdict == HOLDS
     assert by[("MHA models prefer z = 1.5", "m, 25.0%")].verdict != HOLDS  # z = 2.0 is as good there
     best = "MP-G is best at every sparsity on an MHA model (paper: OPT-6.7B)"

@@ -17,6 +17,7 @@ from repro.claims import Claim, difference_claim
 from repro.engines.base import owned
 from repro.evaluate.stats import Paired, classification_metric, paired_metric_difference
 from repro.methods.heads import HEAD_METHODS
+from repro.papers.mpg.claims import identity
 from repro.papers.mpg.records import LABEL, PAPER_METHODS, pct
 from repro.store import Store
 
@@ -169,11 +170,9 @@ def glue_claims(frame: pd.DataFrame, sparsities: list[float], methods: list[str]
             both = mpg.merge(mp, on=["seed", "param", "sparsity"])
             differ = int(sum(a != b for x, y in zip(both.pruned_x, both.pruned_y) for a, b in zip(x, y)))
             cells = int(sum(len(x) for x in both.pruned_x))
-            c = Claim.check("MP-G reduces to MP for MHA: identical pruned heads", f"{name} (g = 1)",
-                            f"{differ} of {cells} (fold, z, sparsity) selections differ", differ, (differ, differ),
-                            0.5, "below")
-            c.construction = True
-            out.append(c)
+            out.append(identity(Claim.check("MP-G reduces to MP for MHA: identical pruned heads", f"{name} (g = 1)",
+                                            f"{differ} of {cells} (fold, z, sparsity) selections differ", differ,
+                                            (differ, differ), 0.5, "below")))
         for sp in sparsities:
             rows = [("SparseGPT-Head is the most robust downstream (Table III)", ("sparsegpt-head", sp), (m, sp))
                     for m in PAPER_METHODS if m != "sparsegpt-head" and m in methods]
