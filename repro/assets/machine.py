@@ -195,7 +195,7 @@ class Probe:
         text = f"probe {speeds} tokens/s, measured {when} {quiet}"
         if self.disturbed:
             text = (f"probe {speeds} tokens/s, measured {when}, not cached: {self.disturbed}, so an estimate from it "
-                    "runs long; --reprobe on a quiet machine measures again")
+                    "runs long; the next plan measures again (kept once the cores are quiet)")
         return text
 
 
