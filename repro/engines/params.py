@@ -54,12 +54,12 @@ class NotebookParams(BaseModel):
         for k in self.folders:
             if not getattr(self, k).strip():
                 raise ReproError(f"parameter {k} must name a folder, got {getattr(self, k)!r}")
-        self.check_session()
+        self.check_positions()  # the shared fields' ranges are repro.engines.base.Setup's
         self.check()
 
-    def check_session(self) -> None:
-        """The shared fields against the models (their ranges are :class:`repro.engines.base.Setup`'s)."""
-        self.check_positions()
+    def at_default(self, name: str) -> bool:
+        """Whether parameter ``name`` is left at its declared default (the paper's models, where it names them)."""
+        return getattr(self, name) == type(self).model_fields[name].get_default(call_default_factory=True)
 
     def check_positions(self) -> None:
         """Every window within each model's positions, where they are known before a load
@@ -82,7 +82,7 @@ class NotebookParams(BaseModel):
         A list left at its declared default (the paper's models) applies to those of its models the run has."""
         known = list(getattr(self, within))
         for name in names:
-            if getattr(self, name) == type(self).model_fields[name].get_default(call_default_factory=True):
+            if self.at_default(name):
                 continue
             for v in getattr(self, name):
                 if v not in known:

@@ -108,7 +108,7 @@ class BanditParams(NotebookParams):
         from repro.methods.bandit import SELECTORS
 
         rm, fields = self.removal, ("model", "method", "seed", "batches", "repeats")
-        if rm is None or rm == type(self).model_fields["removal"].default and rm["model"] not in self.models:
+        if rm is None or self.at_default("removal") and rm["model"] not in self.models:
             return  # the default names the paper's model: no removal section where the run does not have it
         if not isinstance(rm, dict) or set(rm) != set(fields):
             raise ReproError(f"parameter removal must name {', '.join(fields)} (or be null: no removal section), "
