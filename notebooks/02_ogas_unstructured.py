@@ -57,6 +57,7 @@ ablation_models = ["smollm2-135m"]
 curve_models = ["smollm2-135m"]
 curve_sparsities = [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]  # Figure 4: 30-90% in steps of 10
 s_max_headrooms = [0.05, 0.2]  # alternative S_max rules above 60% (default headroom 0.1)
+curve_draws = []  # Figure 4's sparsities also run on every calibration draw (and S_max headroom)
 gamma_rule_models = []  # OGAS also with the other setting's gamma rule (searched <-> fixed 0.2), paired against it
 wide_gamma_bounds = [0.01, 4.0]  # beyond the paper: OGAS's gamma searched on a wider interval than (0.05, 1.1)
 exact_rounding_data = ["wikitext2", "c4-sample"]  # where the exact-target OGAS row is run

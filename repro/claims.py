@@ -31,7 +31,10 @@ the threshold could not have detected an effect as large as the paper's: it is m
   threshold: two identical selections);
 - *inconclusive*: the interval contains the threshold. Such a row says the sample that would detect the
   effect at 80% power (:attr:`Claim.sample_needed`): the paper's effect where the paper gives one, else
-  the effect measured here, against the spread measured here.
+  the effect measured here, against the spread measured here;
+- *depends on a variant*: the same comparison, judged by the same rule under each value the notebook ran of a
+  choice the paper does not fix (an ``S_max`` headroom, a calibration draw, a z), holds under one and does not
+  hold under another (:func:`across`): the row shows the flip instead of a verdict.
 """
 from __future__ import annotations
 
@@ -41,12 +44,13 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy import stats
 
-from repro.evaluate.stats import bootstrap_ci, paired_t, t_test_sample_size
+from repro.evaluate.stats import bootstrap_ci, t_test_sample_size
 
 HOLDS, FAILS, INCONCLUSIVE = "holds", "does not hold", "inconclusive"
 UNDERPOWERED = "underpowered"
 DECIDED, CONSTRUCTION, UNINFORMATIVE = "decided", "true by construction", "uninformative"
-KINDS = (DECIDED, INCONCLUSIVE, UNINFORMATIVE, CONSTRUCTION)  # the order a claims table shows them in
+DEPENDS = "depends on a variant"
+KINDS = (DECIDED, DEPENDS, INCONCLUSIVE, UNINFORMATIVE, CONSTRUCTION)  # the order a claims table shows them in
 POWER, ALPHA = 0.8, 0.05
 
 
@@ -213,6 +217,7 @@ class Claim:
     uninformative: str = ""              # why the design could not have shown the effect ("" where it could)
     unit: str = ""                       # what n counts where it limits the interval (windows, draws, seeds, documents)
     flag: str = ""                       # what a reader should know beside the verdict (both beyond 10x dense)
+    depends: str = ""                    # the variants under which the verdict flips, each with its verdict (across)
 
     @classmethod
     def check(cls, claim: str, setting: str, measured: str, effect: float | None, ci, threshold: float = 1.0,
@@ -234,12 +239,14 @@ class Claim:
 
     @property
     def kind(self) -> str:
-        """What kind of answer the row is (the module docstring): decided, inconclusive, uninformative
-        or true by construction."""
+        """What kind of answer the row is (the module docstring): decided, depends on a variant, inconclusive,
+        uninformative or true by construction."""
         if self.construction:
             return CONSTRUCTION
         if self.why_uninformative:
             return UNINFORMATIVE
+        if self.depends:
+            return DEPENDS
         return DECIDED if self.verdict in (HOLDS, FAILS) else INCONCLUSIVE
 
     @property
@@ -318,9 +325,29 @@ def with_sources(claims: list[Claim], sources: dict[str, str]) -> list[Claim]:
     return claims
 
 
+def across(claim: Claim, variants: dict[str, Claim], choice: str) -> Claim:
+    """``claim`` (a comparison at the notebook's own value of ``choice``, a choice the paper does not fix: "S_max
+    headroom", "calibration draw") judged again under each other value the notebook ran (``variants``: ``{label:
+    the same comparison there}``, e.g. ``{"headroom 0.05": ...}``). Where the decided verdicts among them include
+    both "holds" and "does not hold", the order is the choice's, not the method's: the row's verdict becomes
+    "depends on <choice>" and :attr:`Claim.depends` lists each value's verdict and measurement, so its kind is
+    *depends on a variant*. An inconclusive or uninformative variant flips nothing (it decides nothing); a row that
+    no variant flips is returned unchanged."""
+    decided = {label: c for label, c in variants.items() if c.kind == DECIDED}
+    if claim.kind not in (DECIDED, INCONCLUSIVE) or not decided:
+        return claim
+    verdicts = {c.verdict for c in decided.values()} | ({claim.verdict} if claim.kind == DECIDED else set())
+    if verdicts != {HOLDS, FAILS}:
+        return claim
+    claim.depends = "; ".join([f"this notebook's: {claim.verdict}"]
+                              + [f"{label}: {c.verdict} ({c.measured})" for label, c in variants.items()])
+    claim.verdict = f"depends on {choice}"
+    return claim
+
+
 COLUMNS = ["claim", "source", "setting", "measured", "verdict", "kind", "flag", "why uninformative", "power", "n", "unit",
            "n for 80% power", "effect sized", "paper effect", "half-width", "effect", "ci", "threshold", "side", "paper",
-           "log"]
+           "log", "depends"]
 
 
 def claims_frame(claims: list[Claim]):
@@ -396,6 +423,8 @@ def claims_markdown(claims, caption: str = "") -> str:
                                               "measured": [m + (f" ({g})" if g else "") for m, g in
                                                            zip(f.measured, _flags(f))], "paper effect": f.apply(_paper_effect, axis=1),
                                               "n": _counts(f), "n for 80% power": f.apply(needed, axis=1)}),
+        DEPENDS: lambda f: pd.DataFrame({"claim": f.apply(claim, axis=1), "setting": f.setting, "measured": f.measured,
+                                         "verdict": f.verdict, "under each variant": f.depends, "n": _counts(f)}),
         UNINFORMATIVE: lambda f: pd.DataFrame({"claim": f.apply(claim, axis=1), "setting": f.setting,
                                                "measured": f.measured, "why uninformative": f["why uninformative"],
                                                "n": _counts(f)}),
@@ -518,58 +547,6 @@ def count_verdicts(claims, prefix: str | tuple[str, ...]) -> str:
     return "; ".join(t for t in (text, other) if t) or "not run"
 
 
-# ---- across seeds: one value per seed and method, methods compared over the seeds they share ----------
-
-def per_seed(table, method: str, value: str):
-    """``value`` of ``method`` indexed by seed (one setting's rows of ``table``)."""
-    return table[table.method == method].set_index("seed")[value].astype(float)
-
-
-def shared_seeds(x, y) -> list:
-    """The seeds where both series are finite, sorted."""
-    return [s for s in sorted(set(x.index) & set(y.index)) if np.isfinite(x[s]) and np.isfinite(y[s])]
-
-
-def seed_diff(table, a: str, b: str, value: str):
-    """Mean over shared seeds of a - b with its t interval and paired t p-value across seeds
-    (:func:`repro.evaluate.stats.paired_t`; None without a shared seed)."""
-    x, y = per_seed(table, a, value), per_seed(table, b, value)
-    seeds = shared_seeds(x, y)
-    return None if not seeds else paired_t(x.loc[seeds].to_numpy(), y.loc[seeds].to_numpy())
-
-
-def across_seeds(table, a: str, b: str, value: str, by=("model", "kinds", "ratio")):
-    """``a`` against ``b`` per setting (the ``by`` columns), paired over the seeds where both are
-    finite: mean of each, the mean difference with its t interval and the paired t-test's p-value
-    (:func:`repro.evaluate.stats.paired_t`, the statistic the claims read too)."""
-    import pandas as pd
-
-    rows = []
-    for setting, f in table.groupby(list(by)):
-        p = seed_diff(f, a, b, value)
-        if p is None:
-            continue
-        x, y = per_seed(f, a, value), per_seed(f, b, value)
-        seeds = shared_seeds(x, y)
-        ci = p.ci or (np.nan, np.nan)
-        rows.append({**dict(zip(by, setting)), "value": value, "a": a, "b": b, "seeds": p.n,
-                     "mean_a": x.loc[seeds].mean(), "mean_b": y.loc[seeds].mean(), "mean_diff": p.estimate,
-                     "ci_lo": ci[0], "ci_hi": ci[1], "a_better_seeds": p.n_worse,
-                     "p": np.nan if p.p is None else p.p, "test": "paired t"})
-    return pd.DataFrame(rows)
-
-
-def family_counts(frame, name: str, alpha: float, failures=None) -> dict:
-    """One test family's row in the paper's Table B2 form: comparisons, how many CIs exclude 0, how
-    many p and Benjamini-Hochberg q values fall below ``alpha`` (``frame``: ci_lo, ci_hi, p, q)."""
-    import pandas as pd
-
-    excl = (frame.ci_lo > 0) | (frame.ci_hi < 0) if len(frame) else pd.Series(dtype=bool)
-    return {"family": name, "comparisons": len(frame), "CI excludes 0": int(excl.sum()),
-            f"p < {alpha}": int((frame.p < alpha).sum()) if len(frame) else 0,
-            f"q < {alpha}": int((frame.q < alpha).sum()) if len(frame) else 0, "failures (non-finite)": failures}
-
-
 def headline(claims, claim: str) -> str:
     """One generated line for the README: how the rows of the paper's headline ``claim`` (rows whose
     claim starts with it, in ``claims``: a claims table as shown) came out, and the measurement of
@@ -577,7 +554,7 @@ def headline(claims, claim: str) -> str:
     rows = claims[claims["claim"].astype(str).str.startswith(claim)] if len(claims) else claims
     if not len(rows):
         return f"*{claim}*: not checked in this run."
-    apart = rows["kind"].isin([UNINFORMATIVE, CONSTRUCTION]) if "kind" in rows else rows["verdict"].isna()
+    apart = rows["kind"].isin([UNINFORMATIVE, CONSTRUCTION, DEPENDS]) if "kind" in rows else rows["verdict"].isna()
     counts = rows[~apart]["verdict"].value_counts()
     others = rows[apart]["kind"].value_counts().items() if apart.any() else []  # not verdicts: counted apart
     said = ", ".join([f"{v} in {counts[v]}" for v in (HOLDS, FAILS, INCONCLUSIVE) if v in counts]

@@ -252,6 +252,21 @@ def pool_draws(frame: pd.DataFrame, cell: list[str]) -> pd.DataFrame:
     return pd.DataFrame(rows).reset_index(drop=True)
 
 
+def one_draw(cell: pd.Series, draw: int) -> pd.Series | None:
+    """A cell of a :func:`pool_draws` frame as it was on calibration draw (or seed) ``draw`` alone: that draw's
+    window NLLs and perplexity, compared window by window (:func:`paired_cells`); the cell itself where its method
+    draws nothing (its ``draws`` is None); None where it never ran on that draw."""
+    if not isinstance(cell.get("draws"), list):
+        return cell
+    ids = [d for _, d in cell.draws]
+    if draw not in ids:
+        return None
+    i = ids.index(draw)
+    out = cell.drop(["draw_nll", "draws"])
+    out["window_nll"], out["ppl"], out["n_draws"], out["draw"] = list(cell.draw_nll[i]), cell.draws_ppl[i], 1, draw
+    return out
+
+
 def paired_cells(a: pd.Series, b: pd.Series) -> Paired:
     """``ppl(a) / ppl(b)`` of two cells of a :func:`pool_draws` frame on their shared windows: draws both sides
     share paired draw by draw, independent draws widening the interval, unmatched ones refused

@@ -8,7 +8,7 @@ import torch
 from scipy import stats
 
 import repro.engines.bandit as U
-from repro.claims import across_seeds, claims_frame
+from repro.claims import claims_frame
 from repro.claims import shown as shown_claims
 from repro.engines.bandit import (
     BanditExperiment,
@@ -26,6 +26,7 @@ from repro.papers.bandit.params import BanditParams
 from repro.papers.bandit.readings import claims_reading, memory_reading, removal_reading, rewards_reading
 from repro.papers.bandit.records import bandit_frame, first_run, head_maps, stale_picks, vision_frame
 from repro.papers.bandit.report import Report
+from repro.papers.bandit.seeds import across_seeds
 from repro.papers.bandit.tables import (
     ALL_FAMILY,
     DENSE_FAMILY,

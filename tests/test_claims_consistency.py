@@ -41,3 +41,83 @@ def test_both_beyond_ten_times_dense_is_a_flagged_verdict_in_every_notebook(buil
 def test_both_at_a_uniform_guess_is_uninformative_in_every_notebook(build):
     c = build(uniform=100.0)
     assert c.kind == UNINFORMATIVE and c.why_uninformative.startswith("both models destroyed")
+
+
+def test_a_verdict_that_flips_with_an_unstated_choice_is_shown_as_depending_on_it():
+    """:func:`repro.claims.across`: holds at one value of a choice the paper leaves open and does not hold at
+    another makes the row 'depends on a variant', listing each value's verdict; an inconclusive variant, or
+    variants that agree, leave the verdict as it was. A bug that let the notebook's own value decide alone, or
+    that flipped on an inconclusive variant, fails here."""
+    from repro.claims import DEPENDS, Claim, across, claims_frame, claims_markdown, kind_counts
+
+    def c(ci):
+        return Claim.check("A below B", "m", f"ratio {ci}", sum(ci) / 2, ci)
+
+    flipped = across(c((1.2, 1.5)), {"headroom 0.05": c((0.6, 0.8)), "headroom 0.2": c((0.9, 1.1))}, "the headroom")
+    assert flipped.kind == DEPENDS and flipped.verdict == "depends on the headroom"
+    assert flipped.depends.startswith("this notebook's: does not hold; headroom 0.05: holds (ratio (0.6, 0.8))")
+    assert "headroom 0.2: inconclusive" in flipped.depends
+    assert across(c((1.2, 1.5)), {"h": c((0.9, 1.1))}, "h").kind == DECIDED  # inconclusive flips nothing
+    assert across(c((0.5, 0.8)), {"h": c((0.6, 0.9))}, "h").verdict == "holds"  # agreeing variants
+    assert across(c((0.9, 1.1)), {"h": c((0.6, 0.9)), "k": c((1.1, 1.2))}, "h").kind == DEPENDS  # both ways
+    f = claims_frame([flipped, c((0.5, 0.8))])
+    assert kind_counts(f) == {DECIDED: {"holds": 1}, DEPENDS: 1}
+    md = claims_markdown(f)
+    assert "**Depends on a variant** (1 of 2 rows)" in md and "under each variant" in md
+
+
+def test_one_draw_is_the_cell_as_that_draw_alone_gave_it():
+    """:func:`repro.report.one_draw` on a pooled cell: that draw's window NLLs and perplexity; a cell whose
+    method draws nothing is itself; a draw the cell never ran is None."""
+    from repro.report import one_draw, pool_draws
+
+    f = pd.DataFrame([{**row("a", "w", "wanda", BASE + d), "draw": d, "drawn": "calibration"} for d in (0, 1)]
+                     + [{**row("a", "w", "magnitude", BASE), "draw": 0, "drawn": None}])
+    pooled = pool_draws(f, ["model", "method"])
+    wanda, mag = pooled.iloc[0], pooled.iloc[1]
+    d1 = one_draw(wanda, 1)
+    assert list(d1.window_nll) == list(BASE + 1) and d1.ppl == pytest.approx(np.exp(np.mean(BASE + 1)))
+    assert "draw_nll" not in d1 and one_draw(wanda, 2) is None and one_draw(mag, 1) is mag
+
+
+def test_ogas_at_80_percent_is_judged_at_every_s_max_headroom():
+    """OGAS worse than Wanda at 80% with the default headroom but better with headroom 0.05 (a choice the paper
+    does not state): the row depends on the headroom instead of 'does not hold'; with the variant not run, or
+    the notebook's headrooms not naming it, the default's verdict stands."""
+    from repro.claims import DEPENDS
+
+    f = pd.DataFrame([row("a", "wikitext2", "dense", BASE), row("a", "wikitext2", "wanda", BASE + 2.0, 0.8),
+                      row("a", "wikitext2", "ogas", BASE + 2.5, 0.8, params=OGAS_A),
+                      row("a", "wikitext2", "ogas", BASE + 1.5, 0.8, params={**OGAS_A, "s_max_headroom": 0.05})])
+
+    def lowest(frame, headrooms):
+        return next(c for c in ogas_claims(frame, ["a"], 0.5, [], ["a"], [], headrooms=headrooms)
+                    if c.claim.startswith("OGAS has the lowest") and c.setting.endswith("80%, vs Wanda"))
+    row_ = lowest(f, [0.05, 0.2])
+    assert row_.kind == DEPENDS and "S_max headroom 0.05: holds" in row_.depends
+    assert lowest(f, []).verdict == "does not hold"
+    assert lowest(f.iloc[:3], [0.05, 0.2]).verdict == "does not hold"
+
+
+def test_an_order_between_two_collapsed_models_is_judged_on_each_calibration_draw():
+    """Both sides beyond 10x dense, OGAS better than Wanda on draw 0 and worse on draw 1: the pooled row depends
+    on the calibration draw; the same flip between two models that still predict stays the pooled verdict."""
+    from repro.claims import DEPENDS
+    from repro.papers.ogas.grid import CELL
+    from repro.report import pool_draws
+
+    def frame(level):
+        rows = [{**row("a", "wikitext2", "dense", BASE), "draw": 0, "drawn": None}]
+        for d, (w, o) in enumerate(((0.0, -0.3), (0.0, 0.3))):
+            rows += [{**row("a", "wikitext2", "wanda", BASE + level + w), "draw": d, "drawn": "calibration"},
+                     {**row("a", "wikitext2", "ogas", BASE + level + o, params=OGAS_A), "draw": d, "drawn": "calibration"}]
+        f = pd.DataFrame(rows)
+        f["params_key"] = f.params.map(str)
+        return pool_draws(f, CELL)
+
+    def vs_wanda(f):
+        return next(c for c in ogas_claims(f, ["a"], 0.5, [], [], []) if c.claim.startswith("OGAS below Wanda"))
+    collapsed = vs_wanda(frame(3.0))  # e^3 = 20x dense
+    assert collapsed.kind == DEPENDS and collapsed.verdict == "depends on the calibration draw"
+    assert "calibration draw 0: holds" in collapsed.depends and "calibration draw 1: does not hold" in collapsed.depends
+    assert vs_wanda(frame(0.5)).kind != DEPENDS

@@ -10,10 +10,10 @@ from repro.claims import (
     claims_markdown,
     difference_claim,
     headline,
-    seed_diff,
 )
 from repro.evaluate.stats import paired_t
 from repro.papers.bandit.records import LABELS, MAB, MAB_VS_GREEDY, SETTING
+from repro.papers.bandit.seeds import seed_diff
 from repro.report import Table, to_markdown
 from repro.words import unit_pct
 

@@ -16,11 +16,11 @@ from scipy import stats
 from scipy.special import logit
 
 from repro.assets.machine import label
-from repro.claims import seed_diff
 from repro.methods.bandit import TAU, UCB, UCB_C, Unit
 from repro.methods.bandit_stats import allocation
 from repro.methods.replay import changed_joins
 from repro.papers.bandit.records import LABELS, MAB, SETTING
+from repro.papers.bandit.seeds import seed_diff
 from repro.papers.bandit.worked import pull_reasons
 from repro.words import unit_pct
 

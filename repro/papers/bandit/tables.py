@@ -6,15 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from repro.claims import (
-    across_seeds,
-    family_counts,
-    verdict,
-)
+from repro.claims import verdict
 from repro.evaluate.stats import bh, paired_difference, paired_ratio, paired_test, speed_ratio
 from repro.methods.bandit import SELECTORS, TAU, reward_summary
 from repro.methods.bandit_stats import allocation, join_gaps
 from repro.papers.bandit.records import CELL, LABELS, LOWER_IS_BETTER, MAB, SETTING, signature, stale_picks
+from repro.papers.bandit.seeds import across_seeds, family_counts
 from repro.words import unit_pct
 
 

@@ -9,6 +9,7 @@ import pandas as pd
 from repro.claims import (
     COLLAPSE,
     Claim,
+    across,
     at_chance,
     carried_by_bias,
     claims_frame,
@@ -24,7 +25,7 @@ from repro.claims import (
 )
 from repro.evaluate.stats import discordant_sample_size, mean_ratio, paired_ratio
 from repro.evaluate.zeroshot import ANSWER_NAMES
-from repro.papers.ogas.grid import OgasGrid
+from repro.papers.ogas.grid import OgasGrid, own_headroom
 from repro.papers.ogas.records import (
     LABELS,
     PAPER_ZEROSHOT,
@@ -34,7 +35,7 @@ from repro.papers.ogas.records import (
     zeroshot_docs,
     zeroshot_paired,
 )
-from repro.report import Table, to_markdown
+from repro.report import Table, one_draw, paired_cells, to_markdown
 
 ZEROSHOT_MEAN = "OGAS zero-shot mean accuracy above Wanda's"  # the claim, over two sets of tasks:
 PAPER_TASKS, ABOVE_TRIVIAL = "the paper's four tasks", "those where the dense model is above the trivial answer"
@@ -63,19 +64,44 @@ def bias_of(a: dict, b: dict, tasks: list[str], n: int) -> str:
 
 def ogas_claims(frame: pd.DataFrame, models: list[str], sparsity: float, zeroshot_tasks: list[str],
                 curve_models: list[str], ablation_models: list[str], high=(0.7, 0.9), wt: str = "wikitext2",
-                uniform: dict[str, float | None] | None = None, dense_zeroshot: dict | None = None) -> list:
+                uniform: dict[str, float | None] | None = None, dense_zeroshot: dict | None = None,
+                headrooms=()) -> list:
     """Paper 2's claims, each judged by :func:`repro.claims.verdict` on a paired interval; the
     ablation, zero-shot and curve claims read the ``wt`` (WikiText-2) cells. ``uniform``: each model's
     uniform-guess perplexity (its vocabulary): a comparison whose cells are all at or above it is
     uninformative, however its interval lies, and one whose cells are all beyond ``COLLAPSE`` x dense is flagged
-    (:func:`repro.claims.judged_on`)."""
+    (:func:`repro.claims.judged_on`). Where OGAS ran with other ``S_max`` headrooms (``headrooms``, which the paper
+    does not state), a row about OGAS above 60% is judged at each, and an order between two collapsed models on
+    each calibration draw too: a verdict that flips with either says so (:func:`repro.claims.across`)."""
     out = []
 
-    def unless_destroyed(claim: Claim, model: str, data: str, cells: dict) -> Claim:
-        found = {LABELS.get(k, k): find(frame, model, data, k, sp) for k, sp in cells.items()}
+    def cell(model: str, data: str, row: str, sp: float, draw: int | None = None) -> pd.Series | None:
+        """A cell of the frame, or as it was on calibration draw ``draw`` alone (:func:`repro.report.one_draw`)."""
+        c = find(frame, model, data, row, sp)
+        return c if c is None or draw is None else one_draw(c, draw)
+
+    def paired(model: str, data: str, a: str, b: str, sp: float, draw: int | None = None):
+        ca, cb = cell(model, data, a, sp, draw), cell(model, data, b, sp, draw)
+        return None if ca is None or cb is None else paired_cells(ca, cb)
+
+    def unless_destroyed(claim: Claim, model: str, data: str, cells: dict, draw: int | None = None) -> Claim:
+        found = {LABELS.get(k, k): cell(model, data, k, sp, draw) for k, sp in cells.items()}
         dense = find(frame, model, data, "dense", 0.0)
         return judged_on(claim, {k: None if c is None else c.ppl for k, c in found.items()},
                          (uniform or {}).get(model), None if dense is None else dense.ppl)
+
+    def over_variants(make, model: str, data: str, sp: float) -> Claim:
+        """``make(row, draw)``'s claim (OGAS's row name and a calibration draw; the notebook's own: "ogas", None,
+        every draw pooled), judged again with OGAS at each other S_max headroom that prunes differently at ``sp``,
+        and, where it orders two collapsed models, on each calibration draw (:func:`repro.claims.across`)."""
+        rows = [f"ogas-h{h:g}" for h in headrooms if own_headroom(sp, h)]
+        c = across(make("ogas", None), {f"S_max headroom {r[6:]}": make(r, None) for r in rows
+                                        if find(frame, model, data, r, sp) is not None},
+                   "the S_max headroom (the paper states none)")
+        o = find(frame, model, data, "ogas", sp)
+        if c.flag and o is not None and isinstance(o.get("draws"), list) and len(o.draws) > 1:
+            c = across(c, {f"calibration draw {d}": make("ogas", d) for _, d in o.draws}, "the calibration draw")
+        return c
 
     datas = sorted(set(frame.data)) if len(frame) else []
     for model in models:
@@ -84,10 +110,12 @@ def ogas_claims(frame: pd.DataFrame, models: list[str], sparsity: float, zerosho
                 continue  # this model was not run on this data
             for other, claim in (("wanda", "OGAS below Wanda"), ("ria", "OGAS below RIA"),
                                  ("sparsegpt", "OGAS at or below SparseGPT")):
-                out.append(unless_destroyed(ratio_claim(
-                    f"{claim} at {sparsity:.0%}", f"{model}, {data}", f"OGAS / {LABELS[other]}",
-                    paired_to(frame, model, data, "ogas", other, sparsity)), model, data,
-                    {"ogas": sparsity, other: sparsity}))
+                def main(row, draw, other=other, claim=claim, model=model, data=data):
+                    return unless_destroyed(ratio_claim(
+                        f"{claim} at {sparsity:.0%}", f"{model}, {data}", f"OGAS / {LABELS[other]}",
+                        paired(model, data, row, other, sparsity, draw)), model, data, {row: sparsity, other: sparsity},
+                        draw)
+                out.append(over_variants(main, model, data, sparsity))
     settings = {(m, d): p for m in models for d in datas
                 if (p := paired_to(frame, m, d, "ogas", "wanda", sparsity)) is not None}
     if len(settings) > 1:  # the paper's average column, over the settings that ran
@@ -144,11 +172,13 @@ def ogas_claims(frame: pd.DataFrame, models: list[str], sparsity: float, zerosho
     for model in curve_models:  # Figure 4's text: OGAS lowest at the two highest sparsities
         for sp in (0.8, 0.9):
             for other in ("magnitude", "wanda", "ria", "sparsegpt"):
-                if find(frame, model, wt, "ogas", sp) is not None:
-                    out.append(unless_destroyed(ratio_claim(
+                def lowest(row, draw, sp=sp, other=other, model=model):
+                    return unless_destroyed(ratio_claim(
                         "OGAS has the lowest perplexity at 80% and 90%", f"{model}, {sp:.0%}, vs {LABELS[other]}",
-                        f"OGAS / {LABELS[other]}", paired_to(frame, model, wt, "ogas", other, sp)), model, wt,
-                        {"ogas": sp, other: sp}))
+                        f"OGAS / {LABELS[other]}", paired(model, wt, row, other, sp, draw)), model, wt,
+                        {row: sp, other: sp}, draw)
+                if find(frame, model, wt, "ogas", sp) is not None:
+                    out.append(over_variants(lowest, model, wt, sp))
         dense = find(frame, model, wt, "dense", 0.0)
         for other in ("magnitude", "sparsegpt", "ogas"):  # "magnitude and SparseGPT collapse", OGAS (implied) not
             c = find(frame, model, wt, other, hi)
@@ -162,17 +192,19 @@ def ogas_claims(frame: pd.DataFrame, models: list[str], sparsity: float, zerosho
                                        f"{model}, {LABELS[other]}", f"{LABELS[other]} {hi:.0%} / dense", p, COLLAPSE,
                                        "above"))
     for model in curve_models:
-        o70, o90 = find(frame, model, wt, "ogas", lo), find(frame, model, wt, "ogas", hi)
         for other in ("magnitude", "wanda", "ria", "sparsegpt"):
-            m70, m90 = find(frame, model, wt, other, lo), find(frame, model, wt, other, hi)
-            p = None
-            if all(c is not None for c in (o70, o90, m70, m90)):
-                p = paired_ratio(np.subtract(o90.window_nll, o70.window_nll), np.subtract(m90.window_nll,
-                                                                                          m70.window_nll))
-            out.append(unless_destroyed(ratio_claim(
-                f"OGAS degrades least from {lo:.0%} to {hi:.0%} (flattest curve)", f"{model}, vs {LABELS[other]}",
-                f"(ppl{hi * 100:.0f}/ppl{lo * 100:.0f} of OGAS) / (same of {LABELS[other]})", p), model, wt,
-                {"ogas": hi, other: hi}))
+            def flattest(row, draw, other=other, model=model):  # row: OGAS at 70% (at 90% every headroom is one cell)
+                o70, o90, m70, m90 = (cell(model, wt, r, sp, draw) for r, sp in ((row, lo), ("ogas", hi), (other, lo),
+                                                                                   (other, hi)))
+                p = None
+                if all(c is not None for c in (o70, o90, m70, m90)):
+                    p = paired_ratio(np.subtract(o90.window_nll, o70.window_nll), np.subtract(m90.window_nll,
+                                                                                              m70.window_nll))
+                return unless_destroyed(ratio_claim(
+                    f"OGAS degrades least from {lo:.0%} to {hi:.0%} (flattest curve)", f"{model}, vs {LABELS[other]}",
+                    f"(ppl{hi * 100:.0f}/ppl{lo * 100:.0f} of OGAS) / (same of {LABELS[other]})", p), model, wt,
+                    {"ogas": hi, other: hi}, draw)
+            out.append(over_variants(flattest, model, wt, lo))
     return out
 
 
@@ -244,7 +276,8 @@ def claims_table(frame: pd.DataFrame, grid: OgasGrid, dense_zs: dict | None = No
     made elsewhere (Figure 2's corners, :mod:`.corners`)."""
     rows = ogas_claims(frame, grid.models, grid.p.sparsity, grid.p.zeroshot_tasks if grid.p.zeroshot_models else [],
                        grid.p.curve_models, grid.p.ablation_models, wt=grid.wt_name,
-                       uniform={n: e.uniform_ppl for n, e in grid.wt.items()}, dense_zeroshot=dense_zs) + list(extra)
+                       uniform={n: e.uniform_ppl for n, e in grid.wt.items()}, dense_zeroshot=dense_zs,
+                       headrooms=grid.p.s_max_headrooms) + list(extra)
     claims = claims_frame(with_sources(with_paper(rows, PAPER_EFFECTS), PAPER_SOURCES))
     cap = (f"**Claims checked (Paper 2).** Profile `{grid.p.profile}`; models {', '.join(grid.models)}; verdicts by "
            "one rule from paired 95% intervals. 'paper says': the table or figure a row tests; words in quotation "

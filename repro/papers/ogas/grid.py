@@ -207,18 +207,26 @@ class OgasGrid(Sections):
     @section(shows=lambda g: frame(g))
     def run_curve(self):
         """Figure 4: every method at each of ``curve_sparsities`` (WikiText-2), and OGAS with the
-        other ``S_max`` headrooms where they prune differently (:func:`own_headroom`); every cell's frame so far."""
+        other ``S_max`` headrooms where they prune differently (:func:`own_headroom`); at the sparsities of
+        ``curve_draws`` (other than the main one, whose draws are Tables 1-2's), the calibrated cells on every
+        calibration draw of ``calib_seeds`` too; every cell's frame so far."""
         for name in self.p.curve_models:
             e = self.wt[name]
             for sp in self.p.curve_sparsities:
+                drawn = sp in self.p.curve_draws and sp != self.p.sparsity
                 for m in self.p.methods:
                     if sp == self.p.sparsity:
                         yield self.main_cell(name, self.wt_name, m)
                     else:
                         yield e.cell.ask(m, sp, params=self.params_for(name, m))
+                    for seed in self.extra_draws(name, self.wt_name, m) if drawn else ():
+                        yield e.cell.ask(m, sp, params=self.params_for(name, m), calib_seed=seed)
                 for h in self.p.s_max_headrooms:
                     if own_headroom(sp, h):
-                        yield e.cell.ask("ogas", sp, params=self.params_for(name, "ogas", s_max_headroom=h))
+                        params = self.params_for(name, "ogas", s_max_headroom=h)
+                        yield e.cell.ask("ogas", sp, params=params)
+                        for seed in self.extra_draws(name, self.wt_name, "ogas") if drawn else ():
+                            yield e.cell.ask("ogas", sp, params=params, calib_seed=seed)
 
     def figure2_layers(self, model: str) -> tuple[str, ...]:
         """The down projections of ``model`` at the ``figure2_depths`` (relative: 0 the first block, 1 the last)."""

@@ -34,6 +34,7 @@ class OgasParams(NotebookParams):
     curve_models: list[str] = ["smollm2-135m"]
     curve_sparsities: list[Number] = [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]  # Figure 4: 30-90% in steps of 10
     s_max_headrooms: list[Number] = [0.05, 0.2]  # alternative S_max rules above 60% (default headroom 0.1)
+    curve_draws: list[Number] = []  # Figure 4's sparsities also run on every calibration draw (and S_max headroom)
     gamma_rule_models: list[str] = []  # OGAS also with the other setting's gamma rule, paired against it
     wide_gamma_bounds: list[Number] | None = [0.01, 4.0]  # beyond the paper: gamma searched on a wider interval
     exact_rounding_data: list[str] = ["wikitext2", "c4-sample"]  # where the exact-target OGAS row is run
@@ -53,10 +54,13 @@ class OgasParams(NotebookParams):
         for name in ("methods", "nm_methods"):
             check_list(name, getattr(self, name), known=list(PRUNERS))
         check_number("sparsity", self.sparsity, lo=0.0, hi=1.0)
-        for name in ("curve_sparsities", "s_max_headrooms"):
+        for name in ("curve_sparsities", "s_max_headrooms", "curve_draws"):
             check_list(name, getattr(self, name), "number", 0.0, 1.0)
         if any(d > 1 for d in check_list("figure2_depths", self.figure2_depths, "number", 0.0)):
             raise ReproError(f"parameter figure2_depths must be relative depths in [0, 1], got {self.figure2_depths!r}")
+        if set(self.curve_draws) - set(self.curve_sparsities):
+            raise ReproError(f"parameter curve_draws must be among curve_sparsities {self.curve_sparsities!r}, got "
+                             f"{self.curve_draws!r}")
         check_number("zeroshot_limit", self.zeroshot_limit, True, 1, allow_none=True)
         self.check_among("c4_models", "nm_models", "ablation_models", "curve_models", "gamma_rule_models",
                          "zeroshot_models")
