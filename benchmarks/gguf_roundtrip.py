@@ -33,6 +33,12 @@ those scores and the heads they select.
   pruning (:func:`repro.methods.heads.select_heads`, index tie-break as the notebooks select) and their overlap
   (heads in common, Jaccard), with how many selected heads were tied at 0 (chosen by index, not by score).
 
+* Unstructured magnitude (notebook 2): per matrix, the mask of :class:`repro.methods.unstructured.Magnitude` at
+  50% (the lowest |w| of the whole matrix) before and after; the share of weights whose decision flips.
+* The bandit search's magnitude pre-screen (notebook 3): each head's and each MLP group's weight L2 norm
+  (:func:`repro.methods.units.magnitudes`, groups of 32 channels); Spearman's rho, and how many of the lowest 16
+  and 48 units (the pools of the ``cpu`` profile and of the paper) stay in the pool after the round trip.
+
 Writes ``benchmarks/results/gguf_roundtrip.json`` and prints a summary. One torch thread; about a minute of
 CPU (most of it loading the DINOv2 ONNX file).
 """
@@ -51,11 +57,15 @@ from torch import nn
 
 from repro.arch import adapter as get_adapter
 from repro.methods.heads import get_method, score_heads, select_heads
+from repro.methods.units import candidates, magnitudes
+from repro.methods.unstructured import Magnitude
+from repro.structure.masks import GROUP_SIZE
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "gguf_roundtrip.json"
 METHODS = ("mpg", "mp", "magnitude-head")
 SPARSITIES = (0.125, 0.25, 0.5)
+POOLS = (16, 48)  # the bandit pre-screen's pool: the cpu profile's and the paper's
 MODELS = ("minilm-l6", "dinov2-vits14")
 SKIPPED = {
     "fashion-vit": "not measured: it is trained here first (10+ minutes of CPU)",
@@ -200,14 +210,51 @@ def load_dinov2_backbone() -> tuple[nn.Module, dict]:
 LOADERS = {"minilm-l6": load_minilm, "dinov2-vits14": load_dinov2_backbone}
 
 
+@torch.no_grad()
+def magnitude_flips(model: nn.Module, quantised: nn.Module, sparsity: float = 0.5) -> dict:
+    """Notebook 2's unstructured magnitude mask at ``sparsity`` on each block linear of ``model`` and of its round
+    trip ``quantised``: the share of weights whose pruned / kept decision differs (median and max over matrices,
+    and over all weights)."""
+    before, after = block_linears(model), block_linears(quantised)
+    rule = Magnitude(sparsity)
+    flips, total, shares = 0, 0, []
+    for name, (_, module) in before.items():
+        m0 = rule.mask(module.weight.float(), [])
+        m1 = rule.mask(after[name][1].weight.float(), [])
+        n = int((m0 != m1).sum())
+        flips, total = flips + n, total + m0.numel()
+        shares.append(n / m0.numel())
+    return {"sparsity": sparsity, "median": float(np.median(shares)), "max": float(np.max(shares)),
+            "overall": flips / total, "n_matrices": len(shares)}
+
+
+def prescreen(model: nn.Module, quantised: nn.Module, pools=POOLS) -> dict:
+    """Notebook 3's pre-screen: per unit kind, the weight L2 norm of every unit before and after the round trip
+    (Spearman's rho), and per pool size how many of the lowest-norm units stay among the lowest after it."""
+    out = {}
+    for kind in ("head", "mlp"):
+        a0, a1 = get_adapter(model), get_adapter(quantised)
+        units = candidates(a0, (kind,), GROUP_SIZE)
+        before, after = magnitudes(a0, units, GROUP_SIZE), magnitudes(a1, units, GROUP_SIZE)
+        rows = []
+        for k in pools:
+            if k < len(units):
+                low0, low1 = set(np.argsort(before, kind="stable")[:k]), set(np.argsort(after, kind="stable")[:k])
+                rows.append({"pool": k, "stay": len(low0 & low1)})
+        out[kind] = {"n_units": len(units), "spearman": rank_correlation(before, after), "pools": rows}
+    return out
+
+
 def measure(model: nn.Module, z: float = 2.0, sparsities=SPARSITIES, methods=METHODS) -> dict:
     """The round trip's matrix errors and, per method, :func:`compare_scores` of the original against the
-    round-tripped model."""
+    round-tripped model; notebook 2's magnitude mask (:func:`magnitude_flips`) and notebook 3's pre-screen
+    (:func:`prescreen`)."""
     ad = get_adapter(model)
     quantised, records = roundtrip_model(model)
     out = {"n_layers": ad.n_layers, "heads_per_layer": ad.heads_per_layer(),
            "kv_heads_per_layer": [ad.attention(i).n_kv_heads for i in range(ad.n_layers)],
-           "matrix_error": error_stats(records), "matrices": records, "methods": {}}
+           "matrix_error": error_stats(records), "matrices": records, "methods": {},
+           "magnitude_mask": magnitude_flips(model, quantised), "prescreen": prescreen(model, quantised)}
     for m in methods:
         before, after = head_scores(model, m, z), head_scores(quantised, m, z)
         z_used = {"z": z} if "z" in get_method(m).params else {}
@@ -231,6 +278,12 @@ def summary(results: dict) -> str:
                            for o in s["overlap"])
             rho = "n/a" if s["spearman"] is None else f"{s['spearman']:.4f}"
             lines.append(f"  {m:15s} rho {rho}  zeros {s['zeros_before']} -> {s['zeros_after']}  overlap {ov}")
+        f = r["magnitude_mask"]
+        lines.append(f"  magnitude 50% mask: {f['overall']:.4f} of weights flip (median matrix {f['median']:.4f}, "
+                     f"max {f['max']:.4f})")
+        for kind, p in r["prescreen"].items():
+            pools = ", ".join(f"{q['stay']}/{q['pool']}" for q in p["pools"])
+            lines.append(f"  pre-screen {kind}: {p['n_units']} units, rho {p['spearman']:.4f}, lowest stay {pools}")
     lines.append(f"wall {results['wall_seconds']:.1f} s")
     return "\n".join(lines)
 
@@ -246,7 +299,8 @@ def main(argv=None) -> dict:
     torch.set_num_threads(args.threads)
     sparsities = [float(s) for s in args.sparsities.split(",")]
     t0 = time.perf_counter()
-    results = {"issue": 63, "what": "GGUF Q4_1 round trip of fp32 block linears: head scores and selections",
+    results = {"issue": 63, "what": "GGUF Q4_1 round trip of fp32 block linears: head scores and selections, "
+               "the unstructured magnitude mask, the bandit pre-screen's unit norms",
                "gguf": importlib.metadata.version("gguf"), "torch": torch.__version__,
                "numpy": np.__version__, "scipy": importlib.metadata.version("scipy"),
                "threads": args.threads, "z": args.z, "sparsities": sparsities, "tie_break": "index",

@@ -264,6 +264,20 @@ nb.figure(fig, "mpg_scores_heatmap.png")
 print(Rd.zero_scores_reading(s))
 
 # %% [markdown]
+# ### 2a. What the 4-bit origin does to these scores
+#
+# SmolLM2 and Gemma come from 4-bit GGUF files, so MP-G, MP and Magnitude-Head score weights whose values the
+# quantiser rounded. Their unquantised originals are not installed here, so the measurement runs the other way:
+# two fp32 models (MiniLM-L6 and the DINOv2 ViT-S/14 backbone of section 9) are quantised to the same Q4_1
+# format and back, $\hat W = d\,\mathrm{round}((W - m)/d) + m$ per block of 32 input features, and each score is
+# computed on $W$ and on $\hat W$ (`benchmarks/gguf_roundtrip.py`).
+
+# %%
+origin = R.four_bit_origin()
+if origin is not None:
+    nb.show(origin, "gguf_roundtrip_heads")
+
+# %% [markdown]
 # ## 3. Table I: perplexity after pruning
 #
 # Each cell evaluates the pruned model on the same windows as the dense row. With `spread`, those windows

@@ -398,6 +398,20 @@ frame = grid.run_nm()
 nb.show(R.nm(frame), "table_nm")
 
 # %% [markdown]
+# ### What the 4-bit origin does to magnitude's mask
+#
+# SmolLM2 and Gemma come from 4-bit GGUF files, and magnitude pruning reads nothing but $|W|$, whose values the
+# quantiser rounded. Their unquantised originals are not installed here, so the measurement runs the other way:
+# two fp32 models (MiniLM-L6, the DINOv2 ViT-S/14 backbone) are quantised to the same Q4_1 format and back,
+# $\hat W = d\,\mathrm{round}((W - m)/d) + m$ per block of 32 input features, and the 50% magnitude mask is
+# computed on $W$ and on $\hat W$ (`benchmarks/gguf_roundtrip.py`).
+
+# %%
+origin = R.four_bit_origin()
+if origin is not None:
+    nb.show(origin, "gguf_roundtrip_magnitude")
+
+# %% [markdown]
 # ## 3. Tables 3-4: zero-shot accuracy at 50%
 #
 # lm-eval's own task YAMLs on the in-memory pruned model (`repro.evaluate.zeroshot`), zero-shot, first

@@ -431,6 +431,19 @@ if gemma is not None:
     nb.show(R.magnitude_pool(frame, lm, gemma), "table_magnitude_pool")
 
 # %% [markdown]
+# ### What the 4-bit origin does to the pre-screen
+#
+# The pool is drawn from the lowest weight norms, and SmolLM2's and Gemma's weights come from 4-bit GGUF files.
+# Their unquantised originals are not installed here, so the measurement runs the other way: two fp32 models
+# (MiniLM-L6, the DINOv2 ViT-S/14 backbone) are quantised to the same Q4_1 format and back, and each head's and MLP
+# group's norm is computed before and after (`benchmarks/gguf_roundtrip.py`).
+
+# %%
+origin = R.four_bit_origin()
+if origin is not None:
+    nb.show(origin, "gguf_roundtrip_prescreen")
+
+# %% [markdown]
 # ## 4. Budget accounting (the paper's Table B1)
 #
 # Calibration passes of the one-shot scorers (forward, or forward and backward, over one mini-batch)

@@ -65,3 +65,36 @@ def test_measure_on_tiny_model():
         s = out["methods"][m]
         assert s["n_heads"] == 12 and -1 <= s["spearman"] <= 1
         assert s["overlap"][0]["n_pruned"] == 3
+    flips = out["magnitude_mask"]
+    assert flips["n_matrices"] == 3 * 7 and 0 < flips["overall"] < 0.5  # a random model's mask moves, not wholesale
+    # the round trip of an identical model flips nothing and keeps every pool
+    same = g.magnitude_flips(load_model("tiny-llama").model, load_model("tiny-llama").model)
+    assert same["overall"] == 0.0
+    pre = g.prescreen(load_model("tiny-llama").model, load_model("tiny-llama").model, pools=(4,))
+    assert pre["head"]["pools"] == [{"pool": 4, "stay": 4}] and pre["head"]["n_units"] == 12
+
+
+def test_the_notebooks_read_the_committed_round_trip_and_say_what_it_shows():
+    """repro.origin on the committed result: one table per notebook, each reading quoting its numbers; a result
+    where MP-G moves a head that was not tied at 0 says so instead of 'every one of them'."""
+    import copy
+
+    from repro import origin
+
+    results = origin.load()
+    heads = origin.head_scores(results)
+    assert set(heads.frame.method) == {"MP-G", "MP", "Magnitude-Head"} and len(heads.frame) == 6
+    rho = results["models"]["minilm-l6"]["methods"]["mpg"]["spearman"]
+    assert f"{rho:.3f}" in heads.reading and "minilm-l6 6, every one of them tied at 0" in heads.reading
+    assert "dinov2-vits14 2, 0 of them" in heads.reading and "(6 of the 8 moved" in heads.reading  # its two moved heads sit at the cut, not at a tie
+    changed = copy.deepcopy(results)
+    m = changed["models"]["minilm-l6"]["methods"]["mpg"]
+    h = m["overlap"][-1]["only_before"][0]
+    m["scores_before"][h[0]][h[1]] = m["scores_after"][h[0]][h[1]] = 1.0  # one moved head no longer tied at 0
+    assert "minilm-l6 6, 5 of them" in origin.head_scores(changed).reading
+    mask = origin.magnitude_mask(results)
+    share = results["models"]["dinov2-vits14"]["magnitude_mask"]["overall"]
+    assert f"{share:.2%}" in mask.frame.to_string()
+    pre = origin.prescreen(results)
+    assert len(pre.frame) == 4 and "lowest 48 kept" in pre.frame
+    assert origin.table("heads", ROOT / "missing.json") is None

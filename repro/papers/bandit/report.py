@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from repro import origin
 from repro.assets.machine import label
 from repro.claims import claims_frame, kind_counts, with_paper, with_sources
 from repro.engines.bandit import removal_parts
@@ -107,6 +108,11 @@ class Report:
             setting = (f"{lm_setting(self.lm)}; LAMBADA first {p.lambada_limit} documents; "
                        f"{budget(search or p.search)}; seeds {seeds}")
         return caption_line(title, setting, p.profile, cache)
+
+    def four_bit_origin(self) -> Table | None:
+        """What a GGUF Q4_1 round trip of two fp32 models does to this notebook's weight-only scores
+        (:mod:`repro.origin`); None where the benchmark's result is not committed."""
+        return origin.table("prescreen")
 
     def provenance(self) -> str:
         """The *This run* block's provenance: what each model is, its evaluation and calibration samples

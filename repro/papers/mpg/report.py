@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from repro import origin
 from repro.assets.encoders import ENCODERS
 from repro.engines.mlm import MASK_RATE
 from repro.methods.heads import get_method
@@ -39,6 +40,11 @@ class Report(Tables):
     def describe(self) -> str:
         """The models, their geometry and the evaluation sample, one line each."""
         return describe(self.grid.lm)
+
+    def four_bit_origin(self) -> Table | None:
+        """What a GGUF Q4_1 round trip of two fp32 models does to this notebook's weight-only scores
+        (:mod:`repro.origin`); None where the benchmark's result is not committed."""
+        return origin.table("heads")
 
     def provenance(self) -> str:
         """The *This run* block's provenance: what each model is (source, geometry, weights), its

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from repro import origin
 from repro.papers.ogas import claims as C
 from repro.papers.ogas import corners as K
 from repro.papers.ogas import readings as Rd
@@ -27,6 +28,11 @@ class Report:
 
     def __init__(self, session, grid: OgasGrid):
         self.session, self.grid = session, grid
+
+    def four_bit_origin(self) -> Table | None:
+        """What a GGUF Q4_1 round trip of two fp32 models does to this notebook's weight-only scores
+        (:mod:`repro.origin`); None where the benchmark's result is not committed."""
+        return origin.table("magnitude")
 
     def provenance(self) -> str:
         """The *This run* block's provenance: what each model is, its OGAS setting, evaluation samples
