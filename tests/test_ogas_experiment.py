@@ -686,3 +686,57 @@ def test_the_step_from_the_earlier_sample_to_the_whole_split_is_split_into_its_f
     text = Report(None, fake_grid).sample_vs_split(f, refs).reading
     assert "(which articles: x0.800)" in text and f"(more context per token: x{dense_a / 32:.3f})" in text
     assert "(the sample / the split: x1.100)" in text and "over all 280 windows" in text
+
+
+def test_two_calibration_sizes_are_two_experiments_sharing_the_uncalibrated_cells(run):
+    """Section 2b: an experiment at another calibration size owns the dense and magnitude records (no calibration
+    enters them) but not the calibrated ones, so Tables 1-2 at two sizes never mix; a calibrated cell records how
+    much of its text the windows covered."""
+    store, e = run
+    big = PruneExperiment("tiny-llama", SMALL.replace(calib_nsamples=SMALL.calib_nsamples * 2), store, progress=False,
+                          loaded=e.loaded)
+    own = {r["config"]["method"] for r in store.records("prune-ppl") if big.owns(r["config"])}
+    assert own == {"dense", "magnitude"}
+    mine = {r["config"]["method"] for r in store.records("prune-ppl") if e.owns(r["config"])}
+    assert {"wanda", "ogas"} <= mine
+    wanda = next(r for r in store.records("prune-ppl") if r["config"]["method"] == "wanda"
+                 and r["config"]["pattern"] == "unstructured")
+    cover = wanda["result"]["calibration_tokens"]
+    assert cover["drawn"] == SMALL.calib_nsamples * SMALL.calib_seqlen and 0 < cover["distinct"] <= cover["drawn"]
+    assert cover == e.calibration_coverage()
+
+
+def test_window_coverage_counts_distinct_positions():
+    """Windows drawn from a text shorter than all of them together must overlap: distinct positions are then
+    fewer than the tokens drawn; from a long text, a few short windows rarely overlap."""
+    from repro.calib import window_coverage
+
+    short = window_coverage(1_000, 64, 100, seed=0)
+    assert short["drawn"] == 6_400 and short["distinct"] <= 1_000 and short["text"] == 1_000
+    long = window_coverage(10_000_000, 4, 16, seed=0)
+    assert long["distinct"] == long["drawn"] == 64
+
+
+def test_the_paper_calibration_grid_asks_tables_1_2_at_its_own_size(run):
+    """``paper_calib`` builds section 2b's grid: its Tables 1-2 cells read calibration windows of the paper's size
+    and draws, the main grid's keep the profile's; without it the section asks nothing."""
+    from repro.engines.plan import Plan
+
+    _, e = run
+    store = Store(None)
+    size = {"calib_nsamples": 8, "calib_seqlen": SMALL.calib_seqlen}
+    wt = {"tiny-llama": PruneExperiment("tiny-llama", SMALL, store, progress=False, loaded=e.loaded)}
+    c4 = {"tiny-llama": PruneExperiment("tiny-llama", SMALL.replace(data="c4-sample:eval", calib_data="c4-sample:calib"),
+                                        store, progress=False, loaded=e.loaded)}
+    p = ogas_params({"tiny-llama": "mistral"}, methods=["magnitude", "wanda"])
+    paper = OgasGrid({"tiny-llama": PruneExperiment("tiny-llama", SMALL.replace(**size), store, progress=False,
+                                                    loaded=e.loaded)},
+                     {"tiny-llama": PruneExperiment("tiny-llama", SMALL.replace(data="c4-sample:eval", **size),
+                                                    store, progress=False, loaded=e.loaded)},
+                     p.model_copy(update={**size, "c4_models": []}))
+    g = OgasGrid(wt, c4, p, paper)
+    plan = Plan()
+    plan.visit(g.run_main_paper.ask())
+    sizes = {c["calibration"]["nsamples"] for c in plan.configs.values() if "calibration" in c}
+    assert sizes == {8} and {c["method"] for c in plan.configs.values()} == {"dense", "magnitude", "wanda"}
+    assert OgasGrid(wt, c4, p).run_main_paper() is None

@@ -8,8 +8,8 @@
 # Stage 2, notebook 2, high sparsity: Figure 4's 70-90% cells (and their S_max headrooms) on the 3 calibration draws
 #   (about 64 cells, ~5 core-minutes each by the records' times: cheaper than stage 3 by ~x8, so it runs first).
 # Stage 3, notebook 2: Tables 1-2 at 50% with 128 x 2048 calibration tokens (the gamma search's 36-window subset),
-#   first calibration draw, WikiText-2 and C4 (the C4 sample's calibration half holds fewer tokens than 128 x 2048:
-#   its windows overlap).
+#   first calibration draw, WikiText-2 and C4 (section 2b's paper_calib; the C4 sample's calibration half holds fewer
+#   tokens than 128 x 2048: its windows overlap, and each record says by how much).
 # Stage 4, notebook 3: the language-model searches at 32 paired evaluations per step over a pool of 48, float32,
 #   the 5 seeds: MAB-UCB, MAB-TS, budgeted greedy, greedy with memory; SmolLM2 heads 10% and MLP 5%, Gemma heads 10%.
 set -u
@@ -28,9 +28,7 @@ stage "notebook 1, paper calibration" $RUN notebooks/01_mpg_head_pruning.py --jo
 stage "notebook 2, 70-90% on every draw" $RUN notebooks/02_ogas_unstructured.py --jobs "$JOBS" \
   --set 'curve_draws=[0.7, 0.8, 0.9]'
 stage "notebook 2, 128 x 2048 calibration" $RUN notebooks/02_ogas_unstructured.py --jobs "$JOBS" \
-  --set calib_nsamples=128 --set calib_seqlen=2048 --set 'calib_seeds=[0]' --set 'zeroshot_models=[]' \
-  --set 'nm_models=[]' --set 'ablation_models=[]' --set 'curve_models=[]' --set 'gamma_rule_models=[]' \
-  --set 'exact_rounding_data=[]' --set control_draws=false
+  --set 'paper_calib={calib_nsamples: 128, calib_seqlen: 2048, calib_seeds: [0]}'
 stage "notebook 3, searches at 32 / 48 in float32" $RUN notebooks/03_bandit_pruning.py --jobs "$JOBS" \
   --set 'search={budget: 32, pool_size: 48}' --set search_dtype=float32 \
   --set 'methods=[ucb, thompson, greedy, greedy-memory]' \

@@ -43,9 +43,23 @@ def sample_windows(ids: torch.Tensor, nsamples: int, seqlen: int, seed: int = 0,
         raise ReproError(f"the calibration set is empty (nsamples={nsamples})")
     if ids.numel() <= seqlen:
         raise ReproError(f"calibration text has {ids.numel()} tokens, not more than seqlen={seqlen}")
-    rng = np.random.default_rng(seed)
-    starts = rng.integers(0, ids.numel() - seqlen, size=nsamples)
+    starts = window_starts(ids.numel(), nsamples, seqlen, seed)
     return prepend(torch.stack([ids[s:s + seqlen] for s in starts.tolist()]), bos)
+
+
+def window_starts(n_tokens: int, nsamples: int, seqlen: int, seed: int = 0) -> np.ndarray:
+    """The seeded offsets of :func:`sample_windows`' windows in a text of ``n_tokens`` tokens."""
+    return np.random.default_rng(seed).integers(0, n_tokens - seqlen, size=nsamples)
+
+
+def window_coverage(n_tokens: int, nsamples: int, seqlen: int, seed: int = 0) -> dict:
+    """How much of a text of ``n_tokens`` the windows of :func:`sample_windows` cover: the text's tokens, the tokens
+    the windows hold (``nsamples x seqlen``) and how many distinct text positions they cover (fewer where windows
+    overlap, as they must where the text is shorter than the windows together)."""
+    covered = np.zeros(n_tokens, dtype=bool)
+    for s in window_starts(n_tokens, nsamples, seqlen, seed).tolist():
+        covered[s:s + seqlen] = True
+    return {"text": int(n_tokens), "drawn": int(nsamples * seqlen), "distinct": int(covered.sum())}
 
 
 def load_windows(path, vocab_size: int | None = None, max_positions: int | None = None) -> torch.Tensor:

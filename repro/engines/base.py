@@ -17,7 +17,7 @@ from repro.arch import adapter as get_adapter
 from repro.arch import bos_token
 from repro.assets import load_model, load_text, parse_dtype, resolve_dtype
 from repro.assets.feeding import rule
-from repro.calib import Calibration, sample_windows
+from repro.calib import Calibration, sample_windows, text_tokens, window_coverage
 from repro.errors import ReproError
 from repro.evaluate.ppl import max_positions, perplexity, tokenize
 from repro.store import PROTOCOL, Store, config_key
@@ -310,6 +310,16 @@ class Experiment:
             raise ReproError(f"calib_seqlen (--calib-seqlen) {s.calib_seqlen}{' + <bos>' if self.bos is not None else ''}"
                              f" exceeds {self.name}'s limit of {limit} positions")
         return sample_windows(tokenize(self.loaded.tokenizer, self.calib_text), nsamples, s.calib_seqlen, seed, self.bos)
+
+    def calibration_coverage(self, seed: int | None = None) -> dict | None:
+        """How much of the calibration text the setup's windows (the draw of ``seed``) cover
+        (:func:`repro.calib.window_coverage`); None where the windows came from elsewhere (:meth:`use_calibration`)."""
+        s = self.setup
+        seed = s.calib_seed if seed is None else seed
+        if self.calibration_source(seed=seed).get("sha256") != self.calib_text.sha256:
+            return None
+        ids = text_tokens(tokenize(self.loaded.tokenizer, self.calib_text), self.bos)
+        return window_coverage(ids.numel(), s.calib_nsamples, s.calib_seqlen, seed)
 
     def calibration_source(self, nsamples: int | None = None, seed: int | None = None) -> dict:
         """``calibration(nsamples, seed).source`` without drawing the windows (tokenizing needs the

@@ -39,6 +39,15 @@ def plain(v):
 class PruneExperiment(Experiment):
     """Unstructured / N:M pruning cells of one model under one setup (calibration + evaluation)."""
 
+    def owns(self, config: dict) -> bool:
+        """A cell of this model and setup whose calibration, where it read one, has this setup's size (windows and
+        their length): Tables 1-2 at two calibration sizes are two experiments sharing the uncalibrated cells."""
+        if not super().owns(config):
+            return False
+        calib = config.get("calibration")
+        return not isinstance(calib, dict) or "nsamples" not in calib or (
+            calib["nsamples"], calib.get("seqlen")) == (self.setup.calib_nsamples, self.setup.calib_seqlen)
+
     def prune_config(self, method: str, sparsity: float | None, pattern: str = "unstructured",
                      params: dict | None = None, calib_seed: int | None = None) -> dict:
         """The key fields of a pruned cell: the method, its parameters and (if it reads data) its calibration
@@ -156,6 +165,8 @@ class PruneExperiment(Experiment):
         def compute():
             model, report = self.prune(method, sparsity, pattern, params, calib_seed)
             out = {"report": report.to_dict(), "zeros_sha256": zeros_sha256(model)}
+            if get_pruner(method).calibrated:  # how much text the windows drew on: they overlap where it is short
+                out["calibration_tokens"] = self.calibration_coverage(calib_seed)
             out["channels"] = {n: {k: np.asarray(e[k]).tolist() for k in ("energy", "peak_ratio", "channel_sparsity")
                                    if k in e} for n, e in report.extras.items() if n in keep_layers}
             out["channel_quantiles"] = {n: np.quantile(e["channel_sparsity"], QUANTILES).tolist()

@@ -34,11 +34,13 @@ class OgasGrid(Sections):
     halves) sharing one loaded model, and the notebook's parameters (``p``) that decide which cells each
     section asks for. Each ``run_*`` section computes (or reads) its cells and returns its frame; the tables
     are read from the records by :mod:`repro.papers.ogas`."""
-    sections = ("worked", "worked_sparsegpt", "run_main", "run_references", "run_nm", "run_zeroshot", "run_ablation", "figure2_channels",
-                "run_curve")
+    sections = ("worked", "worked_sparsegpt", "run_main", "run_main_paper", "run_references", "run_nm", "run_zeroshot",
+                "run_ablation", "figure2_channels", "run_curve")
 
-    def __init__(self, wt: dict[str, PruneExperiment], c4: dict[str, PruneExperiment], p: OgasParams):
-        self.wt, self.c4, self.p = wt, c4, p
+    def __init__(self, wt: dict[str, PruneExperiment], c4: dict[str, PruneExperiment], p: OgasParams,
+                 paper: "OgasGrid | None" = None):
+        """``paper``: the same models at the paper's calibration (``paper_calib``: section 2b's grid), or None."""
+        self.wt, self.c4, self.p, self.paper = wt, c4, p, paper
 
     @property
     def models(self) -> list[str]:
@@ -62,8 +64,12 @@ class OgasGrid(Sections):
         """``model``'s experiment on the data named ``data`` (``wt_name`` or ``c4_name``)."""
         return (self.wt if data == self.wt_name else self.c4)[model]
 
-    def all_experiments(self) -> list[PruneExperiment]:
+    def experiments(self) -> list[PruneExperiment]:
+        """This grid's own experiments (not section 2b's): the ones its frame reads."""
         return [*self.wt.values(), *self.c4.values()]
+
+    def all_experiments(self) -> list[PruneExperiment]:
+        return [*self.experiments(), *(self.paper.all_experiments() if self.paper else [])]
 
     @property
     def figure_model(self) -> str:
@@ -115,6 +121,17 @@ class OgasGrid(Sections):
     def run_main(self):
         """Tables 1-2: dense and every method at the main sparsity on WikiText-2 (and C4 for
         ``c4_models``), plus OGAS at the exact target on ``exact_rounding_data``."""
+        yield from self.main_cells()
+
+    @section(shows=lambda g: frame(g.paper) if g.paper else None)
+    def run_main_paper(self):
+        """Section 2b: Tables 1-2 at the paper's calibration (``paper_calib``; None without it): the same cells
+        under the paper-calibration grid :func:`build` made (``paper``), the frame its own."""
+        if self.paper is not None:
+            yield from self.paper.main_cells()
+
+    def main_cells(self):
+        """The calls of Tables 1-2's cells (:meth:`run_main`)."""
         for name in self.models:
             for data in (self.wt_name, self.c4_name):
                 if data == self.c4_name and name not in self.p.c4_models:
@@ -278,6 +295,7 @@ def prune_frame(store, experiments: list[PruneExperiment], session: bool = True)
                      "prune_seconds": rep.get("seconds"), "timings": rep.get("timings"), "extras": rep.get("extras"),
                      "zeros_sha256": res.get("zeros_sha256"), "zeroshot": res.get("zeroshot"),
                      "channels": res.get("channels"), "channel_quantiles": res.get("channel_quantiles"),
+                     "calibration_tokens": res.get("calibration_tokens"),
                      "machine": computed_on(r.get("machine"))})
     return pd.DataFrame(rows)
 
@@ -290,7 +308,7 @@ def frame(grid: OgasGrid, draws: bool = False) -> pd.DataFrame:
     its calibration draws pooled (:func:`repro.report.pool_draws`: the geometric mean over draws; the other
     columns, zero-shot scores and per-channel arrays included, are the first draw's); ``draws``: one row
     per draw instead."""
-    f = prune_frame(grid.store, grid.all_experiments())
+    f = prune_frame(grid.store, grid.experiments())
     if len(f):  # each model's own gamma rule: OGAS with the other one is its own row (records.row_name)
         f["own_gamma"] = [ogas_setting(grid.p.ogas_setting[m])["gamma"] for m in f.model]
     return f if draws else pool_draws(f, CELL)
@@ -308,6 +326,16 @@ def build(session) -> OgasGrid:
     loaded model."""
     p = OgasParams.of(session.params)  # every value checked before any model is loaded
     wt = session.experiments(PruneExperiment, p.models)
-    c4 = session.experiments(PruneExperiment, p.models, shared=wt, changes={"data": p.c4_data, "calib_data": p.c4_calib})
-    return OgasGrid(wt, c4, p)
+    c4_changes = {"data": p.c4_data, "calib_data": p.c4_calib}
+    c4 = session.experiments(PruneExperiment, p.models, shared=wt, changes=c4_changes)
+    paper = None
+    if p.paper_calib is not None:  # section 2b: the same models, one copy of their weights, the paper's calibration
+        pc = p.paper_calib
+        size = {"calib_nsamples": pc.calib_nsamples, "calib_seqlen": pc.calib_seqlen}
+        q = p.model_copy(update={**size, "calib_seeds": list(pc.calib_seeds), "paper_calib": None,
+                                 "zeroshot_models": [], "exact_rounding_data": [], "control_draws": False,
+                                 "nm_models": [], "ablation_models": [], "curve_models": [], "gamma_rule_models": []})
+        paper = OgasGrid(session.experiments(PruneExperiment, p.models, shared=wt, changes=size),
+                         session.experiments(PruneExperiment, p.models, shared=wt, changes={**c4_changes, **size}), q)
+    return OgasGrid(wt, c4, p, paper)
 

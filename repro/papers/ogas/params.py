@@ -3,8 +3,20 @@ says the same values (tested), a profile changes some of them, and :meth:`OgasPa
 before any model is loaded."""
 from __future__ import annotations
 
+from pydantic import BaseModel, ConfigDict
+
 from repro.engines.params import NotebookParams, Number
 from repro.errors import ReproError, check_list, check_number
+
+
+class PaperCalibration(BaseModel):
+    """Section 2b: Tables 1-2 again at the paper's calibration, ``calib_nsamples`` windows of ``calib_seqlen`` tokens
+    (the paper: 128 x 2048), on the draws ``calib_seeds``; the gamma search's subset is then the paper's 36."""
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    calib_nsamples: int
+    calib_seqlen: int
+    calib_seeds: list[int] = [0]
 
 
 class OgasParams(NotebookParams):
@@ -43,6 +55,7 @@ class OgasParams(NotebookParams):
     zeroshot_limit: int | None = 50
     figure2_depths: list[Number] = [0.0, 0.5, 1.0]  # Figure 2's corners: the down projections at these relative depths
     figure_layer: str | None = None  # "model.layers.N.mlp.down_proj"; None: the middle layer's down projection
+    paper_calib: PaperCalibration | None = None  # section 2b: Tables 1-2 again at the paper's calibration
 
     def check(self) -> None:
         """Every value in range and every name known, before any model is loaded."""
@@ -61,6 +74,10 @@ class OgasParams(NotebookParams):
         if set(self.curve_draws) - set(self.curve_sparsities):
             raise ReproError(f"parameter curve_draws must be among curve_sparsities {self.curve_sparsities!r}, got "
                              f"{self.curve_draws!r}")
+        if self.paper_calib is not None:
+            check_number("paper_calib.calib_nsamples", self.paper_calib.calib_nsamples, True, 1)
+            check_number("paper_calib.calib_seqlen", self.paper_calib.calib_seqlen, True, 1)
+            check_list("paper_calib.calib_seeds", self.paper_calib.calib_seeds, "integer", 0)
         check_number("zeroshot_limit", self.zeroshot_limit, True, 1, allow_none=True)
         self.check_among("c4_models", "nm_models", "ablation_models", "curve_models", "gamma_rule_models",
                          "zeroshot_models")

@@ -23,6 +23,50 @@ def table12_reading(vals: pd.DataFrame) -> str:
     return column_reading(vals, focus=LABELS["ogas"])
 
 
+def paper_calibration_pending(p, paper: tuple[int, int]) -> str:
+    """Where the parameters ``p`` calibrate on fewer tokens than the paper's ``paper`` (windows, length) and set no
+    ``paper_calib``: one line saying which rows are still at the profile's calibration; "" otherwise."""
+    if p.paper_calib is not None or p.calib_nsamples * p.calib_seqlen >= paper[0] * paper[1]:
+        return ""
+    return (f"Not yet at the paper's calibration: this profile calibrates every method of Tables 1-2 on "
+            f"{p.calib_nsamples} x {p.calib_seqlen} tokens, below the paper's {paper[0]} x {paper[1]}, and sets no "
+            "`paper_calib`: Tables 1-2 and every claim that reads them are at the profile's calibration. The cells at "
+            "the paper's size are being computed across sessions (`tools/paper_settings.sh`); once they are among the "
+            "records, the profile's `paper_calib` brings this section and its survival table to them.")
+
+
+def calibration_cover(frame: pd.DataFrame) -> str:
+    """How much text each calibration set drew on, from the records (``calibration_tokens``): one line per
+    calibration text whose windows hold more tokens than it has distinct positions covered (they overlap)."""
+    out = {}
+    for data, cover in zip(frame.data, frame.get("calibration_tokens", [None] * len(frame))):
+        if isinstance(cover, dict) and data not in out and cover["distinct"] < cover["drawn"]:
+            out[data] = cover
+    return "\n".join(f"- **{data}**: its calibration text holds {c['text']:,} tokens, so the {c['drawn']:,} tokens of "
+                     f"the windows cover {c['distinct']:,} distinct positions: they overlap (each position read "
+                     f"{c['drawn'] / c['distinct']:.1f} times on average)." for data, c in out.items())
+
+
+def calibration_size_reading(t: pd.DataFrame) -> str:
+    """Section 2b's comparison in sentences: per model and data set, in how many methods the paper's calibration
+    prunes better (interval below 1), worse (above 1) or indistinguishably, and the largest change each way."""
+    if t is None or t.empty:
+        return ""
+    ratio, out = "paper's / profile's", []
+    for (model, data), f in t.groupby(["model", "data"], sort=False):
+        better, worse = f[f.hi < 1], f[f.lo > 1]
+        moves = []
+        for part, pick in ((better, "idxmin"), (worse, "idxmax")):
+            if len(part):
+                r = part.loc[getattr(part[ratio], pick)()]
+                before, after = r["profile's"], r["paper's"]
+                moves.append(f"{r['method']} x{r[ratio]:.3g} ({before:,.4g} -> {after:,.4g})")
+        out.append(f"- **{model}, {data}**: at the paper's calibration {len(better)} of {len(f)} methods prune better, "
+                   f"{len(worse)} worse, {len(f) - len(better) - len(worse)} indistinguishably"
+                   + ("; the largest changes: " + "; ".join(moves) if moves else "") + ".")
+    return "\n".join(out)
+
+
 def nm_reading(vals: pd.DataFrame) -> str:
     """What the N:M table shows (``vals``: its raw perplexities): per model and pattern the lowest perplexity."""
     return column_reading(vals)

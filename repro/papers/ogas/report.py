@@ -16,6 +16,9 @@ from repro.papers.ogas.grid import OgasGrid
 from repro.papers.ogas.grid import frame as draws_frame
 from repro.papers.ogas.records import dense_ppl, find
 from repro.report import Table, differences_table, model_line, provenance
+from repro.survive import survival, survival_reading, unchanged_rows
+
+PAPER_CALIBRATION = (128, 2048)  # the paper's calibration: 128 windows of 2048 tokens
 
 
 def join(*readings: str) -> str:
@@ -86,6 +89,52 @@ class Report:
         """Tables 1-2 (:func:`.tables.table12`) and what they show."""
         t = T.table12(frame, self.grid)
         return t._replace(reading=Rd.table12_reading(t.raw))
+
+    # ---- section 2b: Tables 1-2 at the paper's calibration (grid.paper) ----
+
+    def calibration_words(self, paper: bool) -> str:
+        """"the paper's calibration (128 x 2048 tokens, draw 0)" (``paper``), or the profile's own in the same words."""
+        g = self.grid.paper if paper else self.grid
+        s, seeds = next(iter(g.wt.values())).setup, [x for x in g.p.calib_seeds if x is not None]
+        draws = f"draw {seeds[0]}" if len(seeds) == 1 else f"{len(seeds) or 1} draw(s)"
+        return (f"{'the paper' if paper else 'this profile'}'s calibration ({s.calib_nsamples} x {s.calib_seqlen} "
+                f"tokens, {draws})")
+
+    def paper_calibration_pending(self) -> str:
+        """Where the profile calibrates below the paper's 128 x 2048 tokens and sets no ``paper_calib``: which rows
+        are still at the profile's calibration (one generated line); "" where nothing is pending."""
+        return Rd.paper_calibration_pending(self.grid.p, PAPER_CALIBRATION)
+
+    def table12_paper(self, frame: pd.DataFrame) -> Table:
+        """Tables 1-2 again at the paper's calibration (section 2b's grid), with how much text each calibration drew on."""
+        t = T.table12(frame, self.grid.paper)
+        cover = Rd.calibration_cover(frame)
+        return t._replace(caption=f"{t.caption} Calibration: {self.calibration_words(True)}.",
+                          reading=join(Rd.table12_reading(t.raw), cover))
+
+    def calibration_size(self, scaled: pd.DataFrame, paper: pd.DataFrame) -> Table:
+        """Each calibrated method's Tables 1-2 cell at the profile's calibration and at the paper's, paired on the
+        windows and the draws they share (:func:`.tables.calibration_size`)."""
+        t = T.calibration_size(scaled, paper, self.grid)
+        return Table(t.round(3) if len(t) else t,
+                     f"**What the calibration size changes.** Tables 1-2's calibrated methods at "
+                     f"{self.calibration_words(False)} and at {self.calibration_words(True)}: perplexity (geometric "
+                     "mean over the draws) and paper's / profile's paired on the evaluation windows (< 1: the paper's "
+                     f"larger sample prunes better); profile `{self.grid.p.profile}`.", Rd.calibration_size_reading(t))
+
+    def claims_paper(self, paper: pd.DataFrame) -> Table:
+        """The claims of Tables 1-2 on section 2b's cells (:func:`.claims.claims_table` on the paper's grid)."""
+        return C.claims_table(paper, self.grid.paper)
+
+    def survival(self, scaled: Table, paper: Table) -> Table:
+        """Does each verdict of Tables 1-2 survive the paper's calibration? (:func:`repro.survive.survival`, the
+        scaled rows of the claims the paper's grid checks.)"""
+        keep = scaled.frame[scaled.frame.claim.isin(set(paper.frame.claim))]
+        t = survival(keep, paper.frame)
+        return Table(t, f"**Does each verdict survive the paper's calibration?** The claims on Tables 1-2 at "
+                        f"{self.calibration_words(False)} and at {self.calibration_words(True)}, each by the same "
+                        f"rule (profile `{self.grid.p.profile}`).",
+                     survival_reading(t, unchanged_rows(keep, paper.frame), self.calibration_words(True)))
 
     def sample_vs_split(self, frame: pd.DataFrame, refs: dict) -> Table:
         """The tables' sample against shorter windows and the whole split (:func:`.tables.sample_vs_split`)."""

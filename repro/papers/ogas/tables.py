@@ -369,3 +369,28 @@ def curve_table(curve: pd.DataFrame, frame: pd.DataFrame, grid: OgasGrid) -> Tab
     table.columns.name = None
     return Table(table,
                  caption(grid, "Figure 4 data: WikiText-2 test perplexity vs sparsity.", frame))
+
+
+def calibration_size(scaled: pd.DataFrame, paper: pd.DataFrame, grid: OgasGrid) -> pd.DataFrame:
+    """Each calibrated method's Tables 1-2 cell at the profile's calibration (``scaled``: the main frame) and at the
+    paper's (``paper``: section 2b's frame): both perplexities and paper's / profile's paired on the windows
+    (:func:`repro.report.paired_cells`). A seed draws other windows at another window length, so the two sizes'
+    draws are independent, never paired draw by draw: each side's spread over its draws widens the interval."""
+    from repro.methods.unstructured import get_pruner
+    from repro.report import paired_cells
+
+    rows = []
+    for name in grid.models:
+        for data in (grid.wt_name, grid.c4_name):
+            for m in [m for m in grid.p.methods if get_pruner(m).calibrated]:
+                a, b = find(paper, name, data, m, grid.p.sparsity), find(scaled, name, data, m, grid.p.sparsity)
+                if a is None or b is None:
+                    continue
+                if isinstance(a.get("draws"), list):  # another source than the profile's draws: independent
+                    a = a.copy()
+                    a["draws"] = [("calibration at the paper's size", d) for _, d in a.draws]
+                r = paired_cells(a, b)
+                rows.append({"model": name, "data": data, "method": LABELS[m], "profile's": b.ppl, "paper's": a.ppl,
+                             "paper's / profile's": r.estimate, "lo": r.ci[0], "hi": r.ci[1],
+                             "draws": f"{int(a.get('n_draws', 1))} / {int(b.get('n_draws', 1))}"})
+    return pd.DataFrame(rows)
