@@ -3,6 +3,9 @@
 # across sessions (tens of core-hours on 2 cores), one stage after another, niced; each stage resumes from the records
 # already written (`repro run` computes only what is missing). Commit results/ every 20-30 minutes.
 #   nohup tools/paper_settings.sh > /tmp/paper_settings.log 2>&1 &
+# or, so that editing the checkout never touches a running stage, from a worktree frozen at a commit:
+#   git worktree add /tmp/bg HEAD && ln -s "$PWD/.venv" /tmp/bg/.venv
+#   RESULTS="$PWD/results" nohup /tmp/bg/tools/paper_settings.sh > /tmp/paper_settings.log 2>&1 &
 # Stage 1, notebook 1: Table I's calibrated scorers at 64 x 512 calibration tokens (Gradient-Head 32 x 512), 3 draws
 #   (the cpu profile's paper_calib reads them: section 3e).
 # Stage 2, notebook 2, high sparsity: Figure 4's 70-90% cells (and their S_max headrooms) on the 3 calibration draws
@@ -16,7 +19,8 @@ set -u
 cd "$(dirname "$0")/.."
 export TOKENIZERS_PARALLELISM=false
 export REPRO_DATA_DIR="${REPRO_DATA_DIR:-$(realpath ../shared/data 2>/dev/null)}"
-RUN="nice -n 10 .venv/bin/python -m repro run"
+# RESULTS: another results folder (e.g. the main checkout's, when this runs from a frozen worktree of it)
+RUN="nice -n 10 .venv/bin/python -m repro run ${RESULTS:+--set results_dir=$RESULTS}"
 JOBS="${JOBS:-2}"
 # WAIT_PID: a run of an earlier copy of this script still computing; start once it has ended (stage 1 then computes only what that run left)
 if [ -n "${WAIT_PID:-}" ]; then
