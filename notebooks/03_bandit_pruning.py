@@ -507,6 +507,17 @@ if len(vis):
     nb.figure(fig, "fig_vision_top1_drop.png")
 
 # %% [markdown]
+# ### What the pre-screen decides
+#
+# The pool enters units in norm order: a search that chooses $k$ units from a pool of $P$ can only ever reach the
+# $k + P - 1$ lowest-norm units, so at least $k - P + 1$ of its $k$ are magnitude's own, whatever it measured. Where
+# the pool is much smaller than $k$ (this profile's language-model searches) that bound is most of the selection;
+# the paper's larger pool (section 5's vision searches) leaves the search more room.
+
+# %%
+nb.show(R.prescreen(frame, vframe), "table_prescreen")
+
+# %% [markdown]
 # ## 5b. How the searches spent their pulls, and the memory rule
 #
 # First what each search did, per setting and memory rule (this run's and the ablation's): if the distinct

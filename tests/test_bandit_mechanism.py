@@ -155,3 +155,29 @@ def test_the_verdict_scope_says_what_the_design_lets_a_mab_verdict_measure():
     assert "6-14 times" in text and "70%-99%" in text
     assert "of the 1 (setting, bandit) rows where MAB beats greedy, 1 has an allocation part" in text  # UCB
     assert M.verdict_scope(pd.DataFrame(), pd.DataFrame(), pd.DataFrame()) == ""
+
+
+def test_the_prescreen_bound_is_k_minus_pool_plus_one_and_the_overlap_is_measured():
+    """A search choosing k = 10 units from a pool of 4 must take at least 7 of magnitude's 10 (the pool reaches only
+    the 13 lowest-norm units); the table says so beside the overlap the selections really have, and its reading names
+    how many units the searches chose themselves. A search with a pool of 48 is forced to nothing."""
+    import pandas as pd
+
+    from repro.papers.bandit.mechanism import prescreen_reading, prescreen_table
+
+    mag = [("mlp", 0, i) for i in range(10)]
+    rows = [{"model": "m", "kinds": "mlp", "ratio": 0.1, "method": "magnitude", "units": mag, "search": None, "seed": 1}]
+    for seed, extra in ((1, 3), (2, 1)):  # 3 and 1 units beyond magnitude's 10
+        units = mag[:10 - extra] + [("mlp", 0, 10 + j) for j in range(extra)]
+        rows.append({"model": "m", "kinds": "mlp", "ratio": 0.1, "method": "ucb", "units": units, "search": (8, 4),
+                     "seed": seed})
+    rows.append({"model": "m", "kinds": "mlp", "ratio": 0.1, "method": "greedy", "units": mag[:5] + [("mlp", 1, j)
+                 for j in range(5)], "search": (32, 48), "seed": 1})
+    t = prescreen_table(pd.DataFrame(rows))
+    ucb = t[t.method == "MAB-UCB"].iloc[0]
+    assert ucb.forced == 0.7 and ucb.overlap == 0.8 and (ucb["min"], ucb["max"]) == (0.7, 0.9) and ucb.seeds == 2
+    greedy = t[t.method == "Budgeted greedy"].iloc[0]
+    assert greedy.forced == 0.0 and greedy.overlap == 0.5 and greedy.pool == 48
+    text = prescreen_reading(t)
+    assert "at least 7 of the 10 units (70%) are magnitude's by construction" in text and "chose 2 of the 10" in text
+    assert "the pool forces no unit" in text and "50% (every method)" in text

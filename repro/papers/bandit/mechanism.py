@@ -6,7 +6,8 @@
 - :func:`exploration_table`: MAB-UCB at each exploration constant: how it spent its pulls and what it cost;
 - :func:`replay_table`: a search's joins replayed in float32 on the same pulls (:mod:`repro.methods.replay`);
 - :func:`timing_table`: each search's seconds per layer forward, with the machine it ran on;
-- :func:`magnitude_pool`: magnitude's heads against the damages the searches measured for the same heads.
+- :func:`magnitude_pool`: magnitude's heads against the damages the searches measured for the same heads;
+- :func:`prescreen_table`: how much of each search's selection the magnitude pre-screen decides (pools 16 and 48).
 """
 from __future__ import annotations
 
@@ -359,3 +360,55 @@ def verdict_scope(decomp: pd.DataFrame, spread: pd.DataFrame, exploration: pd.Da
             "MAB vs budgeted greedy here measures memory (pulls kept across steps) and the pool's refresh more than "
             "adaptive allocation on rewards, the mechanism the paper credits; the control rows (ours) separate the "
             "two where the seeds allow.")
+
+
+# ---- what the magnitude pre-screen decides -----------------------------------------------------------
+
+def prescreen_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """How much of each sequential search's selection the magnitude pre-screen decides, per setting (model, unit
+    kind, ratio) and pool size: the pool enters units in norm order, so a search choosing k units from a pool of P can
+    only reach the k + P - 1 lowest-norm units, and at least k - P + 1 of its units (``forced``) are magnitude's own
+    k, whatever it measured. Beside that bound, the overlap each method's selections really have with magnitude's
+    (mean, min and max over seeds). ``frame``: a language or vision frame with magnitude's rows."""
+    from repro.methods.bandit import SELECTORS
+
+    rows = []
+    seq = frame[frame.method.isin(SELECTORS.names(sequential=True))]
+    for (model, kinds, ratio), f in seq.groupby(["model", "kinds", "ratio"], sort=False):
+        mag = frame[(frame.model == model) & (frame.kinds == kinds) & (frame.ratio == ratio)
+                    & (frame.method == "magnitude")]
+        if not len(mag):
+            continue
+        own = {tuple(u) for u in mag.units.iloc[0]}
+        for (method, search), g in f.groupby(["method", "search"], sort=False):
+            k, pool = len(own), int(search[1])
+            shares = [len(own & {tuple(u) for u in units}) / k for units in g.units]
+            rows.append({"model": model, "units": kinds, "ratio": ratio, "k": k, "pool": pool,
+                         "method": LABELS.get(method, method), "forced": max(0, k - pool + 1) / k,
+                         "overlap": float(np.mean(shares)), "min": float(np.min(shares)), "max": float(np.max(shares)),
+                         "seeds": len(shares)})
+    return pd.DataFrame(rows)
+
+
+def _span(a, b) -> str:
+    return f"{a}" if a == b else f"{a}-{b}"
+
+
+def prescreen_reading(t: pd.DataFrame) -> str:
+    """What the pre-screen table shows, one line per setting: the share of the selection the pool's size forces to be
+    magnitude's, the overlap the methods really have, and how many units they then chose for themselves."""
+    if not len(t):
+        return ""
+    out = []
+    for (model, units, ratio, k, pool), f in t.groupby(["model", "units", "ratio", "k", "pool"], sort=False):
+        lo, hi = f.loc[f.overlap.idxmin()], f.loc[f.overlap.idxmax()]
+        forced = f.forced.iloc[0]
+        overlap = (f"{lo.overlap:.0%} (every method)" if f"{lo.overlap:.0%}" == f"{hi.overlap:.0%}" else
+                   f"{lo.overlap:.0%} ({lo.method}) to {hi.overlap:.0%} ({hi.method})")
+        own = _span(round(k * (1 - hi.overlap)), round(k * (1 - lo.overlap)))
+        out.append(f"- **{model}, {units} {unit_pct(ratio)}** (k = {k}, pool {pool}): "
+                   + (f"at least {round(forced * k)} of the {k} units ({forced:.0%}) are magnitude's by construction; "
+                      if forced > 0 else "the pool forces no unit; ")
+                   + f"the selections overlap magnitude's by {overlap}, so the searches chose {own} of the {k} units "
+                   + ("for themselves: a comparison between them rests on those." if forced > 0 else "for themselves."))
+    return "\n".join(out)

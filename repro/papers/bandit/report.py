@@ -416,6 +416,17 @@ class Report:
                                          "score (weight norm), the mean damage of the head's pulls (all seeds, nats) "
                                          "and magnitude's selection.", frame), M.magnitude_reading(t, lm))
 
+    def prescreen(self, lm: pd.DataFrame, vframe: pd.DataFrame | None = None) -> Table:
+        """How much of each search's selection the magnitude pre-screen decides (:func:`.mechanism.prescreen_table`),
+        the language models' searches and, where given, the vision models' (their pool is the paper's 48)."""
+        frames = [f for f in (lm, vframe) if f is not None and len(f)]
+        t = pd.concat([M.prescreen_table(f) for f in frames], ignore_index=True) if frames else pd.DataFrame()
+        return Table(t.round(3) if len(t) else t, self.caption(
+            "What the magnitude pre-screen decides: per setting and pool size, the share of a search's k units that "
+            "must be magnitude's own (a pool of P entered in norm order reaches only the k + P - 1 lowest-norm units), "
+            "and the overlap each method's selections have with magnitude's (mean, min, max over seeds).", lm),
+            M.prescreen_reading(t))
+
     def wide(self, wframe: pd.DataFrame) -> Table:
         """Section 5c's table: :func:`vision_summary` of budgeted greedy and the MAB searches with the
         ``wide_search`` budget."""
