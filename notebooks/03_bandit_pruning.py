@@ -252,6 +252,8 @@ frame = grid.language_models()  # dense, then every (unit type, ratio, method, s
 lm = P.lm_table(frame)
 table1 = R.table1(lm, frame)
 nb.show(table1, "table1_lm")
+if R.paper_settings_pending():
+    print(R.paper_settings_pending())
 
 # %% [markdown]
 # Where a one-shot baseline loses to random, that is a finding to explain, not a number to pass over:

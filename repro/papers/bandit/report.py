@@ -159,6 +159,24 @@ class Report:
                                      "perplexity and last-word accuracy change.", frame),
                      readings.table1_reading(t))
 
+    def paper_settings_pending(self) -> str:
+        """Where the language-model searches run below the paper's setting (fewer paired evaluations per step, a
+        smaller pool, losses not in float32): one generated line saying which rows are still at the profile's
+        setting; "" where they run at the paper's."""
+        p, fields = self.p, type(self.p).model_fields
+        paper, dtype = fields["search"].default, fields["search_dtype"].default
+        dtypes = sorted({e.search_dtype for e in self.lm.values()})
+        searched = {k: p.search.get(k) for k in ("budget", "pool_size")}
+        if not self.lm or (searched == paper and dtypes == [dtype]):
+            return ""
+        return (f"Not yet at the paper's search: this profile's language-model searches make {searched['budget']} "
+                f"paired evaluations per step over a pool of {searched['pool_size']}, their losses in "
+                f"{' and '.join(dtypes)}; the paper's make {paper['budget']} over {paper['pool_size']} ({dtype} here). "
+                "Table 1, the claims that read it and the README headline are at the profile's setting. The searches "
+                "at the paper's setting are being computed across sessions (`tools/paper_settings.sh`); meanwhile the "
+                "table 'What the pre-screen decides' (after section 5's vision table) shows what the smaller pool "
+                "decides.")
+
     def table1_per_seed(self, lm: pd.DataFrame, frame: pd.DataFrame) -> Table:
         return Table(per_seed_table(lm), self.caption(
             "Table 1 per seed: WikiText-2 ppl change % [paired 95% CI] / LAMBADA ppl change %.", frame),
