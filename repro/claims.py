@@ -350,12 +350,33 @@ COLUMNS = ["claim", "source", "setting", "measured", "verdict", "kind", "flag", 
            "log", "depends"]
 
 
+def once(claims: list[Claim]) -> list[Claim]:
+    """Each comparison counted once: a row whose measurement is another row's (the same effect up to its sign, the
+    same interval mirrored, over the same sample: one paired comparison read as two claims, e.g. "MAB-UCB is best"
+    against the runner-up that another claim compares it with) keeps its place, but says which row it repeats and is
+    not a second verdict (*uninformative*: it adds no evidence). Exact quantities (zero-width intervals) are left
+    alone: equal values there are not one comparison."""
+    seen: dict[tuple, Claim] = {}
+    for c in claims:
+        if c.ci is None or c.effect is None or c.ci[0] == c.ci[1] or not all(np.isfinite([c.effect, *c.ci])):
+            continue
+        scale = np.log if c.log else float  # a ratio's mirror is its reciprocal
+        key = (round(abs(scale(c.effect)), 12), tuple(sorted(round(abs(scale(v)), 12) for v in c.ci)), c.n, c.log)
+        if key in seen and not c.uninformative:
+            first = seen[key]
+            c.uninformative = (f"the same comparison as the row *{first.claim}* ({first.setting}): one measurement, "
+                               "counted there")
+        seen.setdefault(key, c)
+    return claims
+
+
 def claims_frame(claims: list[Claim]):
-    """Claims as a DataFrame (the columns a reader needs first, the numbers after)."""
+    """Claims as a DataFrame (the columns a reader needs first, the numbers after), each comparison counted once
+    (:func:`once`)."""
     import pandas as pd
 
     rows = []
-    for c in claims:
+    for c in once(list(claims)):
         need = c.sample_needed
         rows.append({**asdict(c), "kind": c.kind, "why uninformative": c.why_uninformative, "power": c.power,
                      "half-width": c.half_width, "paper effect": c.paper_effect,

@@ -121,3 +121,25 @@ def test_an_order_between_two_collapsed_models_is_judged_on_each_calibration_dra
     assert collapsed.kind == DEPENDS and collapsed.verdict == "depends on the calibration draw"
     assert "calibration draw 0: holds" in collapsed.depends and "calibration draw 1: does not hold" in collapsed.depends
     assert vs_wanda(frame(0.5)).kind != DEPENDS
+
+
+def test_a_comparison_is_counted_once_whatever_claim_reads_it():
+    """Two rows of one measurement (a - b read by one claim, b - a by another; a ratio and its reciprocal) become one
+    verdict and one row saying which row it repeats; exact quantities with equal values stay separate rows."""
+    from repro.claims import Claim, claims_frame, ratio_claim
+    from repro.evaluate.stats import Paired
+
+    def diff(name, sign):
+        c = Claim.check(name, "s", "m", sign * 0.29, (sign * -4.62, sign * 4.04), 0.0, "below", 5)
+        c.unit = "seeds"
+        return c
+    f = claims_frame([diff("A best", 1), diff("B beats A", -1), diff("C", 1).__class__.check("C", "t", "m", 0.5,
+                                                                                              (0.2, 0.8), 0.0, "above",
+                                                                                              5)])
+    assert list(f.kind) == ["inconclusive", "uninformative", "decided"]
+    assert f["why uninformative"].iloc[1].startswith("the same comparison as the row *A best* (s)")
+    r1 = ratio_claim("R", "x", "a / b", Paired(0.8, (0.7, 0.9), 32, 30, 2))
+    r2 = ratio_claim("S", "y", "b / a", Paired(1 / 0.8, (1 / 0.9, 1 / 0.7), 32, 2, 30))
+    assert list(claims_frame([r1, r2]).kind) == [DECIDED, UNINFORMATIVE]
+    exact = [Claim.check(f"E{i}", "z", "m", 1.0, (1.0, 1.0), 0.5, "above", 32) for i in range(2)]
+    assert list(claims_frame(exact).kind) == [DECIDED, DECIDED]

@@ -321,9 +321,9 @@ OGAS_NLL = np.tile([0.9, 0.8, 0.95, 0.85], 5)
 def constructed_frame():
     rows = [row("a", "wikitext2", "dense", BASE), row("b", "wikitext2", "dense", BASE - 0.5),
             row("a", "c4-sample", "dense", BASE)]
-    for d in ("wikitext2", "c4-sample"):
+    for d, shift in (("wikitext2", 0.0), ("c4-sample", 0.01)):  # two data sets: never one measurement twice
         rows += [row("a", d, "magnitude", BASE + 2.0), row("a", d, "wanda", BASE + 1.0),
-                 row("a", d, "ogas", BASE + OGAS_NLL, params=OGAS_A, achieved=0.4993)]
+                 row("a", d, "ogas", BASE + OGAS_NLL + shift, params=OGAS_A, achieved=0.4993)]
     rows += [row("a", "wikitext2", "ogas", BASE + 0.7, params={**OGAS_A, "rounding": "exact"}),
              row("b", "wikitext2", "wanda", BASE), row("b", "wikitext2", "ogas", BASE - 0.1,
                                                        params={"lam": 0.2, "gamma": 0.2})]
