@@ -80,6 +80,20 @@ def destroyed(ppls: dict[str, float], uniform: float | None) -> str:
     return f"both models destroyed: perplexity {sides}, at or above a uniform guess over the {uniform:,.0f}-word vocabulary"
 
 
+def classifier_destroyed(sides: dict[str, tuple[float, float]], n_classes: int | None) -> str:
+    """:func:`destroyed` for classifiers (``sides``: ``{side: (accuracy, cross-entropy)}``): every side at or past a
+    uniform guess over ``n_classes`` (cross-entropy >= ln n_classes, or accuracy <= 1 / n_classes, the trivial
+    answer on a balanced set); "" where a side still classifies (or the classes are unknown)."""
+    if not sides or not n_classes:
+        return ""
+    ln = math.log(n_classes)
+    if not all(ce >= ln or acc <= 1 / n_classes for acc, ce in sides.values()):
+        return ""
+    said = " and ".join(f"{k} {acc:.1%} / {ce:.2f} nats" for k, (acc, ce) in sides.items())
+    return (f"both classifiers destroyed: accuracy / cross-entropy {said}, at or past a uniform guess over the "
+            f"{n_classes} classes ({1 / n_classes:.0%}, ln {n_classes} = {ln:.2f} nats)")
+
+
 def beyond_dense(ppls: dict[str, float], dense: float | None) -> str:
     """A flag for a comparison whose every side is above ``COLLAPSE`` x the ``dense`` perplexity (both collapsed,
     by this repository's definition): the verdict stands, and the row says that it compares two collapsed models;
@@ -352,10 +366,8 @@ COLUMNS = ["claim", "source", "setting", "measured", "verdict", "kind", "flag", 
 
 def once(claims: list[Claim]) -> list[Claim]:
     """Each comparison counted once: a row whose measurement is another row's (the same effect up to its sign, the
-    same interval mirrored, over the same sample: one paired comparison read as two claims, e.g. "MAB-UCB is best"
-    against the runner-up that another claim compares it with) keeps its place, but says which row it repeats and is
-    not a second verdict (*uninformative*: it adds no evidence). Exact quantities (zero-width intervals) are left
-    alone: equal values there are not one comparison."""
+    same interval mirrored, over the same sample: one comparison read by two claims) says which row it repeats and is
+    not a second verdict (*uninformative*). Exact quantities (zero-width intervals) are left alone."""
     seen: dict[tuple, Claim] = {}
     for c in claims:
         if c.ci is None or c.effect is None or c.ci[0] == c.ci[1] or not all(np.isfinite([c.effect, *c.ci])):

@@ -526,7 +526,7 @@ def fake_report() -> Report:
     vision = {"v": SimpleNamespace(identity={"source": "trained here", "seed": 0, "test_top1": 0.9},
                                    setup=setup, n_calib=512, calib_batch_size=32, n_eval=2000, search_dtype="float32",
                                    structure={"heads_per_layer": [4, 6]},
-                                   images=SimpleNamespace(root=None, describe=lambda: "first 2000 Fashion-MNIST test "
+                                   images=SimpleNamespace(root=None, n_classes=10, describe=lambda: "first 2000 Fashion-MNIST test "
                                                                                       "images"))}
     params = {"profile": "cpu", "seeds": [1, 2, 3], "search": {"budget": 8, "pool_size": 16},
               "vision_search": {"budget": 32, "pool_size": 48}, "lambada_limit": 30,

@@ -143,3 +143,14 @@ def test_a_comparison_is_counted_once_whatever_claim_reads_it():
     assert list(claims_frame([r1, r2]).kind) == [DECIDED, UNINFORMATIVE]
     exact = [Claim.check(f"E{i}", "z", "m", 1.0, (1.0, 1.0), 0.5, "above", 32) for i in range(2)]
     assert list(claims_frame(exact).kind) == [DECIDED, DECIDED]
+
+
+def test_two_classifiers_past_a_uniform_guess_are_destroyed_as_two_language_models_are():
+    """A classifier at or past a uniform guess over its 10 classes (cross-entropy >= ln 10, or accuracy <= 10%) is
+    destroyed; a comparison of two such is uninformative; one that still classifies keeps the row a verdict."""
+    from repro.claims import classifier_destroyed
+
+    assert classifier_destroyed({"a": (0.206, 4.74), "b": (0.15, 4.63)}, 10).startswith("both classifiers destroyed")
+    assert classifier_destroyed({"a": (0.09, 1.0), "b": (0.5, 2.4)}, 10)  # one by accuracy, one by cross-entropy
+    assert classifier_destroyed({"a": (0.206, 4.74), "b": (0.64, 0.96)}, 10) == ""
+    assert classifier_destroyed({"a": (0.206, 4.74)}, None) == ""

@@ -37,6 +37,9 @@ def parse_images(spec: str) -> tuple[str, str | None]:
     return name, path or None
 
 
+FASHION_CLASSES = 10
+
+
 class Images:
     """Labelled images for ``owner`` (an experiment on an image classifier: its identity names the
     pixel recipe, its setup the evaluation dtype)."""
@@ -98,6 +101,12 @@ class Images:
     def classes(self) -> list[int] | None:
         """The logits that score this set (Imagenette: its ten ImageNet indices); None: all of them."""
         return list(imagenette.IMAGENET_INDEX) if self.root is not None else None
+
+    @property
+    def n_classes(self) -> int:
+        """How many classes the evaluation scores (:attr:`classes`; Fashion-MNIST's ten labels): a uniform guess
+        over them has cross-entropy ln(n_classes) and, on a balanced set, accuracy 1 / n_classes."""
+        return len(self.classes) if self.classes is not None else FASHION_CLASSES
 
     def pixels(self, images: torch.Tensor) -> torch.Tensor:
         """uint8 Fashion-MNIST images -> the model's pixel values (its resolution, channels, normalisation)."""

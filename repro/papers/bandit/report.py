@@ -472,7 +472,8 @@ class Report:
         """The claims (:func:`repro.claims.claims_frame`: every claim's numbers; with ``wframe``, section 5c's
         searches at the wider budget too), what :meth:`repro.notebooks.Notebook.show_claims` shows."""
         wide = vision_table(wframe) if wframe is not None and len(wframe) else None
-        claims = claims_frame(with_sources(with_paper(bandit_claims(lm, vis, wide, self.p.wide_search),
+        classes = {n: e.images.n_classes for n, e in self.vision.items()}
+        claims = claims_frame(with_sources(with_paper(bandit_claims(lm, vis, wide, self.p.wide_search, classes),
                                                       PAPER_EFFECTS), PAPER_SOURCES))
         caption = (f"**Claims checked (Paper 3).** Profile `{self.p.profile}`; seeds {self.p.seeds}; "
                    f"verdicts from 95% t intervals of the difference paired over seeds.")

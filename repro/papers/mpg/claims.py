@@ -13,6 +13,7 @@ from repro.claims import (
     INCONCLUSIVE,
     Claim,
     at_chance,
+    classifier_destroyed,
     difference_claim,
     fmt_ratio,
     judged_on,
@@ -353,12 +354,21 @@ def efficiency_claims(eff: dict, model: str) -> list[Claim]:
 # ---- MHA encoders: the image classifiers ---------------------------------------------------------
 
 def mha_claims(frame: pd.DataFrame, scores: pd.DataFrame, models: list[str], sparsities: list[float],
-               z_values: list[float], z_sparsities: list[float], structure: dict[str, tuple[int, int, int]]) -> list[Claim]:
+               z_values: list[float], z_sparsities: list[float], structure: dict[str, tuple[int, int, int]],
+               n_classes: dict[str, int] | None = None) -> list[Claim]:
     """The paper's MHA statements on the image classifiers (``frame``: :func:`vision_frame`;
     ``structure``: ``{model: (layers, heads, KV heads)}``). Effects are per-image cross-entropy
     differences in nats, paired over the same test images (the classifier's analogue of the
-    perplexity ratio's mean NLL difference)."""
+    perplexity ratio's mean NLL difference). ``n_classes``: the classes each model's evaluation scores; a comparison
+    of two classifiers both at or past a uniform guess over them is uninformative
+    (:func:`repro.claims.classifier_destroyed`), as two language models at a uniform guess are."""
     out: list[Claim] = []
+
+    def unless_destroyed(claim: Claim, model: str, cells: dict) -> Claim:
+        sides = {k: (float(c.top1), float(c.ce)) for k, c in cells.items()}
+        claim.uninformative = claim.uninformative or classifier_destroyed(sides, (n_classes or {}).get(model))
+        return claim
+
     for model in models:  # exact: identical scores and selections when H_kv = H
         n_layers, h, h_kv = structure[model]
         same = identical_scores(scores, model, z_values, sparsities)
@@ -380,19 +390,20 @@ def mha_claims(frame: pd.DataFrame, scores: pd.DataFrame, models: list[str], spa
             if 1.5 not in zs or len(zs) < 2:
                 continue
             rival = min((z for z in zs if z != 1.5), key=lambda z: zs[z].ce)
-            out.append(difference_claim("MHA models prefer z = 1.5", f"{model}, {pct(sp)}",
-                                        f"cross-entropy MP-G z=1.5 - z={rival} (the better other z):",
-                                        vision_paired(frame, model, "mpg", "mpg", sp, z_a=1.5, z_b=rival),
-                                        side="below", unit="nats", over="paired test images"))
+            out.append(unless_destroyed(difference_claim(
+                "MHA models prefer z = 1.5", f"{model}, {pct(sp)}",
+                f"cross-entropy MP-G z=1.5 - z={rival} (the better other z):",
+                vision_paired(frame, model, "mpg", "mpg", sp, z_a=1.5, z_b=rival), side="below", unit="nats",
+                over="paired test images"), model, {"z = 1.5": zs[1.5], f"z = {rival}": zs[rival]}))
     for model in models:  # MP-G against the strongest other paper method at each sparsity
         for sp in sparsities:
             others = {m: c for m in PAPER_METHODS if m != "mpg" and (c := find(frame, model, m, sp)) is not None}
             if not others or find(frame, model, "mpg", sp) is None:
                 continue
             rival = min(others, key=lambda m: others[m].ce)
-            out.append(difference_claim("MP-G is best at every sparsity on an MHA model (paper: OPT-6.7B)",
-                                        f"{model}, {pct(sp)}",
-                                        f"cross-entropy MP-G - {LABEL[rival]} (the best other paper method):",
-                                        vision_paired(frame, model, "mpg", rival, sp), side="below", unit="nats",
-                                        over="paired test images"))
+            out.append(unless_destroyed(difference_claim(
+                "MP-G is best at every sparsity on an MHA model (paper: OPT-6.7B)", f"{model}, {pct(sp)}",
+                f"cross-entropy MP-G - {LABEL[rival]} (the best other paper method):",
+                vision_paired(frame, model, "mpg", rival, sp), side="below", unit="nats", over="paired test images"),
+                model, {"MP-G": find(frame, model, "mpg", sp), LABEL[rival]: others[rival]}))
     return out

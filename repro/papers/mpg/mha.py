@@ -145,7 +145,8 @@ class MhaTables(SessionTables):
     def claims(self, frame: pd.DataFrame, scores: pd.DataFrame, sparsities, z_values, z_sparsities) -> Table:
         """The claims frame of :func:`mha_claims`, with the paper's sentence each row tests, and its caption."""
         structure = {n: (*e.shape, e.kv_heads) for n, e in self.experiments.items()}
-        found = mha_claims(frame, scores, self.models, sparsities, z_values, z_sparsities, structure)
+        classes = {n: e.images.n_classes for n, e in self.experiments.items()}
+        found = mha_claims(frame, scores, self.models, sparsities, z_values, z_sparsities, structure, classes)
         claims = claims_frame(with_sources(with_paper(found, PAPER_EFFECTS), PAPER_SOURCES))
         caption = (f"**Claims on the MHA encoders (beyond the paper's models).** Profile `{self.profile}`; "
                    f"{', '.join(self.models)} on the first {next(iter(self.experiments.values())).n_eval} "
