@@ -154,3 +154,21 @@ def test_two_classifiers_past_a_uniform_guess_are_destroyed_as_two_language_mode
     assert classifier_destroyed({"a": (0.09, 1.0), "b": (0.5, 2.4)}, 10)  # one by accuracy, one by cross-entropy
     assert classifier_destroyed({"a": (0.206, 4.74), "b": (0.64, 0.96)}, 10) == ""
     assert classifier_destroyed({"a": (0.206, 4.74)}, None) == ""
+
+
+def test_notebook_1_judges_an_order_between_collapsed_models_at_every_z():
+    """MP-G worse than MP at z = 2 but better at z = 2.5, both beyond 10x dense: the row depends on z instead of
+    'does not hold'; the same flip between two models that still predict keeps the z = 2 verdict."""
+    from repro.claims import DEPENDS
+
+    def gqa_row(level):
+        rows = [dict(model="m", method="dense", sparsity=0.0, nll=W)]
+        for z, gap in ((2.0, 0.3), (2.5, -0.3)):
+            rows += [dict(model="m", method="mpg", sparsity=0.5, z=z, nll=W + level + gap),
+                     dict(model="m", method="mp", sparsity=0.5, z=z, nll=W + level)]
+        claims = mpg_claims(_frame(rows), ["m"], [0.5], [2.0, 2.5], [], {"m": 3})
+        return next(c for c in claims if c.claim.startswith("GQA-aware MP-G"))
+
+    c = gqa_row(3.0)
+    assert c.kind == DEPENDS and c.verdict == "depends on z" and "z = 2.5: holds" in c.depends
+    assert gqa_row(0.5).verdict == "does not hold"
