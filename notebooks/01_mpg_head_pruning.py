@@ -747,6 +747,7 @@ if grid.lm_paper:  # the claims read the paper's calibration; the profile's verd
 nb.show_claims(claims, "claims")
 if grid.lm_paper:
     nb.show(R.survival(scaled_claims, claims), "claims_survival")
+display(Markdown(R.family_note(claims, mha_claims)))  # this table and section 9b's as one family of tests
 
 # %% [markdown]
 # ## 11. What the results say

@@ -611,6 +611,7 @@ nb.show(R.curve_table(curve, frame), "fig4_ppl_vs_sparsity")
 # %%
 claims = R.claims(frame, fig2_corners)  # its reading is section 8
 nb.show_claims(claims, "claims")
+display(Markdown(R.family_note(claims)))  # the claims as one family of tests
 if paper_frame is not None:  # does each verdict of Tables 1-2 survive the paper's calibration?
     nb.show(R.survival(claims, R.claims_paper(paper_frame)), "claims_survival")
 

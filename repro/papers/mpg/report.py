@@ -8,6 +8,7 @@ import pandas as pd
 from repro import origin
 from repro.assets.encoders import ENCODERS
 from repro.engines.mlm import MASK_RATE
+from repro.family import family_note
 from repro.methods.heads import get_method
 from repro.papers.mpg import collapse as C
 from repro.papers.mpg.glue import TASK_LABEL, glue_reading, table3
@@ -40,6 +41,12 @@ class Report(Tables):
     def describe(self) -> str:
         """The models, their geometry and the evaluation sample, one line each."""
         return describe(self.grid.lm)
+
+    @staticmethod
+    def family_note(*tables: Table) -> str:
+        """The claims of ``tables`` as one family of tests (:func:`repro.family.family_note`): how many decided rows
+        keep their verdict at a level corrected for the number of comparisons."""
+        return family_note(pd.concat([t.frame for t in tables if t is not None and len(t.frame)], ignore_index=True))
 
     def four_bit_origin(self) -> Table | None:
         """What a GGUF Q4_1 round trip of two fp32 models does to this notebook's weight-only scores

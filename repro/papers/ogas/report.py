@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from repro import origin
+from repro.family import family_note
 from repro.papers.ogas import claims as C
 from repro.papers.ogas import corners as K
 from repro.papers.ogas import readings as Rd
@@ -31,6 +32,11 @@ class Report:
 
     def __init__(self, session, grid: OgasGrid):
         self.session, self.grid = session, grid
+
+    @staticmethod
+    def family_note(claims: Table) -> str:
+        """The claims as one family of tests (:func:`repro.family.family_note`)."""
+        return family_note(claims.frame)
 
     def four_bit_origin(self) -> Table | None:
         """What a GGUF Q4_1 round trip of two fp32 models does to this notebook's weight-only scores
