@@ -254,3 +254,17 @@ def test_mpg_norm_orders_mpgs_ties_by_norm_and_keeps_its_order_elsewhere():
     assert (np.argsort(b[zero]) == np.argsort(profile[zero], kind="stable")).all()
     k = len(zero) / mpg.size / 2  # cut inside the tie: index order and norm order pick different heads
     assert select_heads(ranks, k) != select_heads(mpg, k)
+
+
+def test_a_row_whose_mpg_selection_is_the_index_tie_is_about_the_tie_break():
+    """MP-G scoring at least as many heads exactly 0 as it prunes (mean over folds) selects the tie in index order:
+    a row with that cell is labelled evidence about the tie-break; fewer zeros than pruned heads leave it a verdict."""
+    import pandas as pd
+
+    from repro.papers.mpg.glue import tie_break_only
+
+    mpg = pd.DataFrame({"sparsity": [0.25, 0.25, 0.5], "param": [2.0, 2.0, 2.0], "zero_scores": [20, 22, 21],
+                        "n_pruned": [18, 18, 36], "n_heads": [72, 72, 72]})
+    assert tie_break_only(mpg, 0.25, 2.0).startswith("evidence about MP-G's tie-break, not its scores: at z = 2 it "
+                                                     "scores 21 of 72 heads exactly 0, at least the 18")
+    assert tie_break_only(mpg, 0.5, 2.0) == "" and tie_break_only(mpg, 0.25, 2.5) == ""

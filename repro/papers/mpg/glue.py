@@ -155,6 +155,18 @@ def table3(frame: pd.DataFrame, methods: list[str], sparsities: list[float]) -> 
     return pd.DataFrame(rows)
 
 
+def tie_break_only(mpg: pd.DataFrame, sparsity: float, z: float) -> str:
+    """Why a row with MP-G's cell at (``sparsity``, ``z``) is evidence about its tie-break, not its scores: MP-G
+    scores at least as many heads exactly 0 as it prunes there (mean over folds and seeds), so its selection is that
+    tie taken in index order; "" otherwise (``mpg``: one task's MP-G rows of the frame)."""
+    f = mpg[np.isclose(mpg.sparsity.astype(float), sparsity) & np.isclose(mpg.param.astype(float), z)]
+    if not len(f) or f.zero_scores.mean() < f.n_pruned.iloc[0]:
+        return ""
+    return (f"evidence about MP-G's tie-break, not its scores: at z = {z:g} it scores {f.zero_scores.mean():.0f} of "
+            f"{int(f.n_heads.iloc[0])} heads exactly 0, at least the {int(f.n_pruned.iloc[0])} it prunes, so its "
+            "selection is that tie taken in index order (section 6's norm-key row orders the same tie by norm)")
+
+
 def glue_claims(frame: pd.DataFrame, sparsities: list[float], methods: list[str]) -> list[Claim]:
     """Table III's claim ("SparseGPT-Head is the most robust downstream"), per task and sparsity against
     each other paper method; (beyond the paper) MP-G against Random's draws; and the paper's MHA claims in
@@ -192,8 +204,11 @@ def glue_claims(frame: pd.DataFrame, sparsities: list[float], methods: list[str]
                 c = difference_claim(claim, f"{name}, {pct(sp)}, vs {lab[1]}", f"{metric} {lab[0]} - {lab[1]}",
                                      p.scaled(100), side="above", over="paired examples")
                 same = p.ci == (p.estimate, p.estimate) and p.n_better == p.n_worse == 0
+                tie = "" if claim in {c for _, c in ABLATES.values()} else next(
+                    (t for x in (a, b) if x[0] == "mpg" and (t := tie_break_only(mpg, sp, x[2] if len(x) > 2 else 2.0))),
+                    "")
                 c.uninformative = why or ("both predict the same class on every example (identical answers)"
-                                          if same else "")
+                                          if same else "") or tie
                 out.append(c)
     return out
 
