@@ -154,6 +154,17 @@ def test_the_verdict_scope_says_what_the_design_lets_a_mab_verdict_measure():
     text = M.verdict_scope(M.decomposition(lm), spread, explored)
     assert "6-14 times" in text and "70%-99%" in text
     assert "of the 1 (setting, bandit) rows where MAB beats greedy, 1 has an allocation part" in text  # UCB
+    # the conclusion follows the rows: here both parts resolved, below one part or the other
+    assert "the control resolves allocation in 1 of the 1 rows and memory in 1." in text
+    alloc = lm_table({"greedy": [10, 12, 11, 13], "greedy-memory": [10, 12.2, 11, 13.1], "ucb": [8, 9, 9, 10],
+                      "thompson": [10, 12, 11, 12]})
+    assert "the control resolves allocation in 1 of the 1 rows and memory in none." in M.verdict_scope(
+        M.decomposition(alloc), spread, explored)
+    assert "seeded permutations of the pool" in text  # the control's other difference, named
+    memory = lm_table({"greedy": [10, 12, 11, 13], "greedy-memory": [8, 9, 9, 10], "ucb": [8, 9, 9, 10.2],
+                       "thompson": [10, 12, 11, 12]})
+    assert "the control resolves allocation in 0 of the 1 rows and memory in 1." in M.verdict_scope(M.decomposition(memory),
+                                                                                       spread, explored)
     assert M.verdict_scope(pd.DataFrame(), pd.DataFrame(), pd.DataFrame()) == ""
 
 
