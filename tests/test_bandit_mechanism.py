@@ -192,3 +192,18 @@ def test_the_prescreen_bound_is_k_minus_pool_plus_one_and_the_overlap_is_measure
     text = prescreen_reading(t)
     assert "at least 7 of the 10 units (70%) are magnitude's by construction" in text and "chose 2 of the 10" in text
     assert "the pool forces no unit" in text and "50% (every method)" in text
+
+
+def test_seed_gaps_are_each_seeds_paired_difference_against_greedy():
+    """The per-seed figure's numbers: MAB's change minus greedy's on the same seed, finite seeds only; their mean is
+    the claim's paired mean difference."""
+    from repro.papers.bandit.seeds import seed_diff
+    from repro.papers.bandit.tables import seed_gaps
+
+    lm = lm_table({"greedy": [10, 12, 11, 13], "greedy-memory": [9, 10, 10, 12], "ucb": [8, 9, 9, float("inf")],
+                   "thompson": [10, 12, 11, 12]})
+    g = seed_gaps(lm)
+    ucb = g[g.bandit == "MAB-UCB"]
+    assert list(ucb.gap) == [-2, -3, -2] and len(g[g.bandit == "MAB-TS"]) == 4  # the infinite seed left out
+    ts = g[g.bandit == "MAB-TS"]
+    assert ts.gap.mean() == pytest.approx(seed_diff(lm, "thompson", "greedy", "change_pct").estimate)

@@ -32,7 +32,8 @@ WRITES = {
                            "table_join_replay.md", "table_join_ablation.md", "table_join_vs_greedy.md",
                            "synthetic_refresh.md", "table_reward_spread.md", "table_timing.md",
                            "table_memory_allocation.md", "table_exploration.md", "table_precision_replay.md",
-                           "table_magnitude_pool.md", "table_prescreen.md", "gguf_roundtrip_prescreen.md"},
+                           "table_magnitude_pool.md", "table_prescreen.md", "gguf_roundtrip_prescreen.md",
+                           "fig_mab_minus_greedy_seeds.png"},
                           "table1_lm.md", "wikitext2:test"),
 }
 

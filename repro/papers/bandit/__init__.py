@@ -13,10 +13,10 @@ from repro.papers.bandit.params import BanditParams
 from repro.papers.bandit.readings import lambada_reading, rescale_reading, score_layers_reading, worked_join_reading
 from repro.papers.bandit.records import LABELS, first_run
 from repro.papers.bandit.report import Report
-from repro.papers.bandit.tables import lm_table, vision_table
+from repro.papers.bandit.tables import lm_table, seed_gaps, vision_table
 
 Params = BanditParams  # the notebook's parameters (repro.notebooks.paper_module finds them by this name)
 
 __all__ = ["Params", "BanditGrid", "BanditParams", "LABELS", "Report", "build", "first_run", "lambada_reading",
            "lm_table", "read_check", "readme_blocks", "rescale", "rescale_reading", "reward_summary",
-           "score_layers_reading", "synthetic", "vision_table", "worked_join_reading"]
+           "score_layers_reading", "seed_gaps", "synthetic", "vision_table", "worked_join_reading"]
