@@ -440,6 +440,30 @@ if len(sl):
 # row) would avoid emptying a layer. This notebook does not evaluate one: it is not among the paper's baselines.
 
 # %% [markdown]
+# ### Magnitude, Taylor and Fisher on one layer
+#
+# The three one-shot scorers each score every candidate once, on the unmasked model, and take the $k$ lowest:
+#
+# - **magnitude**: $\lVert W_u \rVert_2$, the norm of the unit's weights (its rows or columns in every projection it
+#   owns; a head's share of the shared K/V rows counts $1/g$);
+# - **Taylor**: $\bigl|\sum_{w \in u} g_w\, w\bigr|$, the first-order change of the mean calibration loss when the
+#   unit's weights are zeroed, $g$ the gradient of that loss;
+# - **Fisher**: $\sum_b \bigl(\sum_{w \in u} g_{b,w}\, w\bigr)^2$, the same product per calibration mini-batch $b$,
+#   squared and summed: the diagonal-Fisher estimate of the loss's second-order change, which a first-order term
+#   near zero (a unit whose removal helps on some batches and hurts on others) does not hide.
+#
+# Below, one real layer of one run, from its selection records (every candidate's score is kept), beside what the
+# seed-matched MAB-UCB search did with the same units; then, over every run, how much of each scorer's selection lies
+# where the search never looked.
+
+# %%
+mlp_settings = [(m, k, r) for m, k, r in settings if k == "mlp"]
+if mlp_settings:
+    m0, k0, r0 = mlp_settings[0]
+    nb.show(R.scorer_layer(frame, m0, k0, r0, seeds[0]), "table_scorers_layer")
+nb.show(R.scorer_reach(frame), "table_scorers_reach")
+
+# %% [markdown]
 # ### Why magnitude does worse than random on Gemma's heads
 #
 # Magnitude ranks a head by the norm of its weights, $\lVert W_u \rVert_2$ (its Q rows and O columns, and its

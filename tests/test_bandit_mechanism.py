@@ -207,3 +207,35 @@ def test_seed_gaps_are_each_seeds_paired_difference_against_greedy():
     assert list(ucb.gap) == [-2, -3, -2] and len(g[g.bandit == "MAB-TS"]) == 4  # the infinite seed left out
     ts = g[g.bandit == "MAB-TS"]
     assert ts.gap.mean() == pytest.approx(seed_diff(lm, "thompson", "greedy", "change_pct").estimate)
+
+
+def test_one_shot_scorers_reach_where_the_bandit_never_looked():
+    """k = 2 of 6 MLP groups, a pool of 2: the bandit can only reach the 3 lowest norms (k + P - 1). Fisher choosing
+    groups ranked 4th and 6th by norm chose 2 units the bandit never pulled, both beyond the pool's reach; the layer
+    table lists its layer's candidates in Fisher's order with each scorer's rank and choice."""
+    import pandas as pd
+
+    from repro.papers.bandit.scorers import layer_scores, reach, reach_reading
+
+    names = [f"mlp0.{i}" for i in range(6)]
+    norms = dict(zip(names, [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]))
+    fisher = dict(zip(names, [5.0, 4.0, 6.0, 1.0, 3.0, 2.0]))
+    base = {"model": "m", "kinds": "mlp", "ratio": 0.3, "seed": 1}
+    f = pd.DataFrame([
+        {**base, "method": "magnitude", "units": [["mlp", 0, 0], ["mlp", 0, 1]], "scores": norms, "pulled": None,
+         "search": None},
+        {**base, "method": "fisher", "units": [["mlp", 0, 3], ["mlp", 0, 5]], "scores": fisher, "pulled": None,
+         "search": None},
+        {**base, "method": "taylor", "units": [["mlp", 0, 0], ["mlp", 0, 3]], "scores": fisher, "pulled": None,
+         "search": None},
+        {**base, "method": "ucb", "units": [["mlp", 0, 1], ["mlp", 0, 2]], "scores": None,
+         "pulled": [["mlp0.0", "mlp0.1"], ["mlp0.2", "mlp0.0"]], "search": (8, 2)}])
+    t = reach(f)
+    row = t[t.scorer == "Fisher"].iloc[0]
+    assert row["never pulled by MAB-UCB"] == 1.0 and row["beyond the pool's reach"] == 1.0
+    taylor = t[t.scorer == "Taylor"].iloc[0]
+    assert taylor["never pulled by MAB-UCB"] == 0.5
+    assert "100% of Fisher's units were never pulled" in reach_reading(t)
+    layer = layer_scores(f, "m", "mlp", 0.3, 1)
+    assert list(layer.unit[:2]) == ["mlp0.3", "mlp0.5"] and list(layer["Fisher selects"][:2]) == [True, True]
+    assert layer.set_index("unit").loc["mlp0.2", "MAB-UCB pulled"] and layer["Magnitude rank"].min() == 1

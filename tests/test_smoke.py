@@ -33,7 +33,7 @@ WRITES = {
                            "synthetic_refresh.md", "table_reward_spread.md", "table_timing.md",
                            "table_memory_allocation.md", "table_exploration.md", "table_precision_replay.md",
                            "table_magnitude_pool.md", "table_prescreen.md", "gguf_roundtrip_prescreen.md",
-                           "fig_mab_minus_greedy_seeds.png"},
+                           "fig_mab_minus_greedy_seeds.png", "table_scorers_reach.md"},
                           "table1_lm.md", "wikitext2:test"),
 }
 

@@ -14,8 +14,9 @@ from repro.evaluate.stats import bh
 from repro.methods.bandit import UCB_C
 from repro.papers.bandit import mechanism as M
 from repro.papers.bandit import readings
+from repro.papers.bandit import scorers as S
 from repro.papers.bandit.claims import PAPER_EFFECTS, PAPER_SOURCES, bandit_claims
-from repro.papers.bandit.records import LABELS, MAB, SETTING, bandit_frame, head_maps, vision_frame
+from repro.papers.bandit.records import LABELS, MAB, SETTING, bandit_frame, head_maps, unit_of, vision_frame
 from repro.papers.bandit.tables import (
     ALL_FAMILY,
     OTHER_FAMILY,
@@ -433,6 +434,25 @@ class Report:
         return Table(shown, self.caption(f"{model}'s heads the MAB searches pulled, lowest norm first: magnitude's "
                                          "score (weight norm), the mean damage of the head's pulls (all seeds, nats) "
                                          "and magnitude's selection.", frame), M.magnitude_reading(t, lm))
+
+    def scorer_layer(self, frame: pd.DataFrame, model: str, kinds: str, ratio: float, seed) -> Table:
+        """Magnitude, Taylor and Fisher on one layer of one run (:func:`.scorers.layer_scores`)."""
+        t = S.layer_scores(frame, model, kinds, ratio, seed)
+        layer = t.unit.map(lambda u: unit_of(u).layer).iloc[0] if len(t) else None
+        return Table(t.round(5) if len(t) else t, self.caption(
+            f"Magnitude, Taylor and Fisher on {model}'s layer {layer} ({kinds} {unit_pct(ratio)}, seed {seed}, the "
+            "layer holding most of Fisher's selection): each candidate's score, its rank among all candidates (1: "
+            "selected first), whether each scorer selects it, and whether the seed-matched MAB-UCB search pulled or "
+            "selected it.", frame), S.layer_reading(t))
+
+    def scorer_reach(self, frame: pd.DataFrame) -> Table:
+        """How much of each one-shot scorer's selection lies where the seed-matched MAB-UCB search never looked
+        (:func:`.scorers.reach`)."""
+        t = S.reach(frame)
+        return Table(t.round(3) if len(t) else t, self.caption(
+            "Where the one-shot scorers choose: the share of each scorer's k units that the seed-matched MAB-UCB "
+            "search never pulled, and the share beyond the pool's reach (past the k + P - 1 lowest norms), mean over "
+            "seeds.", frame), S.reach_reading(t))
 
     def prescreen(self, lm: pd.DataFrame, vframe: pd.DataFrame | None = None) -> Table:
         """How much of each search's selection the magnitude pre-screen decides (:func:`.mechanism.prescreen_table`),
