@@ -33,3 +33,32 @@ def test_the_metrics_line_and_the_claims_page_count_the_claims_table(notebook):
              if int(total) == len(claims)}
     assert shown == {k: (sum(v.values()) if isinstance(v, dict) else v) for k, v in counts.items()}
     assert set(shown) <= set(KINDS)
+
+
+CLAIMS = sorted((ROOT / "figures").glob("*/claims*.csv"))
+
+
+@pytest.mark.parametrize("path", CLAIMS, ids=[f"{p.parent.name}/{p.name}" for p in CLAIMS])
+def test_every_committed_row_re_derives_its_kind_and_verdict_by_the_one_rule(path):
+    """Each committed claims row rebuilt from its own columns (interval, threshold, side, why uninformative, the
+    variants it depends on, construction) gives the kind it is shown under, and a decided row's verdict is
+    repro.claims.verdict of its interval: a paper module that wrote a verdict by hand, or a table that filed a row
+    under another kind, fails here."""
+    import ast
+
+    from repro.claims import CONSTRUCTION, DECIDED, DEPENDS, Claim, verdict
+
+    def text(v):
+        return v if isinstance(v, str) else ""
+    f = pd.read_csv(path)
+    for _, r in f.iterrows():
+        ci = ast.literal_eval(r["ci"]) if isinstance(r["ci"], str) else None
+        c = Claim(r["claim"], r["setting"], r["measured"], r["verdict"], None if pd.isna(r["effect"]) else r["effect"],
+                  ci, None if pd.isna(r["threshold"]) else r["threshold"], text(r["side"]) or None,
+                  construction=r["kind"] == CONSTRUCTION, uninformative=text(r["why uninformative"]),
+                  depends=text(r.get("depends")))
+        assert c.kind == r["kind"], (r["claim"], r["setting"])
+        if r["kind"] == DECIDED:
+            assert verdict(ci, r["threshold"], r["side"]) == r["verdict"], (r["claim"], r["setting"])
+        if r["kind"] == DEPENDS:
+            assert r["verdict"].startswith("depends on ") and "holds" in r["depends"]
