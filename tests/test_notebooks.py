@@ -144,3 +144,20 @@ def test_clean_joins_a_cells_consecutive_prints_into_one_stream():
     assert [(o.output_type, o.get("name"), o.get("text")) for o in out] == [
         ("stream", "stdout", "a\nb\n"), ("stream", "stderr", "w\n"), ("stream", "stdout", "c\n"),
         ("display_data", None, None), ("stream", "stdout", "d\n")]
+
+
+@pytest.mark.parametrize("name", ["01_mpg_head_pruning", "02_ogas_unstructured", "03_bandit_pruning"])
+def test_every_section_of_the_grid_is_called_by_its_notebook(name):
+    """A grid's ``sections`` are what ``repro run`` computes; a section the notebook never calls would compute
+    cells nothing shows (and one the notebook calls outside the list would be missed by ``repro run``)."""
+    import re
+
+    from repro.notebooks import paper_module
+
+    src = ROOT / "notebooks" / f"{name}.py"
+    module = paper_module(src)
+    grid_cls = next(v for v in vars(module).values() if isinstance(v, type) and getattr(v, "sections", None))
+    text = src.read_text()
+    called = set(re.findall(r"grid\.(\w+)\(", text))
+    missing = [s for s in grid_cls.sections if s not in called]
+    assert not missing, f"{name} never calls grid.{missing}"

@@ -283,7 +283,7 @@ class Plan:
 class Sections:
     """A paper's grid: one :func:`section` per notebook section, named in the notebook's order in
     ``sections`` (as data: :func:`survey` walks the list, so ``repro run`` asks for every cell by the calls the
-    notebook makes; ``tests/test_papers.py`` checks that the notebook calls each one)."""
+    notebook makes; ``tests/test_notebooks.py`` checks that the notebook calls each one)."""
     sections: tuple[str, ...] = ()
 
     def all_experiments(self) -> list:
