@@ -10,6 +10,8 @@
 #   (the cpu profile's paper_calib reads them: section 3e).
 # Stage 2, notebook 2, high sparsity: Figure 4's 70-90% cells (and their S_max headrooms) on the 3 calibration draws
 #   (about 64 cells, ~5 core-minutes each by the records' times: cheaper than stage 3 by ~x8, so it runs first).
+# Then notebook 3's exploration ablation at c small enough that rewards, not pull counts, drive UCB's pulls (issue 67:
+#   10 SmolLM2 searches, about 40 core-minutes by the ablation's records).
 # Stage 3, notebook 2: Tables 1-2 at 50% with 128 x 2048 calibration tokens (the gamma search's 36-window subset),
 #   first calibration draw, WikiText-2 and C4 (section 2b's paper_calib; the C4 sample's calibration half holds fewer
 #   tokens than 128 x 2048: its windows overlap, and each record says by how much).
@@ -31,6 +33,9 @@ stage "notebook 1, paper calibration" $RUN notebooks/01_mpg_head_pruning.py --jo
   --set calib_nsamples=64 --set grad_nsamples=32 --set 'remedy_methods=[]'
 stage "notebook 2, 70-90% on every draw" $RUN notebooks/02_ogas_unstructured.py --jobs "$JOBS" \
   --set 'curve_draws=[0.7, 0.8, 0.9]'
+stage "notebook 3, exploration constants small enough for rewards to drive the pulls (issue 67)" \
+  $RUN notebooks/03_bandit_pruning.py --jobs "$JOBS" \
+  --set 'ucb_c_ablation={smollm2-135m: {head: [0.55, 0.2, 0.02], mlp: [0.4, 0.1, 0.01]}}'
 stage "notebook 2, 128 x 2048 calibration" $RUN notebooks/02_ogas_unstructured.py --jobs "$JOBS" \
   --set 'paper_calib={calib_nsamples: 128, calib_seqlen: 2048, calib_seeds: [0]}'
 stage "notebook 3, searches at 32 / 48 in float32" $RUN notebooks/03_bandit_pruning.py --jobs "$JOBS" \
