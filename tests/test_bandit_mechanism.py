@@ -239,3 +239,22 @@ def test_one_shot_scorers_reach_where_the_bandit_never_looked():
     layer = layer_scores(f, "m", "mlp", 0.3, 1)
     assert list(layer.unit[:2]) == ["mlp0.3", "mlp0.5"] and list(layer["Fisher selects"][:2]) == [True, True]
     assert layer.set_index("unit").loc["mlp0.2", "MAB-UCB pulled"] and layer["Magnitude rank"].min() == 1
+
+
+def test_the_newcomer_edge_is_the_bonus_gap_to_an_arm_with_the_median_pulls():
+    """Under persist a newcomer pulled once faces arms pulled n times: its bonus edge is c sqrt(ln t)(1 - 1/sqrt(n)),
+    larger than the one-more-pull step, so the c that matches it to the rewards' spread is smaller."""
+    import pandas as pd
+
+    from repro.methods.bandit import UCB
+    from repro.papers.bandit.mechanism import reward_spread
+
+    rewards = [[0.5, 0.6, 0.4, 0.55], [0.45, 0.5, 0.6, 0.4]]
+    pulled = [["mlp0.0", "mlp0.1", "mlp0.0", "mlp0.2"], ["mlp0.1", "mlp0.3", "mlp0.1", "mlp0.3"]]
+    f = pd.DataFrame([{"model": "m", "kinds": "mlp", "ratio": 0.05, "method": "ucb", "rewards": rewards,
+                       "pulled": pulled, "pulls": {"mlp0.0": 2, "mlp0.1": 4, "mlp0.2": 1, "mlp0.3": 4}}])
+    r = reward_spread(f, c=1.5).iloc[0]
+    ucb = UCB(1.5)
+    assert r["pulls of an arm (median)"] == 3.0 and r["t (mid-run)"] == 4.0
+    assert r["newcomer's edge"] == pytest.approx(ucb.bonus(1, 4.0) - ucb.bonus(3, 4.0))
+    assert r["newcomer's edge"] > r["bonus step"] and r["c matched, newcomer vs arm"] < r["c matched to the sd"]

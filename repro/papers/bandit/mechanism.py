@@ -96,7 +96,10 @@ def reward_spread(frame: pd.DataFrame, c: float = UCB_C) -> pd.DataFrame:
     rows = []
     runs = frame[frame.method == "ucb"] if len(frame) else frame
     for (model, kinds, ratio), f in (runs.groupby(SETTING, sort=False) if len(runs) else []):
-        sd, gaps, t_mid = [], [], []
+        sd, gaps, t_mid, old = [], [], [], []
+        for pulls in f.pulls:  # how many pulls an established arm carries (median over the units a run pulled)
+            if isinstance(pulls, dict) and pulls:
+                old.append(float(np.median(list(pulls.values()))))
         for rewards, pulled in zip(f.rewards, f.pulled):
             if not rewards:
                 continue
@@ -111,11 +114,15 @@ def reward_spread(frame: pd.DataFrame, c: float = UCB_C) -> pd.DataFrame:
             t_mid.append(sum(map(len, rewards)) / 2)
         ucb, t = UCB(c), float(np.mean(t_mid))
         b1, b2 = ucb.bonus(1, t), ucb.bonus(2, t)
+        n_old = float(np.median(old)) if old else 2.0
+        edge = b1 - ucb.bonus(max(n_old, 1.0), t)  # a newcomer pulled once against an arm pulled n_old times
         rows.append({"model": model, "units": f"{kinds} {unit_pct(ratio)}", "reward sd in a step": float(np.mean(sd)),
                      "gap of the two best means": float(np.median(gaps)), "t (mid-run)": t,
                      f"bonus n=1 (c={c:g})": b1, "bonus n=2": b2, "bonus step": b1 - b2,
                      "bonus step / reward sd": (b1 - b2) / float(np.mean(sd)),
-                     "c matched to the sd": c * float(np.mean(sd)) / (b1 - b2)})
+                     "c matched to the sd": c * float(np.mean(sd)) / (b1 - b2),
+                     "pulls of an arm (median)": n_old, "newcomer's edge": edge,
+                     "c matched, newcomer vs arm": c * float(np.mean(sd)) / edge if edge > 0 else np.nan})
     return pd.DataFrame(rows)
 
 
@@ -128,7 +135,12 @@ def reward_spread_reading(t: pd.DataFrame) -> str:
             f"{t['gap of the two best means'].min():.3f}-{t['gap of the two best means'].max():.3f}: at the paper's "
             f"c = {UCB_C:g} the index is decided by pull counts, not by rewards. A constant of "
             f"{t['c matched to the sd'].min():.2f}-{t['c matched to the sd'].max():.2f} makes one more pull cost as "
-            "much as one standard deviation of the rewards (the matched constants section 5e runs).")
+            "much as one standard deviation of the rewards (the matched constants section 5e runs). That match "
+            "ignores what a newcomer faces under `persist`: an arm in the pool carries a median "
+            f"{t['pulls of an arm (median)'].min():.0f}-{t['pulls of an arm (median)'].max():.0f} pulls, so a "
+            "newcomer pulled once keeps a bonus edge of c sqrt(ln t) (1 - 1/sqrt(n)) over it; matching that edge to "
+            f"the rewards' spread needs c = {t['c matched, newcomer vs arm'].min():.3f}-"
+            f"{t['c matched, newcomer vs arm'].max():.3f}.")
 
 
 def exploration_table(frames: dict[float, pd.DataFrame], tables: dict[float, pd.DataFrame],
