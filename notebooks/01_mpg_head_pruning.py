@@ -181,6 +181,18 @@ worked = grid.worked()  # {model: the numbers below, from the weights, recorded}
 nb.show(R.worked_layer(models[0], worked[models[0]]), "worked_layer")
 
 # %% [markdown]
+# **The calibrated siblings on the same layer.** The baselines score the same heads from data:
+# Wanda-Head (eq. 4) adds $|W_{ij}|\,\lVert X_j \rVert_2$ over the head's $Q$/$K$/$V$ rows and $O$ columns ($X$:
+# each projection's inputs over the calibration windows); SparseGPT-Head adds the OBS saliency
+# $W_{ij}^2 H_{jj}$ with $H = \tfrac{2}{n} X^\top X$; Gradient-Head adds $|W_{ij}\, g_{ij}|$, $g$ the language-model
+# loss's gradient; Hybrid sums the min-max-scaled Magnitude-Head, MP and Wanda-Head. None divides the shared $K$/$V$
+# by $g$. Here they are on the layer above, from their score records, beside MP-G's.
+
+# %%
+scores = grid.scores()  # no sparsity: every method's head scores only (section 2 shows their cost)
+nb.show(R.siblings(scores, models[0], worked[models[0]]), "worked_layer_siblings")
+
+# %% [markdown]
 # **Why so many heads score exactly 0.** A head scores 0 when *none* of its $4 d_h$ features (its $d_h$ $Q$
 # rows and $O$ columns, its group's $K$ and $V$ rows) lies above $\mu + z\sigma$ of its projection. Were the
 # norms normal and independent, a fraction $1 - \Phi(z) \approx 2.3\%$ of features would pass at $z = 2$, and

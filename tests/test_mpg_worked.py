@@ -193,3 +193,22 @@ def test_worked_cell_records_what_the_functions_compute_as_plain_json():
         np.testing.assert_allclose([t["mpg"] for t in r["terms"]], w.layer_terms(e.model, shown).mpg)
         assert r["zero"]["heads_zero"] == int((mpg(e.model) == 0).sum())
         assert (r["single_kv"] is not None) == (name == "tiny-gemma3")  # one K/V head per layer only
+
+
+def test_every_head_scorer_side_by_side_on_one_layer():
+    """The siblings table: per head of the layer, each scorer's global rank (index tie-break) and whether it prunes
+    the head at the sparsity; the reading counts the layer's pruned heads per scorer."""
+    import numpy as np
+    import pandas as pd
+
+    from repro.papers.mpg.siblings import shown, side_by_side, side_by_side_reading
+
+    mpg = np.array([[0.0, 2.0], [0.0, 1.0]])  # two tied zeros: (0, 0) ranks before (1, 0)
+    wanda = np.array([[5.0, 1.0], [4.0, 3.0]])
+    scores = pd.DataFrame([{"model": "m", "method": "mpg", "z": 2.0, "seed": None, "scores": mpg},
+                           {"model": "m", "method": "wanda-head", "z": None, "seed": None, "scores": wanda}])
+    t = side_by_side(scores, "m", 1, sparsity=0.5)
+    assert list(t["MP-G rank"]) == [2, 3] and list(t["MP-G prunes"]) == [True, False]
+    assert list(t["Wanda-Head rank"]) == [3, 2] and list(t["Wanda-Head prunes"]) == [False, True]
+    assert list(shown(t)["MP-G"]) == ["2*", "3"]
+    assert "MP-G prunes 1, Wanda-Head prunes 1" in side_by_side_reading(t, 1, 0.5)

@@ -16,6 +16,7 @@ SOURCES = sorted((ROOT / "notebooks").glob("[0-9]*.py"))
 # what each notebook's smoke run must write (tables as .md, figures as .png), and its first table
 WRITES = {
     "01_mpg_head_pruning": ({"table1_ppl.md", "claims.md", "efficiency.md", "paired_vs_mpg.md", "feeding_bos.md",
+                             "worked_layer_siblings.md", "gguf_roundtrip_heads.md",
                              "mpg_scores_heatmap.png", "mha_encoders.md", "mha_z_sweep.md", "claims_mha.md",
                              "table3_glue.md"},
                             "table1_ppl.md", "wikitext2:validation"),

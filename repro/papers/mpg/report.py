@@ -11,6 +11,7 @@ from repro.engines.mlm import MASK_RATE
 from repro.family import family_note
 from repro.methods.heads import get_method
 from repro.papers.mpg import collapse as C
+from repro.papers.mpg import siblings as SB
 from repro.papers.mpg.glue import TASK_LABEL, glue_reading, table3
 from repro.papers.mpg.grid import MpgGrid
 from repro.papers.mpg.mha import MhaTables
@@ -77,6 +78,16 @@ class Report(Tables):
         cols = ["head", "kv_group", "q", "o", "k", "v", "qo", "kv_mp", "kv_mpg", "mp", "mpg", "rank_mp", "rank_mpg"]
         return Table(terms[cols].round(3), f"**MP and MP-G term by term**, {name}, layer {int(terms.layer.iloc[0])} "
                      f"(g = {int(terms.g.iloc[0])}, z = 2; rank 1 = kept longest).", layer_reading(terms))
+
+    def siblings(self, scores: pd.DataFrame, name: str, record: dict, sparsity: float = 0.25) -> Table:
+        """Every head scorer on the worked layer of ``name`` (its worked ``record``), side by side
+        (:func:`.siblings.side_by_side`)."""
+        layer = int(pd.DataFrame(record["result"]["terms"]).layer.iloc[0])  # the layer worked_layer shows
+        t = SB.side_by_side(scores, name, layer, sparsity)
+        return Table(SB.shown(t), f"**Every head score on the worked layer**, {name}, layer {layer}: MP-G's score, then "
+                     "each method's rank among all the model's heads (1: pruned first; ties by index), marked * where "
+                     f"it prunes the head at {sparsity:.0%} (calibrated scores: the first calibration draw; z = 2; "
+                     "every score in the CSV).", SB.side_by_side_reading(t, layer, sparsity), raw=t)
 
     def worked_single_kv(self, name: str, record: dict) -> Table:
         """The KV term of ``name``, a model with one K/V head per layer (its worked ``record``), layer by layer."""
