@@ -154,3 +154,21 @@ def test_readings_of_empty_tables_are_empty():
     empty = pd.DataFrame()
     assert allocation_reading(empty) == layers_reading(empty) == comparisons_reading(empty) == ""
     assert table2_reading(pd.DataFrame(columns=["model", "method", "drop_pp"])) == ""
+
+
+def test_table_b2_reading_sets_the_like_for_like_count_beside_the_papers_and_reconciles_95_with_q():
+    """The reading names the paper's 6 of 28 beside ours, counts the intervals that hold at 95% in MAB's favour, and
+    says whether any survives the subfamily's correction: a q below 0.05 turns 'none is a discovery' into a count."""
+    import pandas as pd
+
+    from repro.papers.bandit.readings import b2_reading
+    from repro.papers.bandit.tables import ALL_FAMILY, PAPER_FAMILY
+
+    b2 = pd.DataFrame({"family": [ALL_FAMILY, PAPER_FAMILY], "comparisons": [10, 4], "q < 0.05": [3, 0]})
+    paper = pd.DataFrame({"ci_lo": [-3.0, -2.0, -1.0, 0.5], "ci_hi": [-1.0, -0.5, 2.0, 3.0],
+                          "q": [0.06, 0.08, 0.5, 0.2], "q (whole family)": [0.03, 0.09, 0.4, 0.1]})
+    text = b2_reading(b2, paper)
+    assert "in 6 of its 28 tests; here in 0 of 4" in text and "6 of 116; here 3 of 10" in text
+    assert "2 of these 4 intervals lie below 0" in text and "smallest q is 0.060: none is a discovery" in text
+    assert "below the subfamily's in 3 of 4 rows" in text
+    assert "1 remain discoveries" in b2_reading(b2, paper.assign(q=[0.01, 0.08, 0.5, 0.2]))

@@ -112,6 +112,33 @@ def comparisons_reading(tests: pd.DataFrame) -> str:
             + f"; {q} have q < 0.05 within the family.")
 
 
+def b2_reading(b2: pd.DataFrame, paper: pd.DataFrame) -> str:
+    """Table B2 in sentences: each family's count of q < 0.05 beside the paper's like-for-like one, and why rows that
+    hold at 95% on their own (the claims table's MAB-vs-greedy rows) need not survive the correction: their
+    subfamily's smallest q, and how often the whole family's q is below the subfamily's."""
+    from repro.papers.bandit.tables import ALL_FAMILY, PAPER_BH, PAPER_COUNTS, PAPER_FAMILY
+
+    if not len(b2) or not len(paper):
+        return ""
+    fam = b2.set_index("family")
+    q_col = next(c for c in b2.columns if c.startswith("q <"))
+    sub, whole = fam.loc[PAPER_FAMILY], fam.loc[ALL_FAMILY]
+    favour = paper[(paper.ci_hi < 0)]
+    lower = int((paper["q (whole family)"] < paper.q).sum())
+    return (f"- **Like for like.** The paper's comparison (MAB against budgeted greedy on the language models) has "
+            f"q < 0.05 in {PAPER_COUNTS['q < 0.05']} of its {PAPER_COUNTS['comparisons']} tests; here in "
+            f"{int(sub[q_col])} of {int(sub.comparisons)}. Its whole family: {PAPER_BH['q < 0.05']} of "
+            f"{PAPER_BH['tests']}; here {int(whole[q_col])} of {int(whole.comparisons)}.\n"
+            f"- **Holds at 95%, not after correction.** {len(favour)} of these {len(paper)} intervals lie below 0 in "
+            "MAB's favour: each such row holds in the claims table, judged on its own at 95%. Corrected with the "
+            f"other {len(paper) - 1} tests of the subfamily, the smallest q is {paper.q.min():.3f}: "
+            + (f"{found} remain discoveries" if (found := int((paper.q < 0.05).sum())) else "none is a discovery")
+            + " once the comparisons are counted together.\n"
+            f"- **Family size.** The whole family's q is below the subfamily's in {lower} of {len(paper)} rows: under "
+            "Benjamini-Hochberg a test's q depends on how many of its family's p-values are small, and the whole "
+            "family holds many small ones from the other baselines.")
+
+
 def allocation_reading(alloc: pd.DataFrame) -> str:
     """What the allocation table shows, per budget (pulls per step), memory rule and method: distinct
     candidates per step, and the pulls a join was decided on (one: greedy in effect)."""

@@ -230,7 +230,7 @@ class Report:
                                        "Benjamini-Hochberg within each family: the paper's kind of family (every "
                                        "MAB-vs-baseline comparison on every data set), its like-for-like subfamily "
                                        "and the rest, each corrected on its own; the paper's counts beside its "
-                                       "families.", frame)),
+                                       "families.", frame), readings.b2_reading(b2, paper)),
                 Table(paper, self.caption("The paper's comparison: MAB - budgeted greedy across seeds on the language "
                                           "models (WikiText-2 and LAMBADA ppl change %), 95% t interval, paired t, BH "
                                           "q within this subfamily and within the whole family.", frame),
