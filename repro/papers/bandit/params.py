@@ -158,6 +158,14 @@ class BanditParams(NotebookParams):
                 raise ReproError(f"parameter search_replay[{i}]: {r['method']!r} is not a sequential search "
                                  f"({', '.join(SELECTORS.names(sequential=True))})")
 
+    @property
+    def ucb_c(self) -> float:
+        """MAB-UCB's exploration constant in ``search`` (its ``c``; the method's default where the profile names none):
+        the one place a reader of the parameters finds it."""
+        from repro.methods.bandit import UCB_C
+
+        return self.search.get("c", UCB_C)
+
     def ablation_memories(self) -> list[str]:
         """The memory rules section 5b runs beside ``memory`` ("step", "carry"; none without ``memory_ablation``)."""
         return [m for m in ("step", "carry") if m != self.memory] if self.memory_ablation else []

@@ -11,7 +11,6 @@ from repro.assets.machine import label
 from repro.claims import claims_frame, kind_counts, with_paper, with_sources
 from repro.engines.bandit import removal_parts
 from repro.evaluate.stats import bh
-from repro.methods.bandit import UCB_C
 from repro.papers.bandit import mechanism as M
 from repro.papers.bandit import readings
 from repro.papers.bandit import scorers as S
@@ -350,7 +349,7 @@ class Report:
         run = (mlp if len(mlp) else runs).sort_values(["model", "ratio", "seed"]).iloc[0] if len(runs) else None
         if run is None:
             return Table(pd.DataFrame(), "", "")
-        c = self.p.search.get("c", UCB_C)
+        c = self.p.ucb_c
         result = {"units": run.units, "pulled": run.pulled, "rewards": run.rewards}
         decided = pull_reasons(result, c)
         if not len(decided):  # every pull went to a fresh entrant (a budget no larger than the pool's refresh)
@@ -379,7 +378,7 @@ class Report:
 
     def _exploration_frames(self):
         p = self.p
-        cs = [p.search.get("c", UCB_C), *sorted({c for kinds in p.ucb_c_ablation.values() for v in kinds.values()
+        cs = [p.ucb_c, *sorted({c for kinds in p.ucb_c_ablation.values() for v in kinds.values()
                                                    for c in v}, reverse=True)]
         frames = {c: bandit_frame(self.store, self.lm, memory=p.memory, search=p.search, join=p.join, c=c) for c in cs}
         return frames, {c: lm_table(f) if len(f) else pd.DataFrame() for c, f in frames.items()}
@@ -388,14 +387,14 @@ class Report:
         """:func:`.mechanism.verdict_scope` of this run's tables (the decomposition, the reward scale and the
         exploration ablation)."""
         frames, tables = self.exploration_frames()
-        main = self.p.search.get("c", UCB_C)
+        main = self.p.ucb_c
         explored = M.exploration_table({main: frames[main]}, {main: tables[main]}, main) if len(frames[main]) else \
             pd.DataFrame()
         return M.verdict_scope(M.decomposition(lm), M.reward_spread(frame), explored, main)
 
     def exploration(self) -> Table:
         frames, tables = self.exploration_frames()
-        main = self.p.search.get("c", UCB_C)
+        main = self.p.ucb_c
         ablated = {m: self.p.ablation_settings.get(m, {}) if self.p.ablation_settings is not None
                    else self.p.unit_settings.get(m, {}) for m in self.p.ucb_c_ablation}
         settings = {(m, k, r) for m, kinds in self.p.ucb_c_ablation.items() for k in kinds
