@@ -172,3 +172,23 @@ def test_table_b2_reading_sets_the_like_for_like_count_beside_the_papers_and_rec
     assert "2 of these 4 intervals lie below 0" in text and "smallest q is 0.060: none is a discovery" in text
     assert "below the subfamily's in 3 of 4 rows" in text
     assert "1 remain discoveries" in b2_reading(b2, paper.assign(q=[0.01, 0.08, 0.5, 0.2]))
+
+
+def test_a_search_that_wins_is_never_listed_as_a_one_shot_score():
+    """'Where a one-shot score beats the bandits' lists only one-shot scorers: a setting won by greedy with memory
+    (a sequential search) or by random (no score) is left out; one won by Fisher is named."""
+    import pandas as pd
+
+    from repro.papers.bandit.readings import discussion_reading
+
+    def lm(best):
+        rows = [{"model": "m", "kinds": "mlp", "ratio": 0.05, "method": m, "seed": s,
+                 "change_pct": (1.0 if m == best else 5.0) + s} for m in ("fisher", "greedy-memory", "random", "ucb",
+                                                                         "thompson", "greedy") for s in (1, 2)]
+        return pd.DataFrame(rows)
+    empty = pd.DataFrame()
+    text = discussion_reading(empty, lm("fisher"), empty, empty, {"budget": 8, "pool_size": 16}, "1 window")
+    assert "one-shot score beats the bandits** (Fisher on m mlp 5%)" in text
+    for other in ("greedy-memory", "random"):
+        assert "one-shot score" not in discussion_reading(empty, lm(other), empty, empty,
+                                                          {"budget": 8, "pool_size": 16}, "1 window")
