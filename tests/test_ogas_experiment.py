@@ -740,3 +740,20 @@ def test_the_paper_calibration_grid_asks_tables_1_2_at_its_own_size(run):
     sizes = {c["calibration"]["nsamples"] for c in plan.configs.values() if "calibration" in c}
     assert sizes == {8} and {c["method"] for c in plan.configs.values()} == {"dense", "magnitude", "wanda"}
     assert OgasGrid(wt, c4, p).run_main_paper() is None
+
+
+def test_tables_of_calibrated_methods_name_their_calibration(fake_grid):
+    """Tables 1-2 and Table 5 say what their calibrated cells read: the text, samples x tokens, and how many draws
+    each cell pools (one here; the pooled frame's n_draws where there are more)."""
+    from repro.papers.ogas.grid import CELL
+    from repro.report import pool_draws
+
+    f = constructed_frame()
+    _, cap, _, _ = table12(f, fake_grid)
+    s = next(iter(fake_grid.wt.values())).setup
+    assert f"Calibration: {s.calib_data}" in cap and f"{s.calib_nsamples} x {s.calib_seqlen} tokens, one draw" in cap
+    drawn = pd.concat([f.assign(draw=0), f.assign(draw=1)], ignore_index=True)
+    drawn["drawn"] = [None if m in ("dense", "magnitude") else "calibration" for m in drawn.method]
+    drawn["params_key"] = drawn.params.map(str)
+    _, cap2, _, _ = table12(pool_draws(drawn, CELL), fake_grid)
+    assert "2 draws pooled (geometric mean over the draws)" in cap2

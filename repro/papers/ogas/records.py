@@ -108,6 +108,20 @@ def caption(grid: OgasGrid, title: str, frame: pd.DataFrame | None = None) -> st
     return caption_line(title, setting, grid.p.profile, cache)
 
 
+def calibration_words(grid: OgasGrid, frame: pd.DataFrame | None = None, c4: bool = True) -> str:
+    """What a table of calibrated methods calibrated on: each data set's calibration text, the windows (samples x
+    tokens) and how many draws its cells pool (from ``frame``'s ``n_draws``: the most any calibrated cell has)."""
+    e = next(iter(grid.wt.values()))
+    s = e.setup
+    drawn = frame[frame.drawn.notna()] if frame is not None and len(frame) and "drawn" in frame else None
+    draws = int(drawn.n_draws.max()) if drawn is not None and len(drawn) and "n_draws" in drawn else 1
+    def text(x) -> str:  # the calibration text's label (its setup's name where the experiment has no text loaded)
+        return x.calib_text.label if hasattr(x, "calib_text") else x.setup.calib_data
+    texts = text(e) + (f" (C4 rows: {text(next(iter(grid.c4.values())))})" if c4 and grid.c4 else "")
+    return (f"Calibration: {texts}, {s.calib_nsamples} x {s.calib_seqlen} tokens"
+            + (f", {draws} draws pooled (geometric mean over the draws)." if draws > 1 else ", one draw."))
+
+
 def main_rows(grid: OgasGrid) -> list[str]:
     """Rows of Tables 1-2: dense, every method, OGAS at the exact target."""
     return ["dense", *grid.p.methods, "ogas-exact"]

@@ -115,8 +115,7 @@ class Report:
         """Tables 1-2 again at the paper's calibration (section 2b's grid), with how much text each calibration drew on."""
         t = T.table12(frame, self.grid.paper)
         cover = Rd.calibration_cover(frame)
-        return t._replace(caption=f"{t.caption} Calibration: {self.calibration_words(True)}.",
-                          reading=join(Rd.table12_reading(t.raw), cover))
+        return t._replace(reading=join(Rd.table12_reading(t.raw), cover))  # its caption names the calibration
 
     def calibration_size(self, scaled: pd.DataFrame, paper: pd.DataFrame) -> Table:
         """Each calibrated method's Tables 1-2 cell at the profile's calibration and at the paper's, paired on the

@@ -16,6 +16,7 @@ from repro.papers.ogas.records import (
     LABELS,
     PAPER_GAMMA,
     PAPER_ZEROSHOT,
+    calibration_words,
     caption,
     find,
     headroom_row,
@@ -59,7 +60,8 @@ def table12(frame: pd.DataFrame, grid: OgasGrid) -> Table:
             cis[f"{name} average"] = None
     table = marked_table(vals.astype(float), cis, skip_rows=["Dense"]).join(paired)
     cap = caption(grid, f"Tables 1-2. WikiText-2 test and C4 perplexity at {grid.p.sparsity:.0%} unstructured sparsity, "
-                        "their mean (the paper's average column) and each method's paired ratio to Wanda.", frame)
+                        "their mean (the paper's average column) and each method's paired ratio to Wanda. "
+                        + calibration_words(grid, frame), frame)
     return Table(table, cap, raw=vals)
 
 
@@ -232,7 +234,8 @@ def ablation_table(frame: pd.DataFrame, grid: OgasGrid) -> Table:
                          "key": c.key, "vs Wanda (paired)": ratio_text(p)})
     cells = pd.DataFrame(rows)
     cap = caption(grid, f"Table 5. Ablation at {grid.p.sparsity:.0%} on WikiText-2 test (paper: LLaMA-3.1-8B 8.85 "
-                        "Wanda -> 8.16 energy-only / similar PAPR-only -> 7.99 OGAS).", cells)
+                        "Wanda -> 8.16 energy-only / similar PAPR-only -> 7.99 OGAS). "
+                        + calibration_words(grid, frame, c4=False), cells)
     return Table(cells.drop(columns=["key"]).round(3) if len(cells) else cells, cap)
 
 
