@@ -42,7 +42,7 @@ def reach(frame: pd.DataFrame, bandit: str = "ucb") -> pd.DataFrame:
         mag = f[f.method == "magnitude"]
         if not len(runs) or not len(mag) or mag.scores.iloc[0] is None:
             continue
-        norms = pd.Series(mag.scores.iloc[0])
+        norms = pd.Series(mag.scores.iloc[0]).sort_values(kind="stable")  # lowest norm first: the pool's order
         pool = int(runs.search.iloc[0][1])
         for method in ("taylor", "fisher", "wanda"):
             unpulled, beyond = [], []
@@ -52,7 +52,7 @@ def reach(frame: pd.DataFrame, bandit: str = "ucb") -> pd.DataFrame:
                     continue
                 chosen, k = _names(own.units), len(own.units)
                 pulled = {u for step in run.pulled for u in step}
-                reachable = set(norms.sort_values(kind="stable").index[:k + pool - 1])
+                reachable = set(norms.index[:k + pool - 1])
                 unpulled.append(len(chosen - pulled) / k)
                 beyond.append(len(chosen - reachable) / k)
             if unpulled:
