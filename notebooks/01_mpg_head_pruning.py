@@ -75,7 +75,7 @@ vision_n_calib = 256  # Fashion-MNIST *training* images for the calibration-base
 vision_grad_nsamples = 256  # of them, the first n for Gradient-Head
 vision_n_eval = 2000  # the first n Fashion-MNIST test images (those notebook 3 evaluates on)
 vision_data = "fashion-mnist"  # or "imagenette[:/path]": ImageNet classifiers on Imagenette (repro.engines.images)
-mlm_models = []  # section 9b: masked LMs by pseudo-perplexity, every head scorer (the paper's RoBERTa rows; hub ids)
+mlm_models = []  # section 9: masked LMs by pseudo-perplexity, every head scorer (the paper's RoBERTa rows; hub ids)
 mlm_seqlen = 128  # tokens per pseudo-perplexity window (between <s> and </s>; RoBERTa takes at most 512 positions)
 glue_encoder = "minilm-l6"  # section 6: the MHA text encoder fine-tuned, then pruned (repro.assets.encoders)
 glue_tasks = []  # sst2, mrpc, rte
@@ -198,6 +198,12 @@ nb.show(R.siblings(scores, models[0], worked[models[0]]), "worked_layer_siblings
 # norms normal and independent, a fraction $1 - \Phi(z) \approx 2.3\%$ of features would pass at $z = 2$, and
 # a head would score 0 with probability about $(1 - 0.023)^{4 d_h}$. The sentences compare that arithmetic
 # with the real counts of each model.
+#
+# **The tie at zero**, explained once here and referred to below. Where fewer heads are cut than score 0, the cut
+# falls inside that tie, and which heads go is the tie-break's choice, not the score's (the paper does not state
+# one; ours takes the lowest (layer, head) first; section 7 measures what it decides). MP and MP-G share their
+# zero set (a head has no feature above the threshold under one exactly when it has none under the other), so
+# in such a cell they prune the same heads.
 
 # %%
 display(Markdown("\n".join(f"- **{n}**: {Rd.zero_reading(r['result']['zero'])}" for n, r in worked.items())))
@@ -339,10 +345,8 @@ if full:
 # stands in for the split as far as the dense perplexity on it agrees with the whole split's (the last table).
 
 # %% [markdown]
-# Many heads score exactly 0 under MP and MP-G (no feature above $\mu + z\sigma$). Where fewer heads are cut
-# than score 0, the cut falls inside that tie: which heads go is the tie-break's choice (section 7). MP-G and
-# MP share their zero set (a head has no feature above the threshold under one exactly when it has none under
-# the other), so in such a cell they prune the same heads and Table I shows them equal.
+# The cells of Table I that fall inside the tie at zero (section 1a), where MP-G and MP prune the same heads and
+# Table I shows them equal:
 
 # %%
 nb.show(R.zero_ties(R.scores(), ["mpg", "mp"], sparsities), "zero_score_ties")
@@ -435,18 +439,14 @@ if anatomy:
     nb.show(R.anatomy(), "collapse_anatomy")
 
 # %% [markdown]
-# **What we found.** The worst collapses are few heads deep. On Gemma, Wanda-Head and SparseGPT-Head at 12.5%
-# pick the same heads, and almost all of their damage hangs on one head of layer 5: give that head back alone and
-# the model is nearly whole again, although its layer stays emptied otherwise. On SmolLM2, SparseGPT-Head at
-# 12.5% and Gradient-Head at 25% empty layer 0 and hang to about half on one of its heads; Wanda-Head's collapse
-# leans on a head of layer 1 and on no single head as much. Below that, a later layer
-# usually over-reacts: its attention output runs far above its dense scale, and cutting one of its heads as well
-# *lowers* the loss, which is the signature of heads that depend on heads before them (section 3's premise that
-# every head can be scored on its own fails there). Gemma's post-attention norm does rescale the survivors of
-# every layer that loses heads, by large factors, but the cells whose survivors are scaled most are not the ones
-# that collapse worst (the reading's rank correlation): the norm is a real difference from the pre-norm models
-# Algorithm 1 assumes, not the cause of Table I's catastrophes. At 50% no single head carries the damage of MP,
-# MP-G or Random: the best single return removes a minority of it.
+# **What the counts mean** (the reading above gives them, from the table). Where one head carries a collapse,
+# the collapse is few heads deep: give that head back alone and the model is nearly whole again, although its
+# layer stays emptied otherwise. Where a later layer's attention output runs far above its dense scale and
+# cutting one of its heads as well *lowers* the loss, heads depend on heads before them: section 3's premise
+# that every head can be scored on its own fails there. Gemma's post-attention norm rescales the survivors of
+# every layer that loses heads, by the factors the reading gives; where their rank correlation with the damage
+# is not positive, the cells whose survivors are scaled most are not the ones that collapse worst, and the norm
+# is a real difference from the pre-norm models Algorithm 1 assumes, not the cause of Table I's catastrophes.
 
 # %% [markdown]
 # **Why a calibrated score empties whole layers.** Scores are ranked *globally*. Wanda-Head scores a head by
@@ -477,14 +477,15 @@ if remedy_methods:
     nb.show(R.remedy(remedy_frame, remedy_methods, sparsities), "remedy_layer_normalised")
 
 # %% [markdown]
-# **What we found.** Where a calibrated score collapses at the lower sparsities, ranking within each layer
-# brings it back, in most such cells to the range of the calibration-free scores, on the pre-norm SmolLM2 and
-# the post-norm Gemma alike, and no layer is emptied any more (SparseGPT-Head on SmolLM2 at 25% improves but
-# stays collapsed): the collapse of Table I's Wanda-Head and SparseGPT-Head is mostly a matter of one score
-# scale per layer, not of which heads they rate low within a layer. MP-G gains nothing
-# (its scores never empty a layer at the lower sparsities) and loses a little: the global ranking's freedom
-# to prune unequally across layers is worth something. At the highest sparsity most pairs compare two collapsed
-# models, which the table marks and the reading leaves out. Section 10 sets this against the paper's claim
+# **What the table shows** (the reading above counts it). Where a calibrated score collapses at the lower
+# sparsities, ranking within each layer empties no layer any more, on the pre-norm SmolLM2 and the post-norm
+# Gemma alike, and the reading says in how many settings it is better. Where it brings a cell back below 10x
+# dense, that cell's collapse in Table I came from one score scale per layer, not from which heads the score rates
+# low within a layer; where both rankings collapse (the reading lists them), more than the scale is wrong. MP-G's
+# scores empty no layer at the lower sparsities, so the remedy has nothing to repair in its rows; where its ratio
+# is above 1, the global ranking's freedom to prune unequally across layers was worth something. Pairs that
+# compare two collapsed models are marked in the table and left out of the reading. Section 10 sets this against
+# the paper's claim
 # "MP-G matches or beats the calibration-based scores": beside that row, a row of ours tests MP-G against the
 # best calibrated score *ranked within each layer*, with the same paired rule.
 
@@ -565,8 +566,8 @@ nb.show(R.table4b(vals, methods), "table4b_extra_methods")
 # seed's rows are one draw of that spread; the table averages seeds for that reason.
 #
 # **Whose order is Table III measuring?** MiniLM's heads are 32 wide, so few of a head's rows pass
-# $\mu + 2\sigma$ and many heads score exactly 0 (the count at each $z$ is in the reading below). Where the
-# zeros outnumber the heads cut, MP-G's selection is the tie broken by index, the lowest layers first. Our
+# $\mu + 2\sigma$ and the tie at zero (section 1a) is large (the count at each $z$ is in the reading below):
+# where it outnumbers the heads cut, MP-G's selection is the tie broken by index. Our
 # control `mpg-norm` (`glue_ablations`; the row *MP-G, norm key (ours)*) keeps MP-G's order wherever its scores
 # differ and orders the tied heads by their norm profile instead (eq. 1's norms summed as eq. 3 sums the
 # excess): the smaller goes first, MP-G's own reading of "less important". Its claim row against MP-G says
@@ -594,10 +595,9 @@ if zs_table is not None:
 # %% [markdown]
 # ## 7. Ties and the tie-break
 #
-# Many heads score exactly 0 under MP/MP-G (no feature above $\mu + z\sigma$), so at low sparsity the
-# cut falls inside a tie. The paper does not say how ties are broken; our default orders by
-# (score, layer, head). Below, MP-G with seeded random tie-breaks shows how much of the result is
-# the tie-break rather than the score.
+# At low sparsity the cut falls inside the tie at zero (section 1a), which the paper does not say how to break;
+# our default orders by (score, layer, head). Below, MP-G with seeded random tie-breaks shows how much of the
+# result is the tie-break rather than the score.
 
 # %%
 nb.show(R.ties(grid.ties(), scores, sparsities), "tie_break")  # one cell per seed of each model's tie_seeds
@@ -655,11 +655,8 @@ else:
     print("No MHA encoder in this profile (vision_models is empty).")
 
 # %% [markdown]
-# As on the language models (section 3), many heads of these encoders score exactly 0 under MP-G at
-# $z = 2$ (no feature above $\mu + 2\sigma$). Where fewer heads are cut than score 0, the (layer, head)
-# tie-break, not the score, decides which go: MP-G's rows at those sparsities measure the tie-break
-# (it cuts the first layers' zero-score heads first), and a lower z (fewer zeros) is then a better score
-# as much as a better threshold.
+# The tie at zero (section 1a) is larger on these encoders: where it outnumbers the heads cut, MP-G's rows
+# measure the tie-break, and a lower z (fewer zeros) is then a better score as much as a better threshold.
 
 # %%
 if vexps:
@@ -671,14 +668,13 @@ if vexps:
 # classes), would be a bug until explained. The cell lists those cells with how many of the test images
 # they get right against the dense model and their cross-entropy change, paired per image.
 #
-# *What we found:* the dense rows equal notebook 3's dense records of the same models on the same images
-# (same weights, images, dtype and batches). On the Fashion-MNIST ViT, Gradient-Head at 12.5% gets one more
-# test image right than the dense model while its cross-entropy is *higher*: a borderline image flipping
-# under a tiny perturbation, not a gain. Nothing is below chance, but at 50% Wanda-Head and Hybrid leave
-# the DINOv2 probe at chance level (about one image in ten) with a cross-entropy far above uniform guessing's $\ln 10$:
-# confidently wrong. The probe is linear and was fitted on the intact frozen backbone's features;
-# removing half of the backbone's heads moves those features away from it, so the probe's decisions
-# fail together. It is a collapse of the pruned model, not a bug of the evaluation.
+# *How to read it:* the dense rows equal notebook 3's dense records of the same models on the same images (same
+# weights, images, dtype and batches; a test checks the committed tables). A cell a few images above dense whose
+# cross-entropy is *higher* is a borderline image flipping under a small perturbation, not a gain. A cell at
+# chance with a cross-entropy far above uniform guessing's $\ln 10$ is confidently wrong: the DINOv2 probe is
+# linear and was fitted on the intact frozen backbone's features, and removing half of the backbone's heads moves
+# those features away from it, so the probe's decisions fail together. That is a collapse of the pruned model, not
+# a bug of the evaluation.
 
 # %%
 if vexps:
@@ -712,26 +708,12 @@ if vexps:
 else:
     mha_claims = None
 
-# %% [markdown]
-# ### 9c. The paper's encoder rows: masked LMs by pseudo-perplexity
-#
-# The paper's Table I also prunes RoBERTa-base and RoBERTa-large (MHA encoders trained as masked language
-# models) and reports their pseudo-perplexity on WikiText-2 (Salazar et al., 2020): each token $t$ of a window
-# $w$ is replaced by `<mask>` in turn and scored by the model from the rest of the window,
-# $$\mathrm{PPPL} = \exp\Big(-\frac{1}{N}\sum_{w}\sum_{t \in w} \log p(w_t \mid w_{\setminus t})\Big),$$
-# over the $N$ scored tokens. A window of $T$ tokens is therefore read $T$ times, which is why these rows are
-# costly and are run only where the model is at hand (`mlm_models`: hub ids; none installs offline, so the
-# `cpu` profile leaves this section empty). Windows are `<s> text </s>`, as RoBERTa was trained; every scorer
-# is the code above through the BERT-like adapter (`repro.engines.mlm.MlmHeadExperiment`), Gradient-Head on
-# the masked-LM loss with 15% of each calibration window masked (our choice: the paper does not say).
-
 # %%
-encoder_frame = grid.encoder_rows()  # mlm_models x methods x sparsities, pseudo-perplexity
-enc_table = R.encoder_table(encoder_frame)  # None without a masked LM
-if enc_table is not None:
+# the paper's RoBERTa rows by pseudo-perplexity, where `mlm_models` names masked LMs at hand (hub ids; none installs
+# offline, so the cpu render shows nothing here): docs/protocol.md, "Masked LMs by pseudo-perplexity"
+encoder_frame = grid.encoder_rows()  # mlm_models x methods x sparsities
+if (enc_table := R.encoder_table(encoder_frame)) is not None:
     nb.show(enc_table, "table1_encoders")
-else:
-    print("No masked language model in this profile (mlm_models is empty).")
 
 # %% [markdown]
 # ## 10. Claims checked

@@ -65,7 +65,7 @@ exact_rounding_data = ["wikitext2", "c4-sample"]  # where the exact-target OGAS 
 zeroshot_models = ["smollm2-135m", "gemma3-270m"]
 zeroshot_tasks = ["arc_challenge", "boolq", "hellaswag", "winogrande", "arc_easy", "piqa"]
 zeroshot_limit = 50
-figure2_depths = [0.0, 0.5, 1.0]  # Figure 2's corners: the down projections at these relative depths
+figure2_depths = "all"  # Figure 2's corners: every down projection, or those at these relative depths ([0.0, 1.0])
 figure_layer = None  # "model.layers.N.mlp.down_proj"; None: the middle layer's down projection
 recompute = False
 results_dir = "../results"
@@ -303,7 +303,7 @@ nb.show(sgpt_summary, "sparsegpt_vs_wanda")
 #
 # Two exercises on Figure 2's layer of the first model, live in float32 (seconds each on 2 cores). The layer's
 # outputs come from the *dense* model on a few calibration windows (OGAS proper reads the inputs that the
-# already-pruned blocks before it produce; in the middle block that moves the terms a little). Write down your
+# already-pruned blocks before it produce, so its terms there differ by what the earlier blocks' pruning changed). Write down your
 # prediction before you run a cell; then change its values and run it again. Under each, a collapsed answer says
 # what the committed records show.
 #
@@ -530,7 +530,7 @@ nb.figure(fig, "fig2_energy_papr.png")
 # **The figure's story against the equations.** The paper says OGAS prunes "high-energy static redundant"
 # channels (high energy, low PAPR) that Wanda keeps, and saves low-energy channels with a high peak ratio. In
 # the equations the importance $I_i = (1-\lambda)\hat E_i + \lambda \hat P_i$ *rises* with energy and the
-# sparsity falls as $I_i$ rises. On the down projections at the start, middle and end of each model (`figure2_depths`),
+# sparsity falls as $I_i$ rises. On every down projection of each model (`figure2_depths`),
 # the channels of the two corners (top and bottom quarter on each axis) and the sparsity OGAS gives them, against
 # Wanda's, which is the target on every output channel:
 

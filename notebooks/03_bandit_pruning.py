@@ -111,8 +111,8 @@ nb.show(R.differences(), "what_differs")  # generated from the parameters that r
 #   - `persist` (the default): a candidate's statistics persist across steps while it stays in the pool, so
 #     evidence accumulates; unpulled candidates are pulled first; a candidate may join only after at least one
 #     pull under the mask it joins. In principle the policy can then come back to close or uncertain
-#     candidates; at the paper's $c = 1.5$ the records show that UCB mostly catches up the pull counts of the
-#     pool's newest entrants instead (section 3's worked step, section 5e).
+#     candidates; at the paper's $c = 1.5$ the records show UCB giving a large share of its pulls to the pool's
+#     newest entrants instead, catching up their pull counts (section 3's worked step; section 5e's *to_newcomers*).
 #   - `step` (an ablation): every step starts each candidate with empty statistics ($t$ and $n_u$ count this
 #     step's pulls). With a per-step budget below the pool (the `cpu` profile: 8 pulls, pool 16) UCB then
 #     measures the pool's first 8 candidates once each step and keeps the least damaging: its exploration
@@ -388,10 +388,9 @@ if len(lp.frame):
 # Wanda-style scores a unit by $S_u = \sum_{(i,j) \in u} |W_{ij}|\,\lVert X_j \rVert_2$: its weights times
 # the norms of the inputs they read, a one-shot estimate of how large the unit's share of its sublayer's
 # output is. Ranked globally, that estimate is compared *across* layers, and each layer's scores carry that
-# layer's scale, which moves with depth far more than the scores move within a layer. So the $k$ lowest
-# units come from one to three layers and take most of those layers' units (the reading below counts
-# them), where random spreads its $k$ units over every layer; Table 1 shows what emptying a few sublayers
-# costs. Where the scale comes from, and whether it marks the layers that matter least:
+# layer's scale, which moves with depth far more than the scores move within a layer. So in most settings the
+# $k$ lowest units crowd into the first or the last few layers (the reading below gives the share per setting),
+# where random spreads its $k$ units over every layer; Table 1 shows what emptying a few sublayers costs. Where the scale comes from, and whether it marks the layers that matter least:
 #
 # - **The stream grows with depth.** A sublayer's output $o$ is added to the residual stream $h$, and what a
 #   unit does to the model is its share of $h$, not its size. The stream is small in the first layers and
@@ -557,8 +556,8 @@ if len(vis):
 #
 # The pool enters units in norm order: a search that chooses $k$ units from a pool of $P$ can only ever reach the
 # $k + P - 1$ lowest-norm units, so at least $k - P + 1$ of its $k$ are magnitude's own, whatever it measured. Where
-# the pool is much smaller than $k$ (this profile's language-model searches) that bound is most of the selection;
-# the paper's larger pool (section 5's vision searches) leaves the search more room.
+# the pool is much smaller than $k$ (this profile's MLP searches) that bound is most of the selection, as the
+# table's *forced* column says; the paper's larger pool (section 5's vision searches) leaves the search more room.
 
 # %%
 nb.show(R.prescreen(frame, vframe), "table_prescreen")
@@ -624,8 +623,9 @@ else:
 #   + \frac{n_u}{2 + n_u}\cdot\bar r_u ,$$
 #
 # a weighted average of the prior's mean $\tfrac12$ and the candidate's mean reward $\bar r_u$, the prior's
-# weight falling with each pull. Pruning a unit almost always costs loss ($d > 0$, so $r < \tfrac12$): the
-# prior then lifts a rarely pulled candidate above a well-measured, less damaging one. Under the `step` rule
+# weight falling with each pull. A pull rarely helps (the *beneficial* column of section 3's rewards table) and
+# the mean reward lies below $\tfrac12$ in every setting there ($d > 0$ on average): the prior then lifts a rarely
+# pulled candidate above a well-measured, less damaging one. Under the `step` rule
 # every candidate has about one pull when a join is decided, so the rules rarely disagree; under `persist`
 # the pulls differ (section 5b). The alternative (`join: mean`) joins the best mean reward, as MAB-UCB does.
 

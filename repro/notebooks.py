@@ -86,14 +86,19 @@ class Session:
         import pandas as pd
         from IPython.display import Markdown, display
 
+        summary = None
         if isinstance(table, Table):
-            table, caption, reading, raw = table.frame, caption or table.caption, reading or table.reading, (
-                table.raw if raw is None else raw)
+            table, caption, reading, raw, summary = table.frame, caption or table.caption, reading or table.reading, (
+                table.raw if raw is None else raw), table.summary
         if index is None:
             index = not isinstance(table.index, pd.RangeIndex)
         if caption and "profile `" not in caption.lower():  # every table says which profile produced it
             caption = f"{caption.rstrip()} Profile `{self.profile}`."
         save_table(table, self.figures / stem, caption, raw=raw, index=index)
+        if summary is not None:  # a long table: its summary here, the whole of it in figures/
+            caption = (f"{caption.rstrip()} *Summarised here: {summary.attrs.get('shows', 'a summary')}; all "
+                       f"{len(table)} rows are in `figures/{self.figures.name}/{stem}.md`.*")
+            table, index = summary, True
         display(Markdown(to_markdown(table, caption, index=index)))
         if reading:
             display(Markdown("**What it shows.**\n\n" + reading))
@@ -526,66 +531,3 @@ def in_sync(py: str | Path, ipynb: str | Path) -> bool:
     import nbformat
 
     return cell_sources(read_source(py)) == cell_sources(nbformat.read(str(ipynb), as_version=4))
-
-
-# ---- numbers typed in prose ------------------------------------------------------------------------
-# A notebook's numbers come from records (generated Markdown) or from its parameters; a markdown cell may
-# hold a number only where it is not a measurement of this run: an equation or code, a reference (Table 2,
-# section 3, eq. 1), a name (WikiText-2, ViT-S/14, top-1), a quotation ("..."), a sentence that gives the
-# paper's own number (it names the paper), a parameter's value, or one of a few constants of the method
-# (0, 1, 2, 0.5, the 95% intervals, 80% power, a 5% test).
-_MATH = re.compile(r"\$\$.*?\$\$|\$[^$]*\$", re.S)
-_CODE = re.compile(r"```.*?```|`[^`]*`", re.S)
-_LINK = re.compile(r"\]\([^)]*\)")
-_QUOTE = re.compile(r'"[^"\n]*"|“[^”]*”')
-_ENUMERATION = re.compile(r"\(\d+\)")
-_REF = re.compile(r"\b(?:Tables?|Figures?|Fig\.|eqs?\.|equations?|[Ss]ections?|Algorithm|[Nn]otebooks?|Papers?|Appendix|"
-                  r"steps?|[Ii]ssue)\s+[IVX0-9]+[a-z]?(?:\s*(?:-|–|,|and|or|/)\s*[IVX0-9]+[a-z]?)*")
-_NUMBER = re.compile(r"(?<![\w.\-/])\d+(?:[.,]\d+)*%?(?![\w\-/])")
-_SENTENCE = re.compile(r"(?<=[.;:!?])\s+(?=[A-Z(*])")
-_PAPER = re.compile(r"\bpaper(?:'s|s)?\b", re.I)
-CONSTANTS = frozenset({"0", "1", "2", "0.5", "95%", "80%", "5%"})
-
-
-def parameter_numbers(*values) -> set[str]:
-    """Every number in ``values`` (parameters, profiles: nested dicts and lists) as prose would write
-    it: ``0.125`` and ``12.5%``, ``8``."""
-    out: set[str] = set()
-
-    def walk(v):
-        if isinstance(v, bool):
-            return
-        if isinstance(v, (int, float)):
-            out.update({f"{v:g}", f"{v * 100:g}%"})
-        elif isinstance(v, dict):
-            for k, x in v.items():
-                walk(k)
-                walk(x)
-        elif isinstance(v, (list, tuple, set)):
-            for x in v:
-                walk(x)
-
-    for v in values:
-        walk(v)
-    return out
-
-
-def typed_numbers(nb, allowed: set[str] = frozenset()) -> list[tuple[int, str, str]]:
-    """(cell index, number, sentence) for every number typed in a markdown cell of ``nb`` outside the
-    places listed above (``allowed``: the notebook's parameter values, :func:`parameter_numbers`):
-    a number that should have been generated from the records."""
-    hits = []
-    for i, cell in enumerate(nb.cells):
-        if cell.cell_type != "markdown":
-            continue
-        text = _LINK.sub(" ", _CODE.sub(" ", _MATH.sub(" ", cell.source)))
-        text = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith(("#", ">")))
-        text = _ENUMERATION.sub(" ", _REF.sub(" ", _QUOTE.sub(" ", text)))
-        for sentence in _SENTENCE.split(" ".join(text.split())):
-            if _PAPER.search(sentence):
-                continue
-            for m in _NUMBER.finditer(sentence):
-                number = m.group().rstrip(".,")
-                if number not in CONSTANTS and number not in allowed:
-                    hits.append((i, number, sentence.strip()))
-    return hits

@@ -16,11 +16,43 @@ from repro.words import num, ordinal
 class Table(NamedTuple):
     """What a report's table method returns, and what :meth:`repro.notebooks.Notebook.show` displays: the
     ``frame`` as shown, its ``caption`` (model, data and sample, profile), the ``reading`` generated from its
-    numbers ("" when the table needs none), and ``raw``: the numbers behind a formatted frame (its CSV) or None."""
+    numbers ("" when the table needs none), ``raw``: the numbers behind a formatted frame (its CSV) or None, and
+    ``summary``: what a notebook shows of a table longer than :data:`LONG` rows (:func:`summarised`; the full table
+    goes to ``figures/``)."""
     frame: pd.DataFrame
     caption: str
     reading: str = ""
     raw: pd.DataFrame | None = None
+    summary: pd.DataFrame | None = None
+
+
+LONG = 30  # a table longer than this is shown summarised in a notebook, in full in figures/
+
+
+def summarised(table: Table, rows: str | list[str] | None, columns: str | list[str] | None, value: str,
+               source: pd.DataFrame | None = None, fill: str = "–") -> Table:
+    """``table`` with a ``summary``: the ``value`` column of ``source`` (default: the table's frame) pivoted to
+    ``rows`` x ``columns`` (e.g. method x (model, units)), each cell as ``source`` writes it, in the order it first
+    lists them; with ``rows`` None, ``source`` itself (rows a reader needs, ``value`` saying which). The table itself
+    when it is short enough to show whole."""
+    f = table.frame if source is None else source
+    if len(table.frame) <= LONG:
+        return table
+    if rows is None:
+        wide = f.set_index(f.columns[0])
+        wide.attrs["shows"] = value
+        return table._replace(summary=wide)
+    rows, columns = [rows] if isinstance(rows, str) else rows, [columns] if isinstance(columns, str) else columns
+    if f.duplicated(rows + columns).any():  # a cell of the summary would stand for two rows of the table
+        raise ValueError(f"summarised: {rows + columns} do not identify the rows of {table.caption[:60]!r}")
+    keys = f[columns].astype(str).agg(", ".join, axis=1)
+    wide = f.assign(_col=keys).pivot_table(index=rows, columns="_col", values=value, aggfunc="first", sort=False)
+    wide = wide.reindex(columns=list(dict.fromkeys(keys))).fillna(fill)
+    wide.columns.name = None
+    if len(rows) > 1:  # one column of row labels, not a tuple per row
+        wide.index = pd.Index([", ".join(map(str, k)) for k in wide.index], name=", ".join(rows))
+    wide.attrs["shows"] = f"{value}, by {' and '.join(rows)} (rows) and {', '.join(columns)} (columns)"
+    return table._replace(summary=wide)
 
 
 def fmt_ci(value: float, ci, digits: int = 2) -> str:
@@ -60,8 +92,31 @@ def marked_table(values: pd.DataFrame, cis: pd.DataFrame | None = None, lower_is
     return out
 
 
+EMPTY = {"", "nan", "None", "–", "—"}  # how an empty cell reads once formatted
+
+
+def merged_columns(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` as a reader should see it: a column empty in every row left out, and columns equal in every row (of at
+    least three) shown once, under their headers joined by " = " (which says that they are equal here). The CSV
+    keeps every column."""
+    if len(df) < 3 or isinstance(df.columns, pd.MultiIndex) or not df.columns.is_unique:
+        return df
+    text = {c: tuple(df[c].astype(str)) for c in df.columns}
+    keep, heads = [], {}
+    for c in df.columns:
+        if set(text[c]) <= EMPTY:
+            continue
+        first = next((k for k in keep if text[k] == text[c]), None)
+        if first is None:
+            keep.append(c)
+            heads[c] = str(c)
+        else:
+            heads[first] += f" = {c}"
+    return df[keep].set_axis([heads[c] for c in keep], axis=1)
+
+
 def to_markdown(df: pd.DataFrame, caption: str = "", index: bool = True) -> str:
-    body = df.to_markdown(index=index)
+    body = merged_columns(df).to_markdown(index=index)
     return (caption.strip() + "\n\n" if caption else "") + body + "\n"
 
 
@@ -104,7 +159,28 @@ def committed_csv(folder: str | Path, name: str, **read) -> pd.DataFrame | None:
     return pd.read_csv(path, index_col=0, **read) if path.is_file() else None
 
 
+def fit_titles(fig) -> None:
+    """Wrap each axes' title that is wider than its axes (so that neighbouring subplots' titles never overlap),
+    keeping the lines the title already has."""
+    import textwrap
+
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        title = ax.title
+        text = title.get_text()
+        if not text:
+            continue
+        wide, room = title.get_window_extent(renderer).width, ax.get_window_extent(renderer).width
+        if wide <= room:
+            continue
+        longest = max(len(line) for line in text.splitlines())
+        chars = max(12, int(longest * room / wide) - 1)
+        title.set_text("\n".join(w for line in text.splitlines() for w in textwrap.wrap(line, chars) or [""]))
+
+
 def save_figure(fig, path: str | Path) -> Path:
+    fit_titles(fig)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp.png")

@@ -14,7 +14,7 @@ from conftest import ROOT
 # each top-level part of repro and its floor; a module imports only from its own floor or below
 LAYERS = {"errors": -1, "progress": -1, "words": -1, "processes": -1, "assets": 0, "arch": 1, "structure": 2, "calib": 3, "methods": 4,
           "evaluate": 5, "store": 6, "report": 6, "claims": 6, "survive": 6, "origin": 6, "family": 6, "migrate": 6, "engines": 7, "papers": 8, "notebooks": 9, "jobs": 9,
-          "cli": 9, "cliargs": 9, "profiles": 9, "__main__": 10}
+          "cli": 9, "cliargs": 9, "profiles": 9, "prose": 9, "__main__": 10}
 PACKAGE = ROOT / "repro"
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9]*.py"))
 # repro.methods functions a notebook may call because they teach the paper's equation

@@ -61,7 +61,8 @@ def test_the_twice_check_can_fail():
 def test_no_measurement_is_typed_in_prose(src):
     """Every number in a notebook's markdown cells is a parameter, a reference, a name, an equation, the
     paper's own number or a constant of the method: what a run measured is generated from its records."""
-    from repro.notebooks import default_parameters, load_profile, parameter_numbers, read_source, typed_numbers
+    from repro.notebooks import default_parameters, load_profile, read_source
+    from repro.prose import parameter_numbers, typed_numbers
 
     nb = read_source(src)
     allowed = parameter_numbers(default_parameters(nb), *(load_profile(p, src.stem) for p in PROFILES))
@@ -69,7 +70,7 @@ def test_no_measurement_is_typed_in_prose(src):
 
 
 def test_the_typed_number_check_can_fail():
-    from repro.notebooks import typed_numbers
+    from repro.prose import typed_numbers
 
     cell = nbformat.v4.new_markdown_cell
     nb = nbformat.v4.new_notebook(cells=[

@@ -39,7 +39,7 @@ from repro.papers.bandit.tables import (
     vision_table,
 )
 from repro.papers.bandit.worked import bonus_decided_pull, pull_reasons, ucb_step
-from repro.report import Table, differences_table, lm_setting, model_line, provenance
+from repro.report import Table, differences_table, lm_setting, model_line, provenance, summarised
 from repro.report import caption as caption_line
 from repro.structure import removal_counts
 from repro.words import unit_pct
@@ -155,9 +155,10 @@ class Report:
     def table1(self, lm: pd.DataFrame, frame: pd.DataFrame) -> Table:
         """Table 1 (:func:`lm_summary` of ``lm``, :func:`lm_table`'s rows of ``frame``)."""
         t = lm_summary(lm, frame)
-        return Table(t, self.caption("Table 1. Perplexity change against dense (mean and sd over seeds), LAMBADA "
-                                     "perplexity and last-word accuracy change.", frame),
-                     readings.table1_reading(t))
+        return summarised(Table(t, self.caption("Table 1. Perplexity change against dense (mean and sd over seeds), "
+                                                "LAMBADA perplexity and last-word accuracy change.", frame),
+                                readings.table1_reading(t)), "method", ["model", "units"],
+                          "WikiText-2 ppl change %", source=t.assign(units=t.kinds + " " + t.ratio.map(unit_pct)))
 
     def paper_settings_pending(self) -> str:
         """Where the language-model searches run below the paper's setting (fewer paired evaluations per step, a
@@ -178,9 +179,12 @@ class Report:
                 "decides.")
 
     def table1_per_seed(self, lm: pd.DataFrame, frame: pd.DataFrame) -> Table:
-        return Table(per_seed_table(lm), self.caption(
+        spans = lm.assign(method=lm.method.map(LABELS), units=lm.kinds + " " + lm.ratio.map(unit_pct)).groupby(
+            ["model", "units", "method"], sort=False).change_pct.agg(["min", "max"]).reset_index()
+        spans["span"] = [f"{lo:+.1f} to {hi:+.1f}" for lo, hi in zip(spans["min"], spans["max"])]
+        return summarised(Table(per_seed_table(lm), self.caption(
             "Table 1 per seed: WikiText-2 ppl change % [paired 95% CI] / LAMBADA ppl change %.", frame),
-            readings.per_seed_reading(lm))
+            readings.per_seed_reading(lm)), "method", ["model", "units"], "span", source=spans)
 
     def rewards(self, frame: pd.DataFrame) -> Table:
         t = labelled(reward_table(frame)).round(3)
@@ -189,8 +193,9 @@ class Report:
 
     def layers(self, frame: pd.DataFrame) -> Table:
         t = labelled(layer_profile(frame, {n: e.structure["n_layers"] for n, e in self.lm.items()})).round(3)
-        return Table(t, self.caption("Where the selected units sit: mean layer and share in the first and in the last "
-                                     "tenth of the layers.", frame), readings.layers_reading(t))
+        return summarised(Table(t, self.caption("Where the selected units sit: mean layer and share in the first and "
+                                                "in the last tenth of the layers.", frame), readings.layers_reading(t)),
+                          "method", ["model", "units"], "mean layer")
 
     def head_maps(self, frame: pd.DataFrame) -> dict[str, tuple[np.ndarray, int]]:
         """:func:`head_maps` with each model's (layers, heads per layer)."""
@@ -198,9 +203,10 @@ class Report:
 
     def budget(self, frame: pd.DataFrame) -> Table:
         t = budget_table(frame)
-        return Table(t, self.caption("Table B1. Budget per run (mean over seeds): calibration passes, paired "
-                                     "evaluations, losses, layer forwards, seconds on this machine.", frame),
-                     readings.budget_reading(t))
+        return summarised(Table(t, self.caption("Table B1. Budget per run (mean over seeds): calibration passes, "
+                                                "paired evaluations, losses, layer forwards, seconds on this machine.",
+                                                frame), readings.budget_reading(t)),
+                          "method", ["model", "units"], "layer_forwards")
 
     def table2(self, vis: pd.DataFrame, vframe: pd.DataFrame) -> Table:
         t = vision_summary(vis, self.n_heads)
@@ -234,10 +240,15 @@ class Report:
                                           "models (WikiText-2 and LAMBADA ppl change %), 95% t interval, paired t, BH "
                                           "q within this subfamily and within the whole family.", frame),
                       readings.comparisons_reading(paper)),
-                Table(ours, self.caption("Ours: MAB - every other baseline across seeds (ppl change %, WikiText-2 and "
-                                         "LAMBADA; vision: top-1 drop, pp), 95% t interval, paired t, BH q within this "
-                                         "family and within the whole family.", frame),
-                      readings.comparisons_reading(ours)))
+                summarised(Table(ours, self.caption("Ours: MAB - every other baseline across seeds (ppl change %, "
+                                                    "WikiText-2 and LAMBADA; vision: top-1 drop, pp), 95% t interval, "
+                                                    "paired t, BH q within this family and within the whole family.",
+                                                    frame), readings.comparisons_reading(ours)),
+                           SETTING + ["value"], "comparison", "mean difference (BH q in this family)",
+                           source=ours.assign(**{"comparison": ours.a + " - " + ours.b if len(ours) else [],
+                                                 "mean difference (BH q in this family)": [
+                                                     f"{d:+.2f} (q {q:.3f})" for d, q in zip(ours.get("mean_diff", []),
+                                                                                            ours.get("q", []))]})))
 
     def memory_ablation(self, lm: pd.DataFrame, frame: pd.DataFrame, vis: pd.DataFrame,
                         vframe: pd.DataFrame) -> Table:
@@ -322,7 +333,9 @@ class Report:
         for rule in self.p.ablation_memories():
             frames[rule] = pd.concat(self._frames(memory=rule), ignore_index=True)
         t = allocation_table(frames)
-        return Table(t, self.caption(ALLOCATION, frame), readings.allocation_reading(t))
+        budget = t.assign(pulls=t.pulls_per_step.map(lambda n: f"{n:g} pulls per step")) if len(t) else t
+        return summarised(Table(t, self.caption(ALLOCATION, frame), readings.allocation_reading(t)),
+                          ["method", "memory"], ["model", "units", "pulls"], "to_newcomers", source=budget)
 
     # ---- issue 49: what the bandits' results owe to what (repro.papers.bandit.mechanism) ---------------------
     def decomposition(self, lm: pd.DataFrame, frame: pd.DataFrame) -> Table:
@@ -438,11 +451,14 @@ class Report:
         """Magnitude, Taylor and Fisher on one layer of one run (:func:`.scorers.layer_scores`)."""
         t = S.layer_scores(frame, model, kinds, ratio, seed)
         layer = t.unit.map(lambda u: unit_of(u).layer).iloc[0] if len(t) else None
-        return Table(t.round(5) if len(t) else t, self.caption(
+        flags = [c for c in t.columns if c.endswith((" selects", " pulled"))]
+        chosen = t[t[flags].any(axis=1)].round(5) if len(t) else t
+        return summarised(Table(t.round(5) if len(t) else t, self.caption(
             f"Magnitude, Taylor and Fisher on {model}'s layer {layer} ({kinds} {unit_pct(ratio)}, seed {seed}, the "
             "layer holding most of Fisher's selection): each candidate's score, its rank among all candidates (1: "
             "selected first), whether each scorer selects it, and whether the seed-matched MAB-UCB search pulled or "
-            "selected it.", frame), S.layer_reading(t))
+            "selected it.", frame), S.layer_reading(t)), None, None,
+            "the candidates some scorer selects or the search pulled", source=chosen)
 
     def scorer_reach(self, frame: pd.DataFrame) -> Table:
         """How much of each one-shot scorer's selection lies where the seed-matched MAB-UCB search never looked

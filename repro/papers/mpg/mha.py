@@ -11,7 +11,7 @@ from repro.papers.mpg.claims import PAPER_EFFECTS, PAPER_SOURCES, mha_claims
 from repro.papers.mpg.readings import mha_reading, table2_reading, zero_ties_reading
 from repro.papers.mpg.records import LABEL, find, paired_text, pct, per_unit, scores_frame, vision_frame, vision_paired
 from repro.papers.mpg.tables import SessionTables, zero_ties_frame
-from repro.report import Table, marked_table
+from repro.report import Table, marked_table, summarised
 from repro.report import caption as caption_line
 
 
@@ -130,10 +130,10 @@ class MhaTables(SessionTables):
     def table(self, frame: pd.DataFrame, sparsities: list[float], methods: list[str]) -> Table:
         """:func:`vision_table`, its unformatted frame as ``raw``."""
         table, raw = vision_table(frame, self.models, sparsities, methods)
-        return Table(table, self.caption(
+        return summarised(Table(table, self.caption(
             "MHA encoders after head pruning: top-1 and cross-entropy, and each method - MP-G paired over the same "
             "images (top-1 in points, above 0 beats MP-G; nats, below 0 beats MP-G).",
-            frame.key), mha_reading(raw), raw)
+            frame.key), mha_reading(raw), raw), "method", ["model", "sparsity"], "top-1 (%)")
 
     def z_table(self, frame: pd.DataFrame, z_values: list[float], z_sparsities: list[float]) -> Table:
         """:func:`vision_z_table`, its cross-entropies as ``raw``."""

@@ -54,7 +54,7 @@ class MpgParams(NotebookParams):
     vision_grad_nsamples: int = 256  # of them, the first n for Gradient-Head
     vision_n_eval: int = 2000  # the first n Fashion-MNIST test images (those notebook 3 evaluates on)
     vision_data: str = "fashion-mnist"  # or "imagenette[:/path]"
-    mlm_models: list[str] = []  # section 9b: masked LMs by pseudo-perplexity (the paper's RoBERTa rows; hub ids)
+    mlm_models: list[str] = []  # section 9: masked LMs by pseudo-perplexity (the paper's RoBERTa rows; hub ids)
     mlm_seqlen: int = 128  # tokens per pseudo-perplexity window (between <s> and </s>)
     glue_encoder: str = "minilm-l6"  # section 6: the MHA text encoder fine-tuned, then pruned
     glue_tasks: list[str] = []  # sst2, mrpc, rte

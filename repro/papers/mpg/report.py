@@ -66,7 +66,7 @@ class Report(Tables):
 
     def mlm_provenance(self) -> list[str]:
         """Section 9b's masked LMs: what each is, its evaluation sample, its calibration."""
-        return [f"{model_line(e)} (section 9b, masked LM): L x H = {e.shape[0]} x {e.shape[1]}; eval {e.data.label}, "
+        return [f"{model_line(e)} (section 9, masked LM): L x H = {e.shape[0]} x {e.shape[1]}; eval {e.data.label}, "
                 f"{e.windows()}, {e.setup.eval_dtype}; calibration {e.setup.calib_nsamples} x {e.setup.calib_seqlen} "
                 f"tokens of {e.calib_text.label} between <s> and </s> (Gradient-Head on the first {e.grad_nsamples}, "
                 f"{MASK_RATE:.0%} of each window's text tokens masked)" for e in self.grid.mlm.values()]
@@ -207,7 +207,7 @@ class Report(Tables):
                    f"rows whose measurement reads a calibration-based cell (profile `{self.profile}`).")
         return Table(t, caption, survival_reading(t, same, self.calibration_words(True)))
 
-    # -- section 9b: Table I's encoder rows (masked LMs, pseudo-perplexity)
+    # -- section 9: Table I's encoder rows (masked LMs, pseudo-perplexity)
     def encoder_setting(self) -> str:
         """'FacebookAI/roberta-base; wikitext2:validation, 32 x 128 tokens between <s> and </s>, spread over the
         split; FP32 (float32)': what produced the encoder rows."""
@@ -279,7 +279,7 @@ class Report(Tables):
                           f"epochs" for t, e in g.items())
               + (f". Zero-shot {', '.join(p.zeroshot_tasks)} of {', '.join(p.zeroshot_models)}: appendix, "
                  "uninformative" if p.zeroshot_tasks else ""))
-        enc = "; ".join([f"{', '.join(self.grid.mlm)}: pseudo-perplexity, {self.encoder_setting()} (section 9b)"]
+        enc = "; ".join([f"{', '.join(self.grid.mlm)}: pseudo-perplexity, {self.encoder_setting()} (section 9)"]
                         * bool(self.grid.mlm)
                         + [f"{', '.join(vision)}, **trained here** on Fashion-MNIST: top-1 and cross-entropy on the "
                            f"first {p.vision_n_eval} test images (section 9)"] * bool(vision)) or "not run"

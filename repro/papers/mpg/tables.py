@@ -48,7 +48,7 @@ from repro.papers.mpg.records import (
     scores_frame,
     zeroshot_cells,
 )
-from repro.report import Table, fmt_ci, lm_setting, marked_table
+from repro.report import Table, fmt_ci, lm_setting, marked_table, summarised
 from repro.report import caption as caption_line
 from repro.words import and_join
 
@@ -231,8 +231,11 @@ class Tables(SessionTables):
     def paired(self, main: pd.DataFrame, sparsities: list[float], reference: str = "mpg") -> Table:
         """``reference`` against every other method, paired over windows."""
         table = paired_table(main, self.models, sparsities, reference)
-        return Table(table, self.caption(f"Paired comparisons: {LABEL[reference]} / other method perplexity ratio, "
-                                         "95% paired bootstrap CI over windows."), paired_reading(table))
+        shown = table.assign(ratio=[f"x{r:.3g} {ci}" for r, ci in zip(table["ppl ratio"], table["95% CI"])]) if len(
+            table) else table
+        return summarised(Table(table, self.caption(f"Paired comparisons: {LABEL[reference]} / other method perplexity "
+                                                    "ratio, 95% paired bootstrap CI over windows."),
+                                paired_reading(table)), "vs", ["model", "sparsity"], "ratio", source=shown)
 
     def spread(self, scores: pd.DataFrame, methods: list[str], sparsity: float, vals: pd.DataFrame) -> Table:
         """Per model and method, the layers whose heads are all pruned at ``sparsity`` and the most heads taken

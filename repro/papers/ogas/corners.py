@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from repro.claims import difference_claim
+from repro.claims import FAILS, HOLDS, difference_claim, verdict
 from repro.evaluate.stats import paired_t
 from repro.methods.registry import minmax
 
@@ -43,7 +43,27 @@ def corners(records: dict[str, dict], target: float, q: float = CORNER) -> pd.Da
                          "sparsity, low E high P": float(s[peaky].mean()) if peaky.any() else np.nan,
                          "Spearman s~x (energy)": float(stats.spearmanr(x, s)[0]),
                          "Spearman s~y (PAPR)": float(stats.spearmanr(y, s)[0])})
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)
+    if not len(out):
+        return out
+    depth = out.layer.str.extract(r"\.(\d+)\.")[0].astype(float)  # the block index: layers in model order
+    return out.assign(_d=depth).sort_values(["model", "_d"], key=lambda c: c if c.name == "_d" else c.map(
+        {m: i for i, m in enumerate(records)}), kind="stable").drop(columns="_d").reset_index(drop=True)
+
+
+def per_model(t: pd.DataFrame) -> pd.DataFrame:
+    """:func:`corners` in one row per model: its layers, the corners' mean sparsity over them (and how many layers
+    have channels in each corner) and the median Spearman correlation of the sparsity with each axis."""
+    if not len(t):
+        return t
+    g = t.groupby("model", sort=False)
+    return pd.DataFrame({"layers": g.size(), "target": g.target.first(),
+                         "layers with high E, low P": g["sparsity, high E low P"].count(),
+                         "sparsity, high E low P": g["sparsity, high E low P"].mean().round(3),
+                         "layers with low E, high P": g["sparsity, low E high P"].count(),
+                         "sparsity, low E high P": g["sparsity, low E high P"].mean().round(3),
+                         "median Spearman s~x (energy)": g["Spearman s~x (energy)"].median().round(3),
+                         "median Spearman s~y (PAPR)": g["Spearman s~y (PAPR)"].median().round(3)}).reset_index()
 
 
 def corner_claims(t: pd.DataFrame) -> list:
@@ -78,21 +98,20 @@ def corners_reading(t: pd.DataFrame, lam: dict[str, float]) -> str:
     for model, g in t.groupby("model", sort=False):
         static, peaky = (100 * (g[c] - g.target) for c in ("sparsity, high E low P", "sparsity, low E high P"))
         ps, pp = (paired_t(d.dropna().to_numpy(), np.zeros(d.notna().sum())) for d in (static, peaky))
-        settled = all(p.ci is not None for p in (ps, pp))
-        if settled and ps.ci[1] < 0 and pp.ci[0] > 0:
-            verdict = ("The equations do the opposite of the figure's story: OGAS keeps more of the high-energy, "
-                       "steady channels than Wanda does and prunes the peaky low-energy ones harder, in every layer's "
-                       "interval.")
-        elif settled and ps.ci[0] > 0 and pp.ci[1] < 0:
-            verdict = "The equations follow the figure's story here."
-        elif static.mean() < 0 < peaky.mean():
-            verdict = (f"On average the corners move against the figure's story, but over {len(g)} layers neither "
-                       "direction is settled (the claim rows are inconclusive).")
+        first, second = verdict(ps.ci, 0.0, "above"), verdict(pp.ci, 0.0, "below")  # the claim rows' rule
+        if first == second == HOLDS:
+            said = "The equations follow the figure's story here, both halves by the claim rows' intervals."
+        elif first == second == FAILS:
+            said = ("The equations do the opposite of the figure's story: OGAS keeps more of the high-energy, steady "
+                    "channels than Wanda does and prunes the peaky low-energy ones harder, both by the claim rows' "
+                    "intervals.")
         else:
-            verdict = f"Over {len(g)} layers the corners do not move as the figure's story says."
+            said = (f"By the claim rows' intervals over the layers ({static.notna().sum()} and {peaky.notna().sum()} "
+                    f"with channels in each corner), the story's first half (high energy, low PAPR pruned more) "
+                    f"{first}, its second half (low energy, high PAPR pruned less) {second}.")
         lines.append(f"- **{model}** (lambda = {lam.get(model, np.nan):g}): OGAS's sparsity {_direction(g['Spearman s~x (energy)'])}; "
                      f"the high-energy, low-PAPR channels get {static.mean():+.1f} points against Wanda's "
                      f"{g.target.iloc[0]:.0%} on average ({static.min():+.1f} to {static.max():+.1f} by layer) and the "
                      f"low-energy, high-PAPR ones {peaky.mean():+.1f} ({peaky.min():+.1f} to {peaky.max():+.1f}). "
-                     + verdict)
+                     + said)
     return "\n".join(lines)

@@ -246,8 +246,11 @@ class OgasGrid(Sections):
                             yield e.cell.ask("ogas", sp, params=params, calib_seed=seed)
 
     def figure2_layers(self, model: str) -> tuple[str, ...]:
-        """The down projections of ``model`` at the ``figure2_depths`` (relative: 0 the first block, 1 the last)."""
+        """The down projections of ``model`` at the ``figure2_depths`` (relative: 0 the first block, 1 the last; "all":
+        every one)."""
         downs = self.wt[model].down_projections()
+        if self.p.figure2_depths == "all":
+            return tuple(downs)
         return tuple(dict.fromkeys(downs[round(d * (len(downs) - 1))] for d in self.p.figure2_depths))
 
     @section

@@ -3,6 +3,8 @@ says the same values (tested), a profile changes some of them, and :meth:`OgasPa
 before any model is loaded."""
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict
 
 from repro.engines.params import NotebookParams, Number
@@ -53,7 +55,8 @@ class OgasParams(NotebookParams):
     zeroshot_models: list[str] = ["smollm2-135m", "gemma3-270m"]
     zeroshot_tasks: list[str] = ["arc_challenge", "boolq", "hellaswag", "winogrande", "arc_easy", "piqa"]
     zeroshot_limit: int | None = 50
-    figure2_depths: list[Number] = [0.0, 0.5, 1.0]  # Figure 2's corners: the down projections at these relative depths
+    # Figure 2's corners: every down projection ("all"), or those at these relative depths (0: the first block)
+    figure2_depths: Literal["all"] | list[Number] = "all"
     figure_layer: str | None = None  # "model.layers.N.mlp.down_proj"; None: the middle layer's down projection
     paper_calib: PaperCalibration | None = None  # section 2b: Tables 1-2 again at the paper's calibration
 
@@ -69,7 +72,8 @@ class OgasParams(NotebookParams):
         check_number("sparsity", self.sparsity, lo=0.0, hi=1.0)
         for name in ("curve_sparsities", "s_max_headrooms", "curve_draws"):
             check_list(name, getattr(self, name), "number", 0.0, 1.0)
-        if any(d > 1 for d in check_list("figure2_depths", self.figure2_depths, "number", 0.0)):
+        if self.figure2_depths != "all" and any(d > 1 for d in check_list("figure2_depths", self.figure2_depths,
+                                                                          "number", 0.0)):
             raise ReproError(f"parameter figure2_depths must be relative depths in [0, 1], got {self.figure2_depths!r}")
         if set(self.curve_draws) - set(self.curve_sparsities):
             raise ReproError(f"parameter curve_draws must be among curve_sparsities {self.curve_sparsities!r}, got "

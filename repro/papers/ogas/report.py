@@ -16,7 +16,7 @@ from repro.papers.ogas import worked as W
 from repro.papers.ogas.grid import OgasGrid
 from repro.papers.ogas.grid import frame as draws_frame
 from repro.papers.ogas.records import dense_ppl, find
-from repro.report import Table, differences_table, model_line, provenance
+from repro.report import Table, differences_table, model_line, provenance, summarised
 from repro.survive import survival, survival_reading, unchanged_rows
 
 PAPER_CALIBRATION = (128, 2048)  # the paper's calibration: 128 windows of 2048 tokens
@@ -234,11 +234,13 @@ class Report:
         g = self.grid
         t = K.corners(records, g.p.sparsity)
         lam = {n: float(g.params_for(n, "ogas").get("lam", 0.4)) for n in records}
-        return Table(t.round(3) if len(t) else t,
+        return summarised(Table(t.round(3) if len(t) else t,
                      f"**Figure 2's corners on {len(t)} down projections**: channels in the top quarter of normalised "
                      f"log energy and bottom quarter of log PAPR (high E, low P) and the reverse, their mean OGAS "
                      f"sparsity against Wanda's {g.p.sparsity:.0%} on every channel (OGAS, each model's setting; the "
-                     f"setup's calibration draw; profile `{g.p.profile}`).", K.corners_reading(t, lam))
+                     f"setup's calibration draw; profile `{g.p.profile}`).", K.corners_reading(t, lam)), None, None,
+                          "each model's layers in one row: the corners' mean sparsity and the Spearman correlations' "
+                          "median over its layers", source=K.per_model(t))
 
     def claims(self, frame: pd.DataFrame, corners: Table | None = None) -> Table:
         """The claims checked (:func:`.claims.claims_table`, with ``corners``' rows where section 5 ran them); the
