@@ -222,10 +222,10 @@ for n, r in worked.items():
 # %% [markdown]
 # ### 1b. Try it
 #
-# Two exercises on the first model, live in float32 (seconds each on 2 cores). Before you run a cell, write down
-# your prediction; then change its values and run it again. Under each, a collapsed answer says what the committed
-# records show. (`try_it = False` in the parameters cell renders the notebook from its records alone: the
-# exercises then only say how to run them.)
+# Two exercises on the first model, in float32 (seconds each on 2 cores). Before you read a cell's answer, write
+# down your prediction; then change its values and run it again. The answers shown are the default values' runs,
+# read from their records; other values compute live (and are recorded). Under each, a collapsed answer says what
+# the committed tables show.
 #
 # **Try it 1: how much of the cut do the weights decide?** A head scores exactly 0 when none of its features lies
 # above $\mu + z\sigma$, and a global ranking orders equal scores by (layer, head) index. *Predict:* at a 12.5% cut,
@@ -234,8 +234,9 @@ for n, r in worked.items():
 # %%
 from repro.papers.mpg import tryit as T
 
+exercises = grid.exercises()  # the first model's; a run with the values below has a record, other values compute
 try_sparsity, try_z = 0.125, [1.0, 1.5, 2.0, 2.5, 3.0]  # change them and run again
-nb.try_it(lambda: T.zero_scores(exps[models[0]], try_sparsity, try_z), seconds=5)
+nb.try_it(exercises, "zero_scores", seconds=5, sparsity=try_sparsity, z_values=try_z)
 nb.answer(T.committed_zero_scores())
 
 # %% [markdown]
@@ -245,7 +246,8 @@ nb.answer(T.committed_zero_scores())
 
 # %%
 try_windows = 4  # windows of 256 tokens; more: steadier, slower
-nb.try_it(lambda: T.pruned_ppl(exps[models[0]], try_sparsity, ("mpg", "mp", "random"), try_windows), seconds=30)
+nb.try_it(exercises, "pruned_ppl", seconds=30, sparsity=try_sparsity, methods=["mpg", "mp", "random"],
+          windows=try_windows)
 nb.answer(T.committed_pruned_ppl())
 
 # %% [markdown]

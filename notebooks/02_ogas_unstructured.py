@@ -299,7 +299,31 @@ nb.show(sgpt_columns, "sparsegpt_first_block")
 nb.show(sgpt_summary, "sparsegpt_vs_wanda")
 
 # %% [markdown]
-# ### 1c. Try it
+# ### 1c. RIA on the same layer
+#
+# RIA (Zhang et al., "Plug-and-Play") scores a weight by its *relative importance* in its output row and in its
+# input column, times the norm of the input it reads:
+#
+# $$S_{ij} = \Big(\frac{|w_{ij}|}{\sum_k |w_{kj}|} + \frac{|w_{ij}|}{\sum_k |w_{ik}|}\Big)\,\lVert X_j \rVert_2^{\,a},
+#   \qquad a = 0.5 ,$$
+#
+# - $|w_{ij}| / \sum_k |w_{kj}|$: the weight's share of its column, the input channel $j$'s weights into every
+#   output; a channel whose weights are all small still has shares that sum to 1;
+# - $|w_{ij}| / \sum_k |w_{ik}|$: its share of its row, the output's weights from every input;
+# - $\lVert X_j \rVert_2^{\,a}$: the input's norm on the calibration tokens, damped by $a = 0.5$ (Wanda's
+#   score $|w_{ij}|\,\lVert X_j \rVert_2$ has $a = 1$ and no relative terms).
+#
+# RIA prunes the lowest scores of the whole layer (one threshold), Wanda each row at the target. On Figure 2's
+# layer, from a record of RIA pruning the model as Tables 1-2 do (`repro.methods.ria_terms`; the replayed mask is
+# checked equal to the pruner's): the row where the two masks differ most, then the layer.
+
+# %%
+ria_example, ria_summary = R.ria_worked(grid.worked_ria())
+nb.show(ria_example, "ria_row_against_wanda")
+nb.show(ria_summary, "ria_vs_wanda")
+
+# %% [markdown]
+# ### 1d. Try it
 #
 # Two exercises on Figure 2's layer of the first model, live in float32 (seconds each on 2 cores). The layer's
 # outputs come from the *dense* model on a few calibration windows (OGAS proper reads the inputs that the
@@ -314,9 +338,10 @@ nb.show(sgpt_summary, "sparsegpt_vs_wanda")
 # %%
 from repro.papers.ogas import tryit as T
 
+exercises = grid.exercises()  # Figure 2's model; a run with the values below has a record, other values compute
 try_layer = grid.figure_layer_name  # or another, e.g. "model.layers.2.self_attn.o_proj"
 try_lam, try_gammas = 0.4, [0.05, 0.2, 0.5, 1.1, 2.0]  # change them and run again
-spread = nb.try_it(lambda: T.gamma_spread(grid.wt[grid.figure_model], try_layer, try_lam, try_gammas), seconds=10)
+spread = nb.try_it(exercises, "gamma_spread", seconds=10, layer=try_layer, lam=try_lam, gammas=try_gammas)
 if spread is not None:
     T.plot_spread(spread)
     plt.show()
@@ -329,7 +354,7 @@ nb.answer(T.committed_gamma_spread())
 
 # %%
 try_sparsity = 0.5
-nb.try_it(lambda: T.mask_overlap(grid.wt[grid.figure_model], try_layer, try_sparsity), seconds=10)
+nb.try_it(exercises, "mask_overlap", seconds=10, layer=try_layer, sparsity=try_sparsity)
 nb.answer(T.committed_overlap())
 
 # %% [markdown]

@@ -63,6 +63,7 @@ join_ablation = True  # section 5d: the MAB-TS searches again under the other jo
 ucb_c_ablation = {}  # section 5e: {model: {kind: [c]}}, MAB-UCB again with these exploration constants
 search_replay = []  # section 5f: searches ({model, kind, ratio, method, seed}) whose joins are replayed in float32
 wide_search = {}  # section 5c: greedy and the MAB searches on the vision models with a budget >= 2 x pool
+paper_search = None  # section 2b: {budget, pool_size, search_dtype, methods, unit_settings}: Table 1's searches at the paper's setting
 removal = {"model": "smollm2-135m", "method": "thompson", "seed": 1, "batches": [1, 8], "repeats": 5}
 recompute = False
 results_dir = "../results"
@@ -224,9 +225,10 @@ print(f"damage {w['damage']} with tau {w['tau']}: reward sigma(-{w['damage']}/{w
 # %%
 from repro.papers.bandit import tryit as T
 
+exercises = grid.exercises()  # a run with the values below has a record, other values compute
 try_budget, try_noise = 32, 0.05  # change them and run again
-nb.try_it(lambda: T.toy(budget=try_budget, c=1.5, noise=try_noise), seconds=5)
-nb.try_it(lambda: T.toy(budget=try_budget, c=0.1, noise=try_noise), seconds=5)
+nb.try_it(exercises, "toy", seconds=5, budget=try_budget, c=1.5, noise=try_noise)
+nb.try_it(exercises, "toy", seconds=5, budget=try_budget, c=0.1, noise=try_noise)
 nb.answer(T.committed_toy())
 
 # %% [markdown]
@@ -237,7 +239,7 @@ nb.answer(T.committed_toy())
 
 # %%
 try_c = [1.5, 0.2]  # add your own
-nb.try_it(lambda: T.exploration(exps[models[0]], "head", steps=3, cs=try_c, budget=4, pool_size=8), seconds=35)
+nb.try_it(exercises, "exploration", seconds=35, kind="head", steps=3, cs=try_c, budget=4, pool_size=8)
 nb.answer(T.committed_exploration())
 
 # %% [markdown]
@@ -303,6 +305,26 @@ if len(gaps):
     ax.tick_params(axis="x", labelsize=7)
     fig.tight_layout()
     nb.figure(fig, "fig_mab_minus_greedy_seeds.png")
+
+# %% [markdown]
+# ### 2b. At the paper's search
+#
+# The rows above search at the profile's setting (the caption says which), and the paper's searches make 32 paired
+# evaluations per step over a low-magnitude pool of 48 (budgeted greedy: 32 trials). A pool of $P$ smaller than
+# the selection's $k$ forces $k - P + 1$ of it to be magnitude's own (section 5's table "What the pre-screen
+# decides"), and bfloat16 losses blur the gaps a join decides (section 5f). Where the profile names
+# `paper_search`, MAB-UCB, MAB-TS, budgeted greedy and greedy with memory run again at the paper's budget and pool
+# with float32 losses, on the same models, windows and seeds; section 7 sets each verdict beside the scaled one.
+
+# %%
+pframe = grid.paper_searches()  # None without paper_search
+plm = P.lm_table(pframe) if pframe is not None and len(pframe) else None
+if plm is not None and len(plm):
+    nb.show(R.table1_paper(plm, pframe), "table1_paper_search")
+    nb.show(R.prescreen(plm), "table_prescreen_paper_search")  # what the pool of 48 decides
+else:
+    print("This profile names no `paper_search`: every search of this notebook is at the profile's setting (the line "
+          "under Table 1).")
 
 # %% [markdown]
 # ## 3. Inside one run: pulls, rewards and where the units sit
@@ -727,6 +749,10 @@ if len(others.frame):
 claims = R.claims(lm, vis, wframe)
 nb.show_claims(claims, "claims")
 display(Markdown(claims.reading))
+if plm is not None and len(plm):  # section 2b's searches: their claims, and each scaled verdict beside theirs
+    paper_claims = R.claims_paper(plm)
+    nb.show_claims(paper_claims, "claims_paper_search")
+    nb.show(R.survival(claims, paper_claims, plm), "survival_paper_search")
 
 # %% [markdown]
 # ### What the results say

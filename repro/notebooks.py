@@ -119,26 +119,28 @@ class Session:
         atomic_write_text((self.figures / stem).with_suffix(".csv"), csv_text(claims))
         display(Markdown(text))
 
-    def try_it(self, compute, seconds: int):
-        """A "Try it" exercise's answer: ``compute()`` (returning a :class:`repro.report.Table`) run live and timed,
-        shown with its reading and its seconds, and returned. With the ``try_it`` parameter off (a render from the
-        records alone: the cpu profile) nothing is computed: one line says how to run it (about ``seconds`` here)."""
-        import time
-
+    def try_it(self, exercises, name: str, seconds: int, **kwargs):
+        """A "Try it" exercise's answer (``exercises``: the grid's :class:`repro.papers.exercises.Exercises`; ``name``
+        and ``kwargs``: the exercise and the values the cell gives it), shown with its reading and the seconds it took,
+        and returned (a :class:`repro.report.Table`). A run with a record (the default values: the grid's
+        ``exercises`` section computes them) is read from it, loading no model; other values compute live and are
+        recorded. With the ``try_it`` parameter off (a render from the records alone) nothing is computed: where no
+        record exists, one line says how to run it (about ``seconds`` here)."""
         from IPython.display import Markdown, display
 
-        if not self.params.get("try_it", True):
-            display(Markdown(f"*Not run in this render (`try_it = False`, a render from the records alone). Set "
-                             f"`try_it = True` in the parameters cell, or open the notebook with `profile = \"lab\"`, "
-                             f"and run this cell: about {seconds} s on 2 cores.*"))
+        record = exercises.stored(name, kwargs)
+        if record is None and not self.params.get("try_it", True):
+            display(Markdown(f"*Not run in this render (`try_it = False`, a render from the records alone): these "
+                             f"values have no record. Set `try_it = True` in the parameters cell, or open the notebook "
+                             f"with `profile = \"lab\"`, and run this cell: about {seconds} s on 2 cores.*"))
             return None
-        start = time.perf_counter()
-        table = compute()
-        took = time.perf_counter() - start
+        if record is None:
+            record = exercises.run(name, kwargs)
+        table = exercises.table(record)
         display(Markdown(to_markdown(table.frame, table.caption, index=False)))
         if table.reading:
             display(Markdown("**What it shows.**\n\n" + table.reading))
-        print(f"answered in {took:.1f} s")
+        print(f"answered in {record['result']['seconds']:.1f} s (when this run was computed; it is recorded)")
         return table
 
     def answer(self, text: str) -> None:

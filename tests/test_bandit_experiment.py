@@ -567,7 +567,7 @@ def test_report_tables_come_with_their_captions():
     r, f, lm = fake_report(), cells_frame(), lm_rows()
     f["key"] = [("bandit-ppl", str(i)) for i in range(len(f))]
     f["rewards"] = [None] + [[[0.2, 0.5]]] * (len(f) - 2) + [[]]
-    for (t, cap, reading, _), title in ((r.table1(lm, f), "**Table 1."),
+    for (t, cap, reading, *_), title in ((r.table1(lm, f), "**Table 1."),
                                         (r.table1_per_seed(lm, f), "**Table 1 per seed"),
                                         (r.budget(f), "**Table B1."), (r.rewards(f), "**Rewards"),
                                         (r.layers(f), "**Where"), (r.table2(vision_rows(), f), "**Table 2.")):
@@ -578,7 +578,7 @@ def test_report_tables_come_with_their_captions():
     layers = r.layers(f).frame
     assert layers.set_index("method").loc["Magnitude", "early layers"] == 1
     assert r.head_maps(f)["m"][0].shape == (3, 4)
-    (b2, cap_b2, _, _), (tests, cap_t, _, _), (others, cap_o, _, _) = r.statistics(lm, vision_rows(), f)
+    (b2, cap_b2, *_), (tests, cap_t, *_), (others, cap_o, *_) = r.statistics(lm, vision_rows(), f)
     assert cap_b2.startswith("**Table B2.") and cap_t.startswith("**The paper's comparison") and cap_o.startswith("**Ours")
     assert b2.family.tolist() == [ALL_FAMILY, PAPER_FAMILY, "MAB vs the other baselines, and every vision comparison "
                                   "(ours)", DENSE_FAMILY]
@@ -587,7 +587,7 @@ def test_report_tables_come_with_their_captions():
     assert tests["q (whole family)"].notna().all() and others["q (whole family)"].notna().all()
     assert (tests.a == "MAB-UCB").all() and (tests.b == "Budgeted greedy").all() and tests.q.notna().all()
     assert list(zip(others.a, others.b)) == [("MAB-TS", "Budgeted greedy")]  # the vision comparison
-    raw, cap, _, _ = r.claims(lm, vision_rows())
+    raw, cap, *_ = r.claims(lm, vision_rows())
     shown = shown_claims(raw)
     assert list(shown.columns[:6]) == ["claim", "paper says", "setting", "measured", "verdict", "power"]
     assert len(raw) == len(shown) == 5 + lm.lambada_change_pct.notna().any() * 2  # no summary-count rows
@@ -614,7 +614,7 @@ def test_removal_caption_reads_the_record():
     res = {"heads": 3, "mlp_channels": 64, "removed_vs_zeroed_max_abs_logit_diff": 2e-6,
            "machine": {"cpu": "EPYC", "flags": ["avx2", "avx512f", "avx512_bf16"], "fast_bf16": True, "threads": 2},
            **{v: {"params": 10, "checkpoint_bytes": 1e6, "prefill_b1": times} for v in ("dense", "zeroed", "removed")}}
-    t, cap, _, _ = fake_report().removal({"config": {"seqlen": 128, "repeats": 15, "dtype": "bfloat16",
+    t, cap, _, _, *_ = fake_report().removal({"config": {"seqlen": 128, "repeats": 15, "dtype": "bfloat16",
                                                      "batches": [1]}, "result": res})
     assert list(t.model) == ["dense", "zeroed", "removed"] and "prefill b1 (ms)" in t
     assert cap == ("**Removal of m's MAB-TS seed-1 selection (head 10% and mlp 5%): 3 heads and 64 MLP channels.** "
@@ -719,3 +719,25 @@ def test_the_greedy_with_memory_control_splits_mab_vs_greedy_into_allocation_and
     assert memory[0].effect + allocation[0].effect == pytest.approx(both[0].effect)  # seeds 1 and 2 (3 failed)
     assert memory[0].unit == "seeds" and "greedy with memory - greedy" in memory[0].measured
     assert not [c for c in bandit_claims(lm) if c.claim in (MEMORY, ALLOCATION)]  # no control: no such rows
+
+
+def test_a_paper_setting_search_reaches_the_experiment_that_planned_it(tmp_path):
+    """Section 2b searches one model in another precision than section 2: the two experiments differ only in their
+    search dtype, so their addresses must too, or a job planned by one would run on the other (and write a record
+    its plan never asked for)."""
+    from repro.jobs import Context
+    from repro.notebooks import load_profile
+
+    from conftest import ROOT
+
+    src, g = ROOT / "notebooks/03_bandit_pruning.py", "tiny-gemma3"
+    params = {**load_profile(ROOT / "notebooks/profiles/smoke.yaml", src.stem), "models": [g], "seeds": [1],
+              "unit_settings": {g: {"head": [0.25]}}, "search_dtype": "eval", "eval_dtype": "bfloat16",
+              "vision_models": [], "ucb_c_ablation": {}, "search_replay": [], "removal": None,
+              "paper_search": {"budget": 6, "pool_size": 8, "methods": ["ucb"], "unit_settings": {g: {"head": [0.25]}}},
+              "results_dir": str(tmp_path / "r"), "figures_dir": str(tmp_path / "f")}
+    ctx = Context(src, params)
+    searched = [(ctx.index[j.address].search_dtype, dict(j.kwargs).get("params") or (j.args[4] if len(j.args) > 4 else None))
+                for j in ctx.plan() if j.call == "select"]
+    paper = [d for d, p in searched if p and p.get("pool_size") == 8]
+    assert paper == ["float32"] and {d for d, p in searched if not (p and p.get("pool_size") == 8)} == {"bfloat16"}

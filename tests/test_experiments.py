@@ -391,7 +391,7 @@ def test_scoring_cost_spread_and_ties_from_constructed_scores():
                       dict(model="m", method="random", seed=0, scores=[[1, 2], [3, 4], [5, 6]])])
     T = _tables({"m": _fake_experiment(tie_seeds=[0, 1, 2]), "g": _fake_experiment()})
     cost = T.cost(scores, ["mpg", "wanda-head", "random"])
-    table, cap, _, _ = T.scoring_cost(cost)
+    table, cap, _, _, *_ = T.scoring_cost(cost)
     assert table.to_dict("list") == {"model": ["m"] * 3, "label": ["MP-G", "Wanda-Head", "Random"],
                                      "seconds": [0.123, 83.476, 0.0],
                                      "calibration": ["none", "16 x 512 tokens", "none"],
@@ -399,7 +399,7 @@ def test_scoring_cost_spread_and_ties_from_constructed_scores():
     assert cost.method.tolist() == ["mpg", "wanda-head", "random"] and cost.seconds[0] == 0.12345
     assert cap == ("Scoring cost: each score record's own seconds, as measured on the machine that computed it (not "
                    "this one), profile `t`.")  # never this machine's threads: the seconds are the records'
-    spread, cap, _, _ = T.spread(scores, ["mpg", "wanda-head"], 0.5, pd.DataFrame())  # g has no scores: no row
+    spread, cap, _, _, *_ = T.spread(scores, ["mpg", "wanda-head"], 0.5, pd.DataFrame())  # g has no scores: no row
     assert spread[["method", "pruned", "layers emptied", "most from one layer", "emptied layers"]].values.tolist() == [
         ["MP-G", 3, 1, 2, "0"], ["Wanda-Head", 3, 0, 1, "-"]]
     assert cap == "**Pruned heads per layer at the lowest sparsity.** m, g; wiki:val, 2 x 32 tokens; float32; profile `t`."
@@ -410,7 +410,7 @@ def test_scoring_cost_spread_and_ties_from_constructed_scores():
                     dict(model="m", method="mpg", sparsity=0.5, z=2.0, nll=w + 9, tie_break="random", tie_seed=5),
                     dict(model="g", method="mpg", sparsity=0.5, z=2.0, nll=w)])
     scores = pd.concat([scores, _scores([dict(model="g", method="mpg", z=2.0, scores=[[1, 2], [3, 4], [5, 6]])])])
-    ties, cap, _, _ = T.ties(frame, scores, [0.5])
+    ties, cap, _, _, *_ = T.ties(frame, scores, [0.5])
     rnd = [math.exp(3.35), math.exp(3.55)]  # seed 5 is not one of m's tie_seeds; seed 2 was not run
     assert ties.iloc[0].to_dict() == {"model": "m", "sparsity": "50.0%", "pruned": 3, "zero-score heads": 3,
                                       "index tie-break": round(math.exp(3.25), 2), "random seeds": 2,
@@ -418,7 +418,7 @@ def test_scoring_cost_spread_and_ties_from_constructed_scores():
                                       "min": round(rnd[0], 2), "max": round(rnd[1], 2)}
     assert ties.iloc[1]["random seeds"] == 0 and np.isnan(ties.iloc[1]["random tie-break mean"])
     assert cap.startswith("**MP-G tie-break sensitivity.** m, g; wiki:val, 2 x 32 tokens")
-    zt, cap, _, _ = T.zero_ties(scores, ["mpg", "wanda-head"], [1 / 6, 0.5, 0.75])  # m's MP-G: 3 of 6 heads score 0
+    zt, cap, _, _, *_ = T.zero_ties(scores, ["mpg", "wanda-head"], [1 / 6, 0.5, 0.75])  # m's MP-G: 3 of 6 heads score 0
     assert zt[["model", "method", "heads cut", "heads scoring exactly 0", "decided by the tie-break"]].values.tolist() \
         == [["m", "MP-G", 1, 3, True], ["m", "MP-G", 3, 3, False], ["m", "MP-G", 4, 3, False]]  # no zeros: no row
     assert zt.iloc[0]["what decides"] == "1 of the 3 zero-score heads, by (layer, head) order"
@@ -442,7 +442,7 @@ def test_tables_with_captions_from_constructed_cells():
     T = _tables({"m": _fake_experiment()})
     methods = list(gaps)
     table1 = T.table1(main, methods, [0.25, 0.5])
-    table1_frame, cap1, reading1, vals = table1
+    table1_frame, cap1, reading1, vals, *_ = table1
     assert reading1.startswith("- **m** (dense ")  # each table carries its reading (repro.papers.mpg.readings)
     assert vals.loc["MP-G", ("m", "50.0%")] == pytest.approx(math.exp(3.55))
     assert table1_frame.loc["Gradient-Head", "m @ 25.0%"].startswith("**")
@@ -453,13 +453,13 @@ def test_tables_with_captions_from_constructed_cells():
                     "and a GPU: `paper` profile, not run here.")
     assert curve(main, "m", "mpg", [0.125, 0.25])[0] == pytest.approx(math.exp(3.25))
     assert np.isnan(curve(main, "m", "mpg", [0.125, 0.25])[1])
-    paired, cap, reading, _ = T.paired(main, [0.25])
+    paired, cap, reading, _, *_ = T.paired(main, [0.25])
     assert reading.startswith("- **m**: MP-G is better in ")
     assert paired.vs.tolist() == ["Wanda-Head", "SparseGPT-Head", "Gradient-Head", "Hybrid", "MP", "Magnitude-Head",
                                   "Random"]
     assert paired.loc[0, "ppl ratio"] == pytest.approx(math.exp(-1.0)) and paired.loc[0, "windows better"] == "20/20"
     assert cap.startswith("**Paired comparisons: MP-G / other method perplexity ratio")
-    table2, cap2, _, t2v = T.table2(frame, [1.5, 2.0, 2.5], [0.5])
+    table2, cap2, _, t2v, *_ = T.table2(frame, [1.5, 2.0, 2.5], [0.5])
     assert t2v.index.tolist() == [f"{m}, z = {z}" for m in ("MP", "MP-G") for z in (1.5, 2.0, 2.5)]
     assert t2v.columns.tolist() == ["m @ 50%"]
     assert t2v.loc["MP-G, z = 2.0", "m @ 50%"] == pytest.approx(math.exp(3.55))  # not the random tie-break
@@ -472,7 +472,7 @@ def test_tables_with_captions_from_constructed_cells():
     assert table4.frame.index.tolist() == ["MP-G", "Wanda-Head", "SparseGPT-Head", "Gradient-Head", "Hybrid"]
     assert table4.frame.loc["Gradient-Head", "best"] == 2 and table4.frame.loc["MP-G", "second"] == 2
     assert cap4.startswith("**Table IV. Best / second-best counts among the paper's methods over 2 columns")
-    table4b, cap4b, _, _ = T.table4b(vals, methods)
+    table4b, cap4b, _, _, *_ = T.table4b(vals, methods)
     assert table4b.to_dict("index") == {"MP": {"best": 0, "second": 2}, "Magnitude-Head": {"best": 0, "second": 0},
                                         "Random": {"best": 0, "second": 0}}
     assert "Counts for MP, Magnitude-Head and Random, each added alone" in cap4b
@@ -512,7 +512,7 @@ def test_zeroshot_and_efficiency_tables_from_constructed_records():
     store = Store(None)
     store.status[("heads-zeroshot", "k2")] = "computed"
     T = _tables({"m": _fake_experiment()}, store)
-    table, cap, _, _ = T.table3([zs("k1", "dense"), zs("k2", "mpg", sparsity=0.25)])
+    table, cap, _, _, *_ = T.table3([zs("k1", "dense"), zs("k2", "mpg", sparsity=0.25)])
     assert table.loc[("m", "Dense", "0.0%"), "sst2"] == "0.500 ± 0.196"
     assert table.loc[("m", "MP-G", "25.0%"), "mrpc (F1)"] == "0.600"  # the paper's metric for MRPC, no stderr
     assert cap.startswith("**Table III analogue (not the paper's setting).** Zero-shot accuracy, MRPC in F1 as the "
@@ -529,7 +529,7 @@ def test_zeroshot_and_efficiency_tables_from_constructed_records():
                       "removed 0.5": {"mode": "removed", "sparsity": 0.5, "params": 1.5e6, "nonzero_params": 1.4e6,
                                       "attention_flops": 60, "heads": 5, "n_pruned": 4,
                                       "prefill_b1": {"median_s": 0.11, "times_s": [x / 1.2 for x in t]}}}}
-    eff, cap, _, _ = T.efficiency({"m": rec})
+    eff, cap, _, _, *_ = T.efficiency({"m": rec})
     assert eff.to_dict("list") == {"model": ["m", "m"], "model state": ["dense", "removed 50%"], "heads": [8, 5],
                                    "params (M)": [2.0, 1.5], "nonzero params (M)": [2.0, 1.4],
                                    "attention FLOPs vs dense": [1.0, 0.6], "prefill b=1 (ms)": [120.0, 110.0],

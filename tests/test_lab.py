@@ -60,8 +60,36 @@ def test_a_lab_session_says_so_in_captions_and_at_the_top(tmp_path):
     assert Session({**params, "sample_label": ""}).opening() == ""  # the reference run says nothing of the kind
 
 
-def test_try_it_off_computes_nothing(tmp_path):
-    session = Session({"profile": "cpu", "try_it": False, "models": ["tiny-llama"], "results_dir": str(tmp_path / "r"),
-                       "figures_dir": str(tmp_path / "f")})
+def test_try_it_off_computes_nothing_and_shows_a_recorded_run(tmp_path, capsys):
+    """With ``try_it`` off, a run without a record computes nothing; a run with one (the grid's ``exercises`` section
+    computed it) is shown from its record, however the cell writes its values; on, other values compute and are
+    recorded."""
+    import pandas as pd
+
+    from repro.engines.base import Setup
+    from repro.engines.heads import HeadExperiment
+    from repro.papers.exercises import Exercises
+    from repro.report import Table
+    from repro.store import Store
+
+    params = {"profile": "cpu", "try_it": False, "models": ["tiny-llama"], "results_dir": str(tmp_path / "r"),
+              "figures_dir": str(tmp_path / "f")}
+    session = Session(params)
     called = []
-    assert session.try_it(lambda: called.append(1), seconds=5) is None and called == []
+
+    def count(exp, n: int = 2, values=(1, 2)) -> Table:
+        called.append(n)
+        return Table(pd.DataFrame({"n": [n], "total": [sum(values)]}), f"**Count.** {exp.name}", f"{n} counted")
+
+    setup = Setup(data="wiki-sample", seqlen=16, max_windows=2, calib_data="wiki-sample", calib_nsamples=2, calib_seqlen=16)
+    ex = Exercises(HeadExperiment("tiny-llama", setup, Store(tmp_path / "r"), progress=False), {"count": count},
+                   [("count", {"n": 3})])
+    assert session.try_it(ex, "count", seconds=5, n=3) is None and called == []  # no record yet: nothing computed
+    ex.all_defaults()  # the section's default run
+    assert called == [3]
+    shown = session.try_it(ex, "count", seconds=5, n=3, values=[1, 2])  # the same run, its default written out
+    assert called == [3] and shown.frame.total.tolist() == [3] and "3 counted" in shown.reading
+    assert "when this run was computed" in capsys.readouterr().out
+    live = Session({**params, "try_it": True})
+    assert live.try_it(ex, "count", seconds=5, n=4).frame.n.tolist() == [4] and called == [3, 4]
+    assert ex.stored("count", {"n": 4}) is not None  # a student's own values are recorded too

@@ -69,9 +69,10 @@ INDEPENDENT = {("evaluate", "methods")}
 
 
 def paper(module: str) -> str | None:
-    """The paper a module belongs to (``repro.papers.<paper>...``), else None."""
+    """The paper a module belongs to (``repro.papers.<paper>...``), else None (a module of ``repro.papers`` itself,
+    such as ``exercises``, is shared by the papers)."""
     parts = module.split(".")
-    return parts[2] if len(parts) > 2 and parts[1] == "papers" else None
+    return parts[2] if len(parts) > 2 and parts[1] == "papers" and (PACKAGE / "papers" / parts[2]).is_dir() else None
 
 
 def test_no_paper_imports_another():

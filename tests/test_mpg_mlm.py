@@ -223,7 +223,7 @@ def test_the_notebook_plans_and_runs_the_encoder_rows(offline, tmp_path):
     assert set(frame.method) == {"dense", "mpg", "gradient-head", "random"}
     assert int(frame[frame.method == "random"].n_draws.iloc[0]) == 2
     session = SimpleNamespace(store=ctx.session.store, profile="test", params=ctx.session.params)
-    table, caption, _, _ = Report(session, ctx.built).encoder_table(frame)
+    table, caption, _, _, *_ = Report(session, ctx.built).encoder_table(frame)
     dense = frame[frame.method == "dense"].ppl.iloc[0]
     column = table[f"{ROBERTA} @ 25.0%"]
     def shown(cell: str) -> str:  # the value of a marked cell, without its interval and mark

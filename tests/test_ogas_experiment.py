@@ -247,7 +247,7 @@ def test_run_zeroshot_and_its_tables(grid):
     e = grid.wt["tiny-llama"]
     assert dense["config"] == {**e.zeroshot_config(TASKS, 20), "method": "dense"}  # the key of the committed records
     assert e.dense_zeroshot(TASKS, 20)["key"] == dense["key"] and len(list(grid.store.records("prune-zeroshot"))) == 1
-    [(stem, (table, cap, _, _))] = zeroshot_tables(results, grid)
+    [(stem, (table, cap, *_))] = zeroshot_tables(results, grid)
     assert stem == "table3_zeroshot_tiny-llama" and cap.startswith("**Table 3. Zero-shot accuracy, tiny-llama")
     assert list(table.index) == ["Dense", "Magnitude", "Wanda", "OGAS"]
     assert list(table.columns) == [*TASKS, "mean", "mean of the paper's tasks", "same, acc_norm where reported",
@@ -269,7 +269,7 @@ def test_run_nm_ablation_and_curve_ask_for_their_cells(grid):
     for m in ("magnitude", "wanda", "ogas", "ogas-h0.05"):
         assert find(f, "tiny-llama", "wiki-sample", m, 0.7) is not None, m
     assert find(f, "tiny-llama", "wiki-sample", "ogas-h0.05", 0.5) is None  # headrooms only above 60%
-    table5, cap5, _, _ = ablation_table(f, grid)
+    table5, cap5, _, _, *_ = ablation_table(f, grid)
     assert list(table5.variant) == ["Wanda", "OGAS energy-only (lambda 0)", "OGAS PAPR-only (lambda 1)", "OGAS"]
     assert "4 of 4 cells read from cached records" not in cap5  # computed here, in this session
     ch = figure2_channels(f, grid)
@@ -368,7 +368,7 @@ def test_caption_names_the_setups_and_the_cache(fake_grid):
 
 def test_table12_marks_ranks_and_pairs_to_wanda(fake_grid):
     f = constructed_frame()
-    table, cap, _, vals = table12(f, fake_grid)
+    table, cap, _, vals, *_ = table12(f, fake_grid)
     assert list(vals.columns) == ["a wikitext2", "a c4-sample", "b wikitext2", "a average"]  # b: no C4 cell, no average
     both = vals[["a wikitext2", "a c4-sample"]].astype(float)
     np.testing.assert_allclose(vals["a average"].astype(float), (both.iloc[:, 0] + both.iloc[:, 1]) / 2)
@@ -385,11 +385,11 @@ def test_table12_marks_ranks_and_pairs_to_wanda(fake_grid):
 
 def test_achieved_and_rounding_tables(fake_grid):
     f = constructed_frame()
-    achieved, cap, _, _ = achieved_table(f, fake_grid)
+    achieved, cap, _, _, *_ = achieved_table(f, fake_grid)
     assert len(achieved) == 3 + 3 + 1 + 2  # a: 4 rows on WikiText-2, 3 on C4; b: Wanda, OGAS
     assert achieved.loc[(achieved.model == "a") & (achieved.method == "OGAS"), "achieved"].tolist() == [0.4993] * 2
     assert achieved["prune seconds"].unique().tolist() == [1.3] and cap.startswith("**Achieved sparsity")
-    worth, cap, _, _ = rounding_table(f, fake_grid)
+    worth, cap, _, _, *_ = rounding_table(f, fake_grid)
     assert worth[["model", "data"]].values.tolist() == [["a", "wikitext2"]]  # only where both ran
     ratio = np.exp(np.mean([0.2, 0.1, 0.25, 0.15]))
     assert worth.iloc[0, 2].startswith(f"x{ratio:.4f} [")
@@ -397,7 +397,7 @@ def test_achieved_and_rounding_tables(fake_grid):
 
 
 def test_nm_table(fake_grid):
-    table, cap, _, vals = nm_table(constructed_frame(), fake_grid)
+    table, cap, _, vals, *_ = nm_table(constructed_frame(), fake_grid)
     assert list(table.columns) == ["a wikitext2 2:4"] and list(table.index) == ["Dense", "Wanda"]
     assert vals.at["Wanda", "a wikitext2 2:4"] == pytest.approx(np.exp(np.mean(BASE + 0.5)))
     assert "2:4 and 4:8" in cap
@@ -409,7 +409,7 @@ def test_zeroshot_tables_from_results(fake_grid):
                           for t, d in (("boolq", docs1), ("piqa", docs2))}}
     results = {"a": {"dense": result([1, 1] * 5, [1, 0] * 5), "wanda": result([1, 0] * 5, [0, 0] * 5),
                      "ogas": result([1, 1] * 5, [1, 0] * 5)}}  # 20 documents: the fewest a paired bootstrap accepts
-    [(stem, (table, cap, _, _))] = zeroshot_tables(results, fake_grid)
+    [(stem, (table, cap, *_))] = zeroshot_tables(results, fake_grid)
     assert stem == "table3_zeroshot_a" and "first 2 documents per task, float32, profile `unit`" in cap
     assert table.at["Dense", "mean"] == 0.75 and table.at["Wanda", "mean"] == 0.25
     assert table.at["OGAS", "vs Wanda (paired)"].startswith("+0.500")  # 10 of 20 documents better, none worse
@@ -427,7 +427,7 @@ def test_dense_vs_chance_places_each_interval_against_the_trivial_answer():
         return {"tasks": {t: {"per_doc": d} for t, d in docs.items()}}
     dense = result(hellaswag={"acc": [1, 0, 0, 0] * 25}, boolq={"acc": [1] * 90 + [0] * 10, "gold": [1] * 90 + [0] * 10},
                    winogrande={"acc": [0] * 90 + [1] * 10}, piqa={"acc": [1] * 90 + [0] * 10})
-    table, cap, _, _ = dense_vs_chance({"g": {"dense": dense}}, ["hellaswag", "boolq", "winogrande", "piqa"])
+    table, cap, _, _, *_ = dense_vs_chance({"g": {"dense": dense}}, ["hellaswag", "boolq", "winogrande", "piqa"])
     t = table.set_index("task")
     assert t["trivial accuracy"].tolist() == [0.25, 0.9, 0.5, 0.5] and t["documents"].tolist() == [100] * 4
     assert t["trivial answer"].tolist() == ["a uniform guess", "always 'yes'", "a uniform guess", "a uniform guess"]
@@ -440,7 +440,7 @@ def test_dense_vs_chance_places_each_interval_against_the_trivial_answer():
 
 def test_ablation_table_pairs_each_variant_to_wanda(fake_grid):
     f = constructed_frame()
-    table, cap, _, _ = ablation_table(f, fake_grid)
+    table, cap, _, _, *_ = ablation_table(f, fake_grid)
     assert list(table.columns) == ["model", "variant", "lambda", "gamma", "ppl", "vs Wanda (paired)"]
     assert table["lambda"].tolist() == ["-", 0.0, 1.0, 0.4]
     assert table["vs Wanda (paired)"].iloc[0] == "x1.000 [1.000, 1.000]"
@@ -448,7 +448,7 @@ def test_ablation_table_pairs_each_variant_to_wanda(fake_grid):
     assert table.ppl.iloc[3] == round(np.exp(np.mean(BASE + OGAS_NLL)), 3)
     assert cap.endswith("4 of 4 cells read from cached records.")
     fake_grid.p = fake_grid.p.model_copy(update={"ablation_models": []})
-    table, cap, _, _ = ablation_table(f, fake_grid)
+    table, cap, _, _, *_ = ablation_table(f, fake_grid)
     assert table.empty and "cells read" not in cap
 
 
@@ -465,7 +465,7 @@ def test_figure_data(fake_grid):
     h = curve[curve.label == "OGAS, S_max headroom 0.05"]
     assert h.sparsity.tolist() == [0.7, 0.9] and h.row.tolist() == ["ogas-h0.05", "ogas"]  # at 90%: the 0.95 cap
     assert h.ppl.iloc[1] == ogas.ppl.iloc[2] and h.ppl.iloc[0] != ogas.ppl.iloc[1]
-    table, cap, _, _ = curve_table(curve, f, fake_grid)
+    table, cap, _, _, *_ = curve_table(curve, f, fake_grid)
     assert list(zip(table.model, table.method)) == [("a", "Magnitude"), ("a", "Wanda"), ("a", "OGAS"),
                                                     ("a", "OGAS headroom 0.05")]
     table = table.set_index(["model", "method"])
@@ -478,7 +478,7 @@ def test_figure_data(fake_grid):
 
 def test_claims_summary_metrics_and_readme(fake_grid):
     f = constructed_frame()
-    claims, cap, _, _ = claims_table(f, fake_grid)
+    claims, cap, _, _, *_ = claims_table(f, fake_grid)
     assert list(shown(claims).columns) == ["claim", "paper says", "setting", "measured", "verdict", "power", "n",
                                            "paper effect", "half-width"] and len(claims) == len(shown(claims))
     below = claims[(claims.claim == "OGAS below Wanda at 50%") & (claims.setting == "a, wikitext2")]
@@ -531,7 +531,7 @@ def test_gamma_bounds_count_each_end_separately(fake_grid):
     j = f.index[f.method == "ogas-papr"][0]
     f.at[j, "extras"] = {"l.0.q_proj": {"gamma": 0.06, "gamma_evals": 4}, "l.1.q_proj": {"gamma": 0.07, "gamma_evals": 4},
                          "l.2.q_proj": {"gamma": 1.09, "gamma_evals": 4}}
-    table, cap, _, _ = gamma_bounds_table(f, fake_grid)
+    table, cap, _, _, *_ = gamma_bounds_table(f, fake_grid)
     t = table.set_index("variant")
     assert list(t.index) == ["OGAS", "OGAS PAPR-only (lambda 1)"]  # energy-only's cell has no searched layers here
     assert t.loc["OGAS", ["layers", "at the lower bound", "at the upper bound"]].tolist() == [2, 1, 0]
@@ -749,11 +749,11 @@ def test_tables_of_calibrated_methods_name_their_calibration(fake_grid):
     from repro.report import pool_draws
 
     f = constructed_frame()
-    _, cap, _, _ = table12(f, fake_grid)
+    _, cap, _, _, *_ = table12(f, fake_grid)
     s = next(iter(fake_grid.wt.values())).setup
     assert f"Calibration: {s.calib_data}" in cap and f"{s.calib_nsamples} x {s.calib_seqlen} tokens, one draw" in cap
     drawn = pd.concat([f.assign(draw=0), f.assign(draw=1)], ignore_index=True)
     drawn["drawn"] = [None if m in ("dense", "magnitude") else "calibration" for m in drawn.method]
     drawn["params_key"] = drawn.params.map(str)
-    _, cap2, _, _ = table12(pool_draws(drawn, CELL), fake_grid)
+    _, cap2, _, _, *_ = table12(pool_draws(drawn, CELL), fake_grid)
     assert "2 draws pooled (geometric mean over the draws)" in cap2

@@ -4,6 +4,8 @@ OGAS's own rel_error (and the Gram identity holds against a direct computation),
 the target is reachable and none beyond S_max's reach, the pure functions match their equations, the
 readings state the recorded numbers, and the record is computed once."""
 import copy
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -341,3 +343,28 @@ def test_the_sparsegpt_worked_example_prunes_as_sparsegpt_and_its_update_lowers_
     assert list(S.first_columns(rec, 4).column) == [0, 1, 2, 3] and "Wanda" in S.reading(rec)
     with pytest.raises(ReproError, match="unstructured"):
         SparseGPTTrace(0.5, "2:4", trace_layer=LAYER)
+
+
+def test_the_ria_worked_example_prunes_as_ria_and_its_terms_are_the_score():
+    """RIATrace prunes every weight exactly as RIA (the record's zeros are the RIA cell's; its replayed mask is the
+    pruner's, checked inside the trace); each example weight's terms multiply to its score, the flags say which mask
+    prunes it, and the row shows both directions of disagreement."""
+    from repro.methods.ria_terms import RIATrace, terms
+    from repro.papers.ogas import ria_worked as RW
+
+    store = Store(Path(tempfile.mkdtemp()))
+    e = PruneExperiment("tiny-llama", SMALL, store, progress=False)
+    rec = e.worked_ria(LAYER, 0.5)
+    assert rec["result"]["zeros_sha256"] == e.cell("ria", 0.5)["result"]["zeros_sha256"]
+    t = rec["result"]["trace"]
+    ex = RW.example(rec)
+    assert np.allclose((ex["share of row"] + ex["share of column"]) * ex["norm X_j ^ a"], ex["RIA score"], rtol=1e-4)
+    assert (ex["RIA prunes"] != ex["Wanda prunes"]).all() and ex["RIA prunes"].any() and ex["Wanda prunes"].any()
+    assert t["row_sparsity_wanda"][1] == t["row_sparsity_wanda"][3] == 0.5 and 0 < t["overlap"] <= 1
+    assert "RIA's mask shares" in RW.reading(rec)
+    with pytest.raises(ReproError, match="unstructured"):
+        RIATrace(0.5, "2:4", trace_layer=LAYER)
+    # the same weights and inputs: a mask that prunes a light column's weights is what the column term favours
+    W = torch.tensor([[1.0, 0.1], [1.0, 0.1]])
+    out = terms(W, torch.ones(2), 0.5, 0.5, torch.tensor([[False, True], [False, True]]))
+    assert out["col_term_share"][2] > 0.5  # the light column's weights take their whole column's share

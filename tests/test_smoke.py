@@ -34,7 +34,8 @@ WRITES = {
                            "synthetic_refresh.md", "table_reward_spread.md", "table_timing.md",
                            "table_memory_allocation.md", "table_exploration.md", "table_precision_replay.md",
                            "table_magnitude_pool.md", "table_prescreen.md", "gguf_roundtrip_prescreen.md",
-                           "fig_mab_minus_greedy_seeds.png", "table_scorers_reach.md"},
+                           "fig_mab_minus_greedy_seeds.png", "table_scorers_reach.md", "table1_paper_search.md",
+                           "table_prescreen_paper_search.md", "claims_paper_search.md", "survival_paper_search.md"},
                           "table1_lm.md", "wikitext2:test"),
 }
 
@@ -56,7 +57,9 @@ ONE_MODEL = {
                           "seeds": [1, 2],  # the fewest the across-seed tests take (the profile: 3)
                           "ucb_c_ablation": {G: {"head": [0.2]}},  # sections 5e and 5f on the one model
                           "search_replay": [{"model": G, "kind": "head", "ratio": 0.25, "method": "ucb", "seed": 1}],
-                          "removal": {"model": G, "method": "thompson", "seed": 1, "batches": [1], "repeats": 3}},
+                          "removal": {"model": G, "method": "thompson", "seed": 1, "batches": [1], "repeats": 3},
+                          "paper_search": {"budget": 6, "pool_size": 8, "methods": ["ucb", "greedy"],
+                                           "unit_settings": {G: {"head": [0.25]}}}},  # section 2b
 }
 
 

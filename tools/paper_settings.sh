@@ -15,7 +15,7 @@
 # Stage 3, notebook 2: Tables 1-2 at 50% with 128 x 2048 calibration tokens (the gamma search's 36-window subset),
 #   first calibration draw, WikiText-2 and C4 (section 2b's paper_calib; the C4 sample's calibration half holds fewer
 #   tokens than 128 x 2048: its windows overlap, and each record says by how much).
-# Stage 4, notebook 3: the language-model searches at 32 paired evaluations per step over a pool of 48, float32,
+# Stage 4, notebook 3 (section 2b, `paper_search`): the language-model searches at 32 paired evaluations per step over a pool of 48, float32,
 #   the 5 seeds: MAB-UCB, MAB-TS, budgeted greedy, greedy with memory; SmolLM2 heads 10% and MLP 5%, Gemma heads 10%.
 set -u
 cd "$(dirname "$0")/.."
@@ -38,9 +38,5 @@ stage "notebook 3, exploration constants small enough for rewards to drive the p
   --set 'ucb_c_ablation={smollm2-135m: {head: [0.55, 0.2, 0.02], mlp: [0.4, 0.1, 0.01]}}'
 stage "notebook 2, 128 x 2048 calibration" $RUN notebooks/02_ogas_unstructured.py --jobs "$JOBS" \
   --set 'paper_calib={calib_nsamples: 128, calib_seqlen: 2048, calib_seeds: [0]}'
-stage "notebook 3, searches at 32 / 48 in float32" $RUN notebooks/03_bandit_pruning.py --jobs "$JOBS" \
-  --set 'search={budget: 32, pool_size: 48}' --set search_dtype=float32 \
-  --set 'methods=[ucb, thompson, greedy, greedy-memory]' \
-  --set 'unit_settings={smollm2-135m: {head: [0.10], mlp: [0.05]}, gemma3-270m: {head: [0.10]}}' \
-  --set 'ablation_settings={}' --set memory_ablation=false --set join_ablation=false --set 'ucb_c_ablation={}' \
-  --set 'search_replay=[]' --set 'wide_search={}' --set 'vision_models=[]' --set removal=null
+stage "notebook 3, searches at 32 / 48 in float32 (section 2b's paper_search)" \
+  $RUN notebooks/03_bandit_pruning.py --jobs "$JOBS" --set 'paper_search={budget: 32, pool_size: 48}'

@@ -95,6 +95,13 @@ class BanditExperiment(Experiment):
         self.search_dtype = _search_dtype(search_dtype, setup)
         self._batches: dict[int, tuple[list[dict], dict]] = {}
 
+    @property
+    def address(self) -> str:
+        """:attr:`Experiment.address` with what else decides how its cells compute: the searches' precision, the
+        calibration mini-batch and the unit group size (one model may be searched in two precisions in one notebook:
+        notebook 3's section 2b; a job must reach the experiment that planned it)."""
+        return f"{super().address}:search={self.search_dtype}:batch={self.calib_batch_size}:group={self.group_size}"
+
     def calibration_batches(self, seed: int) -> tuple[list[dict], dict]:
         """The seed's calibration mini-batches and their source (for keys), drawn once per seed."""
         if seed not in self._batches:

@@ -117,11 +117,25 @@ class PruneExperiment(Experiment):
         inputs and the output errors). No evaluation."""
         from repro.methods.sparsegpt_terms import SparseGPTTrace
 
+        return (yield from self._worked("sparsegpt", SparseGPTTrace, layer, sparsity, params))
+
+    @plan.cell
+    def worked_ria(self, layer: str, sparsity: float = 0.5, params: dict | None = None) -> dict:
+        """Notebook 2's worked RIA: RIA prunes a copy of the model as :meth:`cell` does while
+        :class:`repro.methods.ria_terms.RIATrace` records ``layer``'s terms (``result["trace"]``: the relative
+        importances, RIA's mask against Wanda's on the same inputs, one row's disagreements). No evaluation."""
+        from repro.methods.ria_terms import RIATrace
+
+        return (yield from self._worked("ria", RIATrace, layer, sparsity, params))
+
+    def _worked(self, method: str, trace, layer: str, sparsity: float, params: dict | None):
+        """The ``prune-worked`` record of ``method`` pruning a copy of the model with ``trace`` (a tracing subclass of
+        the method's pruner) recording ``layer``."""
         if layer not in self.structure["linears"]:
             raise UnknownNameError("prunable linear", layer, self.structure["linears"])
-        pruner = SparseGPTTrace(sparsity, trace_layer=layer, **{**get_pruner("sparsegpt").defaults, **(params or {})})
-        cfg = {**self.base_config(), **self.prune_config("sparsegpt", sparsity, "unstructured", params),
-               "layer": layer, "trace": "sparsegpt"}
+        pruner = trace(sparsity, trace_layer=layer, **{**get_pruner(method).defaults, **(params or {})})
+        cfg = {**self.base_config(), **self.prune_config(method, sparsity, "unstructured", params),
+               "layer": layer, "trace": method}
 
         def compute():
             model = copy.deepcopy(self.model)

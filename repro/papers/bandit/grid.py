@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from repro.engines.bandit import BanditExperiment, VisionBanditExperiment
 from repro.engines.plan import Sections, section
+from repro.papers.bandit import tryit
 from repro.papers.bandit.params import BanditParams
 from repro.papers.bandit.records import MAB, bandit_frame, vision_frame
 
@@ -18,6 +19,11 @@ def _vision_frame(g):
     return vision_frame(g.store, g.vision, memory=g.p.memory, search=g.p.vision_search, join=g.p.join)
 
 
+def _paper_frame(g):
+    ps = g.p.paper_search
+    return bandit_frame(g.store, g.paper_lm, memory=g.p.memory, search=ps.search, join=g.p.join) if ps else None
+
+
 def _wide_frame(g):
     return vision_frame(g.store, g.vision, memory=g.p.memory, search=g.p.wide_search, join=g.p.join) \
         if g.p.wide_search else None
@@ -26,7 +32,7 @@ def _wide_frame(g):
 class BanditGrid(Sections):
     """Notebook 3's experiments (``lm``: ``{model: BanditExperiment}``, ``vision``: ``{model:
     VisionBanditExperiment}``) and the cells of each section."""
-    sections = ("language_models", "vision_models", "memory_ablation", "wide_budget", "join_ablation",
+    sections = ("exercises", "language_models", "paper_searches", "vision_models", "memory_ablation", "wide_budget", "join_ablation",
                 "exploration_ablation", "precision_replay", "removal")
 
     def __init__(self, session):
@@ -37,9 +43,24 @@ class BanditGrid(Sections):
         self.vision = session.experiments(VisionBanditExperiment, p.vision_models, n_calib=p.vision_n_calib,
                                           n_eval=p.vision_n_eval, calib_batch_size=p.vision_calib_batch_size,
                                           search_dtype=p.search_dtype, images=p.vision_data)
+        ps = p.paper_search  # section 2b: the same models (one copy of the weights), the paper's search precision
+        self.paper_lm = {} if ps is None else session.experiments(
+            BanditExperiment, [m for m in p.models if m in ps.unit_settings], shared=self.lm,
+            calib_batch_size=p.calib_batch_size, search_dtype=ps.search_dtype)
+
+        first = next(iter(self.lm.values()), None)
+        self.tryit = None if first is None else tryit.exercises(first)
 
     def all_experiments(self) -> list:
-        return [*self.lm.values(), *self.vision.values()]
+        return [*self.lm.values(), *self.paper_lm.values(), *self.vision.values(), *([self.tryit] if self.tryit else [])]
+
+    @section
+    def exercises(self):
+        """Section 1's "Try it" exercises: their default runs (:mod:`repro.papers.exercises`); the exercises
+        object, or None without a model to run them on."""
+        if self.tryit is not None:
+            yield self.tryit.all_defaults.ask()
+        return self.tryit
 
     # ---- one method per section ------------------------------------------------------------------
     @section(shows=_language_frame)
@@ -49,6 +70,15 @@ class BanditGrid(Sections):
         for name, e in self.lm.items():
             for methods, search in self._searches(p.methods, p.search):
                 yield e.grid.ask(p.unit_settings.get(name, {}), methods, p.seeds, search, p.lambada_limit)
+
+    @section(shows=_paper_frame)
+    def paper_searches(self):
+        """Section 2b: Table 1's searches at the paper's setting (``paper_search``: its budget, pool and precision, its
+        methods and unit settings), every seed, the dense cell shared with section 2; nothing without it."""
+        ps = self.p.paper_search
+        for name, e in self.paper_lm.items():
+            for methods, search in self._searches(ps.methods, ps.search):
+                yield e.grid.ask(ps.unit_settings.get(name, {}), methods, self.p.seeds, search, self.p.lambada_limit)
 
     def _searches(self, methods: list, search: dict, join: str | None = None,
                   memory: str | None = None) -> list[tuple[list, dict]]:

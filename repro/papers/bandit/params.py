@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 from repro.engines.params import NotebookParams, Number
 from repro.errors import ReproError, UnknownNameError, check_list, check_number
 
@@ -22,6 +24,25 @@ def _check_units(name: str, settings) -> None:
             if kind not in KINDS:
                 raise UnknownNameError(f"unit kind in {name}", kind, KINDS)
             check_list(f"{name}[{model!r}][{kind!r}]", ratios, "number", 0.0, 1.0)
+
+
+class PaperSearch(BaseModel):
+    """Section 2b: the language-model searches again at the paper's setting, ``budget`` paired evaluations per step
+    over a pool of ``pool_size`` with losses in ``search_dtype`` (the paper: 32 over 48; float32 here, the paper's
+    GPU precision being unstated), for ``methods`` on ``unit_settings`` (a part of the notebook's), every seed."""
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    budget: int = 32
+    pool_size: int = 48
+    search_dtype: str = "float32"
+    methods: list[str] = ["ucb", "thompson", "greedy", "greedy-memory"]
+    unit_settings: dict[str, dict[str, list[Number]]] = {"smollm2-135m": {"head": [0.10], "mlp": [0.05]},
+                                                         "gemma3-270m": {"head": [0.10]}}
+
+    @property
+    def search(self) -> dict:
+        """The ``search`` mapping the grid's searches take (``budget``, ``pool_size``)."""
+        return {"budget": self.budget, "pool_size": self.pool_size}
 
 
 class BanditParams(NotebookParams):
@@ -59,6 +80,7 @@ class BanditParams(NotebookParams):
     ucb_c_ablation: dict[str, dict[str, list[Number]]] = {}  # section 5e: {model: {kind: [c]}}, MAB-UCB again
     search_replay: list[dict[str, Any]] = []  # section 5f: searches whose joins are replayed in float32
     wide_search: dict[str, Any] = {}  # section 5c: greedy and the MAB searches on the vision models, budget >= 2 x pool
+    paper_search: PaperSearch | None = None  # section 2b: Table 1's searches at the paper's budget, pool and precision
     removal: dict[str, Any] | None = {"model": "smollm2-135m", "method": "thompson", "seed": 1, "batches": [1, 8],
                                "repeats": 5}
 
@@ -101,6 +123,24 @@ class BanditParams(NotebookParams):
             if "c" in s:
                 check_number(f"{name}['c']", s["c"], lo=0.0)
         self._check_removal()
+        self._check_paper_search()
+
+    def _check_paper_search(self) -> None:
+        """``paper_search``: known methods, sequential ones (the setting changes only the searches), and unit settings
+        that are a part of the notebook's (its rows sit beside Table 1's)."""
+        from repro.methods.bandit import SELECTORS
+
+        ps = self.paper_search
+        if ps is None:
+            return
+        check_list("paper_search['methods']", ps.methods, known=SELECTORS.names(sequential=True))
+        check_number("paper_search['budget']", ps.budget, True, 1)
+        check_number("paper_search['pool_size']", ps.pool_size, True, 1)
+        _check_units("paper_search['unit_settings']", ps.unit_settings)
+        for model, kinds in ps.unit_settings.items():
+            if any(not set(rs) <= set(self.unit_settings.get(model, {}).get(k, [])) for k, rs in kinds.items()):
+                raise ReproError(f"parameter paper_search['unit_settings'][{model!r}] must be a part of unit_settings"
+                                 f"[{model!r}], got {kinds!r}")
 
     def _check_removal(self) -> None:
         """``removal``: every field named (a model of ``models``, a selector, a seed, batch sizes and repeats), or

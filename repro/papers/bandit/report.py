@@ -12,7 +12,7 @@ from repro.claims import claims_frame, kind_counts, with_paper, with_sources
 from repro.engines.bandit import removal_parts
 from repro.evaluate.stats import bh
 from repro.papers.bandit import mechanism as M
-from repro.papers.bandit import readings
+from repro.papers.bandit import paper, readings
 from repro.papers.bandit import scorers as S
 from repro.papers.bandit.claims import PAPER_EFFECTS, PAPER_SOURCES, bandit_claims
 from repro.papers.bandit.records import LABELS, MAB, SETTING, bandit_frame, head_maps, unit_of, vision_frame
@@ -161,22 +161,23 @@ class Report:
                           "WikiText-2 ppl change %", source=t.assign(units=t.kinds + " " + t.ratio.map(unit_pct)))
 
     def paper_settings_pending(self) -> str:
-        """Where the language-model searches run below the paper's setting (fewer paired evaluations per step, a
-        smaller pool, losses not in float32): one generated line saying which rows are still at the profile's
-        setting; "" where they run at the paper's."""
-        p, fields = self.p, type(self.p).model_fields
-        paper, dtype = fields["search"].default, fields["search_dtype"].default
-        dtypes = sorted({e.search_dtype for e in self.lm.values()})
-        searched = {k: p.search.get(k) for k in ("budget", "pool_size")}
-        if not self.lm or (searched == paper and dtypes == [dtype]):
-            return ""
-        return (f"Not yet at the paper's search: this profile's language-model searches make {searched['budget']} "
-                f"paired evaluations per step over a pool of {searched['pool_size']}, their losses in "
-                f"{' and '.join(dtypes)}; the paper's make {paper['budget']} over {paper['pool_size']} ({dtype} here). "
-                "Table 1, the claims that read it and the README headline are at the profile's setting. The searches "
-                "at the paper's setting are being computed across sessions (`tools/paper_settings.sh`); meanwhile the "
-                "table 'What the pre-screen decides' (after section 5's vision table) shows what the smaller pool "
-                "decides.")
+        """Where the language-model searches run below the paper's setting: one generated line (:func:`.paper.pending`);
+        "" where they run at the paper's."""
+        return paper.pending(self, self.search_dtypes())
+
+    def search_dtypes(self) -> list[str]:
+        """The precisions Table 1's searches computed their losses in (each language model's)."""
+        return sorted({e.search_dtype for e in self.lm.values()})
+
+    # ---- section 2b: the paper's search (repro.papers.bandit.paper) ------------------------------------------------
+    def table1_paper(self, plm: pd.DataFrame, pframe: pd.DataFrame) -> Table:
+        return paper.table1(self, plm, pframe)
+
+    def claims_paper(self, plm: pd.DataFrame) -> Table:
+        return paper.claims(self, plm)
+
+    def survival(self, scaled: Table, paper_claims: Table, plm: pd.DataFrame) -> Table:
+        return paper.survives(self, scaled, paper_claims, plm, self.search_dtypes())
 
     def table1_per_seed(self, lm: pd.DataFrame, frame: pd.DataFrame) -> Table:
         spans = lm.assign(method=lm.method.map(LABELS), units=lm.kinds + " " + lm.ratio.map(unit_pct)).groupby(

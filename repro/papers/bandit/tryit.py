@@ -94,3 +94,13 @@ def committed_exploration(model: str = "smollm2-135m", figures: str = COMMITTED)
     return (f"Section 5e (profile `cpu`, `table_exploration.csv`; {h.units.iloc[0]} of {model}, {int(h.seeds.iloc[0])} seeds, the "
             f"profile's budget and pool): {rows}. A smaller constant changes how the pulls are spent; whether it "
             "changes what the search finds is the interval's question.")
+
+
+def exercises(exp):
+    """Notebook 3's exercises (the toy, and ``exp``: the first language model), their default runs the values section
+    1c's cells start with (:class:`repro.papers.exercises.Exercises`)."""
+    from repro.papers.exercises import Exercises
+
+    return Exercises(exp, {"toy": toy, "exploration": exploration},
+                     [("toy", {"budget": 32, "c": 1.5, "noise": 0.05}), ("toy", {"budget": 32, "c": 0.1, "noise": 0.05}),
+                      ("exploration", {"kind": "head", "steps": 3, "cs": [1.5, 0.2], "budget": 4, "pool_size": 8})])

@@ -9,6 +9,7 @@ from repro.engines.heads import HeadExperiment, VisionHeadExperiment
 from repro.engines.mlm import MlmHeadExperiment
 from repro.engines.plan import Sections, section
 from repro.methods.heads import get_method
+from repro.papers.mpg import tryit
 from repro.papers.mpg.glue import glue_frame
 from repro.papers.mpg.params import MpgParams
 from repro.papers.mpg.records import Z_METHODS, main_cells, ppl_frame, scores_frame, vision_frame, zeroshot_cells
@@ -18,7 +19,7 @@ class MpgGrid(Sections):
     """Notebook 1's experiments (``lm``: ``{model: HeadExperiment}``, ``vision``: ``{model:
     VisionHeadExperiment}``, the MHA image classifiers; ``mlm``: ``{model: MlmHeadExperiment}``, the masked
     LMs of Table I's encoder rows) and the cells of each section."""
-    sections = ("norm_profile", "worked", "scores", "table1", "full_split", "feeding", "anatomy", "remedy",
+    sections = ("norm_profile", "worked", "exercises", "scores", "table1", "full_split", "feeding", "anatomy", "remedy",
                 "table1_paper", "table2", "table3", "zeroshot", "ties", "efficiency", "mha", "encoder_rows")
 
     def __init__(self, session, lm: dict | None = None, vision: dict | None = None, glue: dict | None = None,
@@ -44,9 +45,20 @@ class MpgGrid(Sections):
                                   z_values=q.z_values, random_seeds=q.glue_random_seeds)
             for t in q.glue_tasks}
 
+        first = next(iter(self.lm.values()), None)
+        self.tryit = None if first is None else tryit.exercises(first)
+
     def all_experiments(self) -> list:
         return [*self.lm.values(), *self.lm_paper.values(), *self.vision.values(), *self.glue.values(),
-                *self.mlm.values()]
+                *self.mlm.values(), *([self.tryit] if self.tryit else [])]
+
+    @section
+    def exercises(self):
+        """Section 1's "Try it" exercises: their default runs (:mod:`repro.papers.exercises`); the exercises
+        object, or None without a model to run them on."""
+        if self.tryit is not None:
+            yield self.tryit.all_defaults.ask()
+        return self.tryit
 
     # ---- one method per section ------------------------------------------------------------------
     @section

@@ -110,3 +110,13 @@ def committed_pruned_ppl(model: str = "smollm2-135m", sparsity: str = "12.5%", f
             f"mean of its seeds). Paired over the same windows, MP-G's perplexity is {r['ppl ratio']:.3f} x "
             f"Random's, 95% interval {r['95% CI']}, lower on {r['windows better']} windows. A few short windows give "
             "numbers of the same order, not the same values.")
+
+
+def exercises(exp):
+    """Notebook 1's exercises on ``exp`` (the first model), their default runs the values section 1b's cells start
+    with (:class:`repro.papers.exercises.Exercises`)."""
+    from repro.papers.exercises import Exercises
+
+    return Exercises(exp, {"zero_scores": zero_scores, "pruned_ppl": pruned_ppl},
+                     [("zero_scores", {"sparsity": 0.125, "z_values": [1.0, 1.5, 2.0, 2.5, 3.0]}),
+                      ("pruned_ppl", {"sparsity": 0.125, "methods": ["mpg", "mp", "random"], "windows": 4})])

@@ -15,6 +15,7 @@ from repro.engines.base import owned
 from repro.engines.plan import Call, Sections, section
 from repro.engines.prune import PruneExperiment
 from repro.methods.unstructured import OGAS_SETTINGS, auto_s_max, get_pruner, ogas_setting
+from repro.papers.ogas import tryit
 from repro.papers.ogas.params import OgasParams
 from repro.report import pool_draws
 
@@ -34,7 +35,7 @@ class OgasGrid(Sections):
     halves) sharing one loaded model, and the notebook's parameters (``p``) that decide which cells each
     section asks for. Each ``run_*`` section computes (or reads) its cells and returns its frame; the tables
     are read from the records by :mod:`repro.papers.ogas`."""
-    sections = ("worked", "worked_sparsegpt", "run_main", "run_main_paper", "run_references", "run_nm", "run_zeroshot",
+    sections = ("worked", "worked_sparsegpt", "worked_ria", "exercises", "run_main", "run_main_paper", "run_references", "run_nm", "run_zeroshot",
                 "run_ablation", "figure2_channels", "run_curve")
 
     def __init__(self, wt: dict[str, PruneExperiment], c4: dict[str, PruneExperiment], p: OgasParams,
@@ -69,7 +70,20 @@ class OgasGrid(Sections):
         return [*self.wt.values(), *self.c4.values()]
 
     def all_experiments(self) -> list[PruneExperiment]:
-        return [*self.experiments(), *(self.paper.all_experiments() if self.paper else [])]
+        return [*self.experiments(), *(self.paper.all_experiments() if self.paper else []),
+                *([self.tryit] if self.tryit else [])]
+
+    @cached_property
+    def tryit(self):
+        """Section 1d's exercises on Figure 2's model and layer (:mod:`repro.papers.exercises`); None without a model."""
+        return tryit.exercises(self.wt[self.figure_model], self.figure_layer_name) if self.wt else None
+
+    @section
+    def exercises(self):
+        """Section 1d's "Try it" exercises: their default runs; the exercises object, or None without a model."""
+        if self.tryit is not None:
+            yield self.tryit.all_defaults.ask()
+        return self.tryit
 
     @property
     def figure_model(self) -> str:
@@ -269,6 +283,12 @@ class OgasGrid(Sections):
         """The worked baseline: SparseGPT on Figure 2's layer at the main sparsity, its terms recorded
         (:meth:`PruneExperiment.worked_sparsegpt`; read by :mod:`repro.papers.ogas.sparsegpt_worked`)."""
         return (yield self.wt[self.figure_model].worked_sparsegpt.ask(self.figure_layer_name, self.p.sparsity))
+
+    @section
+    def worked_ria(self):
+        """The worked RIA: RIA on Figure 2's layer at the main sparsity, its terms recorded
+        (:meth:`PruneExperiment.worked_ria`; read by :mod:`repro.papers.ogas.ria_worked`)."""
+        return (yield self.wt[self.figure_model].worked_ria.ask(self.figure_layer_name, self.p.sparsity))
 
     @section
     def worked(self):

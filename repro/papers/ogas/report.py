@@ -10,6 +10,7 @@ from repro.family import family_note
 from repro.papers.ogas import claims as C
 from repro.papers.ogas import corners as K
 from repro.papers.ogas import readings as Rd
+from repro.papers.ogas import ria_worked as RW
 from repro.papers.ogas import sparsegpt_worked as S
 from repro.papers.ogas import tables as T
 from repro.papers.ogas import worked as W
@@ -62,7 +63,8 @@ class Report:
         evals = "; ".join(f"{n}: {e.data.label} and {g.c4[n].data.label}, {e.windows()}" for n, e in g.wt.items())
         zs = (f"{', '.join(g.p.zeroshot_tasks)} on {', '.join(g.p.zeroshot_models)}, first {g.p.zeroshot_limit} documents "
               "each (lm-eval's own task YAMLs)" if g.p.zeroshot_models else "not run")
-        dtypes = ", ".join(sorted({e.setup.eval_dtype for e in g.all_experiments()}))
+        dtypes = ", ".join(sorted({e.setup.eval_dtype for e in [*g.experiments(), *(g.paper.experiments() if g.paper
+                                                                                        else [])]}))
         rows = [("models / settings", "LLaMA-3.1-8B-Instruct (lambda 0.4, gamma searched), Mistral-7B-v0.1 (lambda "
                  "0.2, gamma 0.2)", models),
                 ("calibration", "128 x 2048 tokens (WikiText-2 train for WikiText rows, C4 for C4 rows)", calib),
@@ -217,6 +219,16 @@ class Report:
         return T.curve_table(curve, frame, self.grid)._replace(reading=reading)
 
     # ---- the claims (sections 7-8) ----
+
+    def ria_worked(self, record: dict) -> tuple[Table, Table]:
+        """The worked RIA (:mod:`.ria_worked`): one row's disagreements with Wanda, and the layer's summary."""
+        t = record["result"]["trace"]
+        where = (f"{self.grid.figure_model}, {t['layer']}, {self.grid.p.sparsity:.0%}, the setup's calibration draw; "
+                 f"profile `{self.grid.p.profile}`")
+        return (Table(RW.example(record).round(5), f"**RIA against Wanda in row {t['example_row']}** ({where}): the "
+                      "weights one prunes and the other keeps, with RIA's terms.", ""),
+                Table(RW.summary(record), f"**RIA against Wanda on the same layer and inputs** ({where}).",
+                      RW.reading(record)))
 
     def sparsegpt_worked(self, record: dict) -> tuple[Table, Table]:
         """The worked baseline (:mod:`.sparsegpt_worked`): the first block's first columns, and the layer's summary

@@ -144,3 +144,13 @@ def committed_overlap(figures: str = COMMITTED) -> str:
             f"{wanda} against SparseGPT's {sgpt} ({mask_only} "
             "for SparseGPT's mask without its weight updates): masks that agree on most weights can differ in what "
             "they cost, since the weights they disagree on are those the input norms make large.")
+
+
+def exercises(exp, layer: str):
+    """Notebook 2's exercises on ``exp`` (Figure 2's model) and its ``layer``, their default runs the values section
+    1d's cells start with (:class:`repro.papers.exercises.Exercises`)."""
+    from repro.papers.exercises import Exercises
+
+    return Exercises(exp, {"gamma_spread": gamma_spread, "mask_overlap": mask_overlap},
+                     [("gamma_spread", {"layer": layer, "lam": 0.4, "gammas": [0.05, 0.2, 0.5, 1.1, 2.0]}),
+                      ("mask_overlap", {"layer": layer, "sparsity": 0.5})])
