@@ -338,6 +338,13 @@ if full:
     nb.show(R.sample_vs_split(main, full), "table1_sample_vs_split")
 
 # %% [markdown]
+# **Unexplained: Gradient-Head's worst draw.** One of its calibration draws collapses far beyond the others (the
+# table's worst draw). Section 3c diagnoses each collapsed cell on its *first* draw only, so what that draw's
+# selection does to the layers is not measured here; the collapse diagnosis of that draw's cell (which layers it
+# empties, which single head's return repairs most) would decide whether it is the same mechanism as the first
+# draw's or another.
+
+# %% [markdown]
 # **What the draws show.** The lines under the draws' table give, per method and model, how far the draw alone
 # moves a cell. A calibrated scorer whose draws are identical to every digit picks the same heads whatever
 # calibration sample it sees, so its collapse is no calibration accident (section 3c says where it comes from).
@@ -530,6 +537,15 @@ nb.show(R.table2(grid.table2(), z_values, z_sparsities), "table2_z_sweep")  # MP
 cells_so_far = R.frame()  # Tables I and II, every z
 nb.show(R.above_uniform(cells_so_far), "above_uniform_cells")
 nb.show(R.mp_against_mpg(cells_so_far), "mp_against_mpg")
+
+# %% [markdown]
+# **Unexplained: why dividing by $g$ picks MP-G's extra cuts, and MP-G's worst cell at the highest $z$.** The
+# tables above place MP-G's extra cuts by layer and tie its worst cells to the layers they empty, but no table here
+# shows, for the heads only one of MP and MP-G cuts, the terms of eq. 3 (each head's Q/O excess against its shared
+# KV excess before and after the division) that put those heads below the cut; that per-head table, on the layer
+# where MP-G cuts the most heads MP keeps, would decide it. Likewise the cell above a uniform guess at the highest $z$ on Gemma
+# has no collapse diagnosis (section 3c runs on Table I's cells): its diagnosis would say whether the emptied layer
+# alone carries the damage.
 
 # %% [markdown]
 # ## 5. Table IV: how often each method wins

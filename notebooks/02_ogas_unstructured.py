@@ -406,7 +406,7 @@ elif R.paper_calibration_pending():
     print(R.paper_calibration_pending())
 
 # %% [markdown]
-# ### Is RIA's place our implementation's?
+# ### Is RIA's place our implementation's? And SparseGPT's?
 #
 # RIA's paper puts it ahead of Wanda; where Tables 1-2 put it behind, is that RIA on these small models, or this
 # implementation? `benchmarks/reference_masks.py --ppl` prunes SmolLM2 at 50% with the authors' own
@@ -416,6 +416,8 @@ elif R.paper_calibration_pending():
 
 # %%
 display(Markdown(Ref.reference_reading(Ref.read_check("../benchmarks/results/reference_masks_ppl_smollm2-135m_16x256.json"))))
+display(Markdown(Ref.sparsegpt_reading(Ref.read_check("../benchmarks/results/reference_masks_smollm2-135m_8x512.json"),
+                                       "benchmarks/results/reference_masks_smollm2-135m_8x512.json")))
 
 # %% [markdown]
 # ### Achieved sparsity and what the rounding is worth
@@ -528,6 +530,12 @@ if len(table5.frame):
     nb.show(table5, "table5_ablation")
 
 # %% [markdown]
+# **Unexplained: where OGAS's gain over Wanda comes from.** Tables 1-2 measure OGAS against Wanda on the whole model,
+# and the ablation removes one signal at a time everywhere; no cell attributes the gain to layers or to channels. What
+# would decide it: OGAS's allocation on one layer type at a time (the other layers at Wanda's uniform sparsity),
+# each paired with Wanda on the same windows.
+
+# %% [markdown]
 # ## 5. Figure 2: energy, peak ratio and the sparsity OGAS assigns
 #
 # One layer (the down projection of a middle layer), on the paper's axes: each point a channel at its
@@ -598,6 +606,12 @@ for name, ex, q in R.gamma_frames(frame):
 nb.show(R.gamma_bounds(frame), "gamma_bounds")
 
 # %% [markdown]
+# **Unexplained: the single-signal variants at the lower bound.** Where a variant's search ends at the interval's lower
+# end in a layer, its optimum may lie below the interval, or the loss may be flat there; the wider interval above was
+# searched for OGAS only. The same wider search for the variant that ends at a bound in the most layers would decide
+# which.
+
+# %% [markdown]
 # ## 6. Figure 4: perplexity from 30% to 90%
 #
 # All methods on WikiText-2 test. Above 60% the paper does not give $S_{max}$: dotted lines repeat OGAS
@@ -623,6 +637,12 @@ for ax, name in zip(axes[0], curve_models):
     ax.legend(fontsize=7)
 nb.figure(fig, "fig4_ppl_vs_sparsity.png")
 nb.show(R.curve_table(curve, frame), "fig4_ppl_vs_sparsity")
+
+# %% [markdown]
+# **Unexplained: a lower perplexity at a higher sparsity.** Where a model is past a uniform guess at one sparsity and
+# below it at the next, the higher sparsity did not recover anything: a perplexity above a uniform guess's is a model
+# confidently wrong, and a more damaged model can be less confident. The entropy of the predicted distributions at
+# each point (and the share of the loss from the most probable wrong tokens) would decide it; no record holds them.
 
 # %% [markdown]
 # ## 7. Claims checked

@@ -90,7 +90,9 @@ def magnitude_mask(results: dict) -> Table:
     reading = (f"A Q4_1 round trip flips the 50% magnitude decision of {min(flips):.1%}-{max(flips):.1%} of the weights: "
                "those within a quantisation step of the matrix's threshold, so the weights magnitude pruning removes "
                "from SmolLM2 and Gemma are, to about that share, the ones it would remove from their originals. "
-               "It does not say why Gemma collapses under magnitude at 50%: that is measured on Gemma itself.")
+               "It does not say why Gemma collapses under magnitude at 50%, which no table here explains: the damage "
+               "of magnitude's mask on each of Gemma's layers in turn (the others dense) would decide which layers "
+               "carry the collapse.")
     return Table(f, f"**The 4-bit origin, measured in reverse: the magnitude mask at 50%.** {SOURCE}.", reading)
 
 

@@ -88,7 +88,11 @@ def test_timing_reads_seconds_per_layer_forward_and_the_machine():
     t = M.timing_table(frame, sels).set_index("method")
     assert t.loc["MAB-UCB", "s per 1000 layer forwards"] == 25.0 and t.loc["MAB-UCB", "max"] == 40.0
     assert "1 thread(s)" in t.loc["MAB-TS", "machines"]
-    assert "25.0 against 11.0 s per 1000" in M.timing_reading(t.reset_index())
+    reading = M.timing_reading(t.reset_index())
+    assert "25.0 against 11.0 s per 1000" in reading and "In 1 of 1 settings the two methods' ranges" in reading
+    apart = M.timing_table(frame, {**sels, "ucb2": {**sels["ucb2"], "result": {"budget": {"seconds": 30.0,
+                                                                                       "layer_forwards": 1000}}}})
+    assert "In 0 of 1 settings" in M.timing_reading(apart)  # UCB's 30-40 s never meets TS's 10-12: a real gap
 
 
 def test_the_magnitude_pool_sets_the_norm_beside_the_measured_damage():

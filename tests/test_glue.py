@@ -257,8 +257,9 @@ def test_mpg_norm_orders_mpgs_ties_by_norm_and_keeps_its_order_elsewhere():
 
 
 def test_a_row_whose_mpg_selection_is_the_index_tie_is_about_the_tie_break():
-    """MP-G scoring at least as many heads exactly 0 as it prunes (mean over folds) selects the tie in index order:
-    a row with that cell is labelled evidence about the tie-break; fewer zeros than pruned heads leave it a verdict."""
+    """MP-G scoring more heads exactly 0 than it prunes (mean over folds) selects from the tie in index order: a row
+    with that cell is labelled evidence about the tie-break; as many zeros as pruned heads (the zero set, which the
+    scores decide) or fewer leave it a verdict. The same rule reads the MHA encoders' rows."""
     import pandas as pd
 
     from repro.papers.mpg.glue import tie_break_only
@@ -266,5 +267,7 @@ def test_a_row_whose_mpg_selection_is_the_index_tie_is_about_the_tie_break():
     mpg = pd.DataFrame({"sparsity": [0.25, 0.25, 0.5], "param": [2.0, 2.0, 2.0], "zero_scores": [20, 22, 21],
                         "n_pruned": [18, 18, 36], "n_heads": [72, 72, 72]})
     assert tie_break_only(mpg, 0.25, 2.0).startswith("evidence about MP-G's tie-break, not its scores: at z = 2 it "
-                                                     "scores 21 of 72 heads exactly 0, at least the 18")
+                                                     "scores 21 of 72 heads exactly 0, more than the 18")
     assert tie_break_only(mpg, 0.5, 2.0) == "" and tie_break_only(mpg, 0.25, 2.5) == ""
+    exact = mpg.assign(zero_scores=[18, 18, 21])  # the cut takes exactly the zero set: the scores decide
+    assert tie_break_only(exact, 0.25, 2.0) == ""

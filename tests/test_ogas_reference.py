@@ -69,3 +69,18 @@ def test_the_headroom_reading_sets_perplexity_against_the_clamp_it_changes():
     assert "moves one way" in headroom_reading(frame, "wt", [0.05, 0.2], {"m": 20.0}, {"m": 15000.0})
     assert headroom_reading(frame[frame.params.map(lambda p: p["s_max_headroom"]) != 0.1], "wt", [0.05, 0.2],
                             {"m": 20.0}, {"m": None}) == ""  # no default cell: nothing to read against
+
+
+def test_sparsegpt_reading_says_float_order_only_where_the_masks_agree_with_the_same_accumulation():
+    from repro.papers.ogas.reference import SGPT_EXACT, SGPT_RUNNING, SGPT_SAME_H, sparsegpt_reading
+
+    check = {"model": "m", "sparsity": 0.5, "nsamples": 8, "seqlen": 512, "batch_size": 4,
+             SGPT_RUNNING: {"bits_differing": 0, "layers": 7, "layers_identical": 7},
+             SGPT_EXACT: {"bits_differing": 1200, "overall": 0.96},
+             SGPT_SAME_H: {"l0": {"weights_identical": True}}}
+    text = sparsegpt_reading(check)
+    assert "0 mask bits differ in 7 layers" in text and "float order in which H is accumulated" in text
+    assert "1,200 bits (4.0%) differ" in text
+    apart = sparsegpt_reading({**check, SGPT_RUNNING: {"bits_differing": 3, "layers": 7, "layers_identical": 6}})
+    assert "the implementations differ" in apart and "float order in which" not in apart
+    assert sparsegpt_reading(None).startswith("No committed SparseGPT reference check")

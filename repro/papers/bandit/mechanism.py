@@ -276,23 +276,33 @@ def timing_table(frame: pd.DataFrame, selections: dict[str, dict]) -> pd.DataFra
 
 
 def timing_reading(t: pd.DataFrame) -> str:
+    """What the timing table shows: per setting, the two bandits' seconds per 1000 layer forwards and their ranges over
+    runs; whether each gap lies within the runs' own spread (the ranges overlap); and what the records say of the
+    machines."""
     if not len(t):
         return ""
-    lines = []
+    lines, overlap, pairs = [], 0, 0
     for (model, units), g in t.groupby(["model", "units"], sort=False):
         g = g.set_index("method")
         if not {"MAB-UCB", "MAB-TS"} <= set(g.index):
             continue
         u, s = g.loc["MAB-UCB"], g.loc["MAB-TS"]
+        pairs += 1
+        overlap += bool(u["min"] <= s["max"] and s["min"] <= u["max"])
         lines.append(f"- **{model}, {units}**: MAB-UCB {u.seconds:.0f} s and MAB-TS {s.seconds:.0f} s for "
                      f"{u['layer forwards']:.0f} and {s['layer forwards']:.0f} layer forwards: "
                      f"{u['s per 1000 layer forwards']:.1f} against {s['s per 1000 layer forwards']:.1f} s per 1000 "
                      f"(range over runs {u['min']:.1f}-{u['max']:.1f} and {s['min']:.1f}-{s['max']:.1f}).")
     spread = t["max"].max() / t["min"].min()
-    return ("Both bandits evaluate the same number of losses; the seconds per layer forward vary "
-            f"{spread:.0f}x across runs, and within one method as much as between methods: the gap in seconds is the "
-            "machine each record ran on (and what ran beside it), not the policy's own arithmetic, which costs "
-            "microseconds per pull.\n" + "\n".join(lines))
+    unnamed = t.machines.str.contains("not recorded").any() if "machines" in t else True
+    said = (f"Both bandits evaluate the same number of losses; the seconds per 1000 layer forwards vary {spread:.0f}x "
+            f"across runs. In {overlap} of {pairs} settings the two methods' ranges over runs overlap: there the gap "
+            "between their means lies within the spread of either method's own runs, so it does not measure the "
+            "policy. ")
+    said += ("The records do not name the machine most of them ran on, so what made a run slow (the CPU, or work "
+             "beside it) cannot be read from them; timing the two policies on one quiet machine would decide it."
+             if unnamed else "The machines column names where each ran.")
+    return said + "\n" + "\n".join(lines)
 
 
 # ---- magnitude on Gemma's heads -------------------------------------------------------------

@@ -33,6 +33,21 @@ def table2_reading(table2: pd.DataFrame) -> str:
                            " points")
 
 
+def magnitude_among_random(vis: pd.DataFrame) -> str:
+    """Per vision model where magnitude drops more top-1 than Random's mean: where its drop falls among Random's seeds
+    (one random selection each), which says whether it is worse than a random selection or one draw of their spread."""
+    out = []
+    for model, g in vis.groupby("model", sort=False) if len(vis) else []:
+        mag, rnd = g[g.method == "magnitude"].top1_drop_pp, g[g.method == "random"].top1_drop_pp
+        if not len(mag) or len(rnd) < 2 or mag.mean() <= rnd.mean():
+            continue
+        better = int((rnd > mag.mean()).sum())
+        out.append(f"on {model} Magnitude drops {mag.mean():.1f} points, more than Random's mean ({rnd.mean():.1f}) but "
+                   f"less than {better} of its {len(rnd)} seeds ({rnd.min():.1f}-{rnd.max():.1f})"
+                   + ("" if better else ": worse than every random selection"))
+    return ("Magnitude against Random's seeds: " + "; ".join(out) + ".") if out else ""
+
+
 def per_seed_reading(lm: pd.DataFrame) -> str:
     """What the per-seed table shows: per setting, the method whose WikiText-2 change moves most from
     seed to seed, and the runs whose LAMBADA perplexity *falls* after pruning (surprising: see the
@@ -153,7 +168,9 @@ def allocation_reading(alloc: pd.DataFrame) -> str:
         lines.append(f"- **{method}{'' if memory == '-' else f', {memory}'}, {pulls:.3g} pulls per step** "
                      f"({len(g)} setting{'s' if len(g) > 1 else ''}): {span(g.distinct_per_step)} distinct "
                      f"candidates per step; joins decided on {span(g.join_evidence)} pulls; "
-                     f"{span(g.joins_backed, '.0%')} of joins pulled under their mask.")
+                     f"{span(g.joins_backed, '.0%')} of joins pulled under their mask"
+                     + (f"; {span(g.to_newcomers, '.0%')} of the pulls and {span(g.joins_new, '.0%')} of the joins go to "
+                        "units first pulled in that step" if {"to_newcomers", "joins_new"} <= set(g) else "") + ".")
     return "\n".join(lines)
 
 

@@ -213,7 +213,8 @@ class Report:
         t = vision_summary(vis, self.n_heads)
         return Table(t, self.caption("Table 2. Vision: top-1 and its drop against dense (percentage points, mean and "
                                      "sd over seeds), cross-entropy increase, paired evaluations per run.", vframe,
-                                     vision=True), readings.table2_reading(t))
+                                     vision=True),
+                     "\n\n".join(x for x in (readings.table2_reading(t), readings.magnitude_among_random(vis)) if x))
 
     def statistics(self, lm: pd.DataFrame, vis: pd.DataFrame, frame: pd.DataFrame) -> tuple[Table, Table, Table]:
         """Table B2 (per family: how many comparisons have a CI excluding zero, p < 0.05, q < 0.05, the

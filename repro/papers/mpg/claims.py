@@ -23,16 +23,19 @@ from repro.claims import (
 )
 from repro.evaluate.speed import timed
 from repro.evaluate.stats import paired_difference, paired_ratio, paired_ratio_t, speed_ratio
+from repro.methods.heads import select_heads
 from repro.papers.mpg.records import (
     CALIBRATED,
     LABEL,
     PAPER_METHODS,
     best_calibrated,
     find,
+    find_scores,
     half_of,
     identical_scores,
     paired_vs,
     pct,
+    tie_break_only,
     vision_paired,
 )
 from repro.report import one_draw, paired_cells, rank_marks
@@ -389,9 +392,13 @@ def mha_claims(frame: pd.DataFrame, scores: pd.DataFrame, models: list[str], spa
     (:func:`repro.claims.classifier_destroyed`), as two language models at a uniform guess are."""
     out: list[Claim] = []
 
-    def unless_destroyed(claim: Claim, model: str, cells: dict) -> Claim:
+    def unless_destroyed(claim: Claim, model: str, cells: dict, mpg_at: list[tuple[float, float]] = ()) -> Claim:
+        """``claim`` uninformative where both classifiers are destroyed, or where MP-G's side at a (z, sparsity) of
+        ``mpg_at`` is its tie-break's choice (:func:`.records.tie_break_only`)."""
         sides = {k: (float(c.top1), float(c.ce)) for k, c in cells.items()}
-        claim.uninformative = claim.uninformative or classifier_destroyed(sides, (n_classes or {}).get(model))
+        ties = (w for z, sp in mpg_at if (w := tie_decided(scores, model, z, sp)))
+        claim.uninformative = (claim.uninformative or classifier_destroyed(sides, (n_classes or {}).get(model))
+                               or next(ties, ""))
         return claim
 
     for model in models:  # exact: identical scores and selections when H_kv = H
@@ -419,7 +426,8 @@ def mha_claims(frame: pd.DataFrame, scores: pd.DataFrame, models: list[str], spa
                 "MHA models prefer z = 1.5", f"{model}, {pct(sp)}",
                 f"cross-entropy MP-G z=1.5 - z={rival} (the better other z):",
                 vision_paired(frame, model, "mpg", "mpg", sp, z_a=1.5, z_b=rival), side="below", unit="nats",
-                over="paired test images"), model, {"z = 1.5": zs[1.5], f"z = {rival}": zs[rival]}))
+                over="paired test images"), model, {"z = 1.5": zs[1.5], f"z = {rival}": zs[rival]},
+                [(1.5, sp), (rival, sp)]))
     for model in models:  # MP-G against the strongest other paper method at each sparsity
         for sp in sparsities:
             others = {m: c for m in PAPER_METHODS if m != "mpg" and (c := find(frame, model, m, sp)) is not None}
@@ -430,5 +438,15 @@ def mha_claims(frame: pd.DataFrame, scores: pd.DataFrame, models: list[str], spa
                 "MP-G is best at every sparsity on an MHA model (paper: OPT-6.7B)", f"{model}, {pct(sp)}",
                 f"cross-entropy MP-G - {LABEL[rival]} (the best other paper method):",
                 vision_paired(frame, model, "mpg", rival, sp), side="below", unit="nats", over="paired test images"),
-                model, {"MP-G": find(frame, model, "mpg", sp), LABEL[rival]: others[rival]}))
+                model, {"MP-G": find(frame, model, "mpg", sp), LABEL[rival]: others[rival]}, [(2.0, sp)]))
     return out
+
+
+def tie_decided(scores: pd.DataFrame, model: str, z: float, sparsity: float) -> str:
+    """:func:`.records.tie_break_only` of ``model``'s MP-G cell at (``z``, ``sparsity``), from its score record ("" where
+    there is none)."""
+    r = find_scores(scores, model, "mpg", z)
+    if r is None:
+        return ""
+    s = np.asarray(r["scores"])
+    return tie_break_only(z, int((s == 0).sum()), s.size, len(select_heads(s, sparsity)))

@@ -19,6 +19,7 @@ from repro.evaluate.stats import Paired, classification_metric, paired_metric_di
 from repro.methods.heads import HEAD_METHODS
 from repro.papers.mpg.claims import identity
 from repro.papers.mpg.records import LABEL, PAPER_METHODS, pct
+from repro.papers.mpg.records import tie_break_only as tie_words
 from repro.store import Store
 
 TASK_LABEL = {"sst2": "SST-2", "mrpc": "MRPC", "rte": "RTE"}
@@ -156,15 +157,14 @@ def table3(frame: pd.DataFrame, methods: list[str], sparsities: list[float]) -> 
 
 
 def tie_break_only(mpg: pd.DataFrame, sparsity: float, z: float) -> str:
-    """Why a row with MP-G's cell at (``sparsity``, ``z``) is evidence about its tie-break, not its scores: MP-G
-    scores at least as many heads exactly 0 as it prunes there (mean over folds and seeds), so its selection is that
+    """Why a row with MP-G's cell at (``sparsity``, ``z``) is evidence about its tie-break, not its scores
+    (:func:`.records.tie_break_only`, the zero scores' mean over folds and seeds): MP-G's selection is that
     tie taken in index order; "" otherwise (``mpg``: one task's MP-G rows of the frame)."""
     f = mpg[np.isclose(mpg.sparsity.astype(float), sparsity) & np.isclose(mpg.param.astype(float), z)]
-    if not len(f) or f.zero_scores.mean() < f.n_pruned.iloc[0]:
+    if not len(f):
         return ""
-    return (f"evidence about MP-G's tie-break, not its scores: at z = {z:g} it scores {f.zero_scores.mean():.0f} of "
-            f"{int(f.n_heads.iloc[0])} heads exactly 0, at least the {int(f.n_pruned.iloc[0])} it prunes, so its "
-            "selection is that tie taken in index order (section 6's norm-key row orders the same tie by norm)")
+    why = tie_words(z, f.zero_scores.mean(), int(f.n_heads.iloc[0]), int(f.n_pruned.iloc[0]))
+    return why and why + " (section 6's norm-key row orders the same tie by norm)"
 
 
 def glue_claims(frame: pd.DataFrame, sparsities: list[float], methods: list[str]) -> list[Claim]:
@@ -237,9 +237,32 @@ def glue_reading(frame: pd.DataFrame, sparsities: list[float]) -> str:
                 parts.append(f"at {pct(sp)} {' and '.join(LABEL[m] for m in vals.index[vals == vals.max()])} keeps "
                              f"the most ({100 * vals.max():.1f}), "
                              f"{' and '.join(LABEL[m] for m in vals.index[vals == vals.min()])} the least ({100 * vals.min():.1f})")
-        lines.append(head + "; ".join(parts) + ".")
+        lines.append(head + "; ".join(parts) + "." + _below_random(frame, task, sparsities))
     lines += _glue_ties(frame)
     return "\n".join(lines)
+
+
+def _below_random(frame: pd.DataFrame, task: str, sparsities: list[float]) -> str:
+    """Where MP-G (or its norm-key control) keeps less than Random's mean: where its value falls among Random's
+    draws (each draw one random selection on one fine-tuning seed), which says whether it is worse than a random
+    selection or one draw of their spread."""
+    t = frame[frame.task == task].iloc[0]
+    out = []
+    for sp in sparsities:
+        draws = [100 * classification_metric(t.metric, t.labels, p) for p in method_preds(frame, task, "random", sp)]
+        for m in ("mpg", *ABLATES):
+            preds = method_preds(frame, task, m, sp)
+            if not preds or not draws:
+                continue
+            v = float(np.mean([100 * classification_metric(t.metric, t.labels, p) for p in preds]))
+            if v < np.mean(draws):
+                below = sum(d < v for d in draws)
+                where = (f"more than {below} of its {len(draws)} draws ({min(draws):.1f}-{max(draws):.1f}): within "
+                         "the spread of single random selections" if below else
+                         f"less than every one of its {len(draws)} draws ({min(draws):.1f}-{max(draws):.1f})")
+                out.append(f"{LABEL.get(m, m)} at {pct(sp)} ({v:.1f}) keeps less than Random's mean "
+                           f"({np.mean(draws):.1f}), {where}")
+    return (" Below Random: " + "; ".join(out) + ".") if out else ""
 
 
 def _why_trivial(frame: pd.DataFrame, task: str) -> str:

@@ -161,6 +161,17 @@ def draws(frame: pd.DataFrame, model: str, method: str, sparsity: float = 0.0, z
     return f.sort_values("draw", kind="stable") if "draw" in f else f
 
 
+def tie_break_only(z: float, zeros: float, n_heads: int, cut: int) -> str:
+    """Why a row that reads MP-G's cell (threshold ``z``, ``cut`` heads pruned of ``n_heads``, ``zeros`` of them
+    scoring exactly 0) is evidence about MP-G's tie-break, not its scores: more heads score 0 than it prunes, so which
+    of them go is the (layer, head) order's choice; "" otherwise (every zero-score head pruned: the scores decide).
+    The one rule for every table whose rows read MP-G's selections (Table III, the MHA encoders)."""
+    if not cut < zeros:
+        return ""
+    return (f"evidence about MP-G's tie-break, not its scores: at z = {z:g} it scores {zeros:.0f} of {n_heads} heads "
+            f"exactly 0, more than the {cut} it prunes, so its selection is that tie taken in index order")
+
+
 def find_scores(scores: pd.DataFrame, model: str, method: str, z: float = 2.0, seed: int = 0) -> pd.Series | None:
     """The score record of (model, method[, z, seed for methods that take them])."""
     f = scores[(scores.model == model) & (scores.method == method)]
