@@ -321,7 +321,7 @@ pframe = grid.paper_searches()  # None without paper_search
 plm = P.lm_table(pframe) if pframe is not None and len(pframe) else None
 if plm is not None and len(plm):
     nb.show(R.table1_paper(plm, pframe), "table1_paper_search")
-    nb.show(R.prescreen(plm), "table_prescreen_paper_search")  # what the pool of 48 decides
+    nb.show(R.prescreen(pframe), "table_prescreen_paper_search")  # what the pool of 48 decides
 else:
     print("This profile names no `paper_search`: every search of this notebook is at the profile's setting (the line "
           "under Table 1).")
