@@ -72,7 +72,8 @@ def test_allocation_reading_and_table():
     assert (t.distinct_per_step == 1).all() and (t.join_evidence == 2).all()
     assert allocation_reading(t).splitlines()[1] == (
         "- **MAB-UCB, persist, 2 pulls per step** (1 setting): 1 distinct candidates per step; joins decided on 2 "
-        "pulls; 100% of joins pulled under their mask.")
+        "pulls; 100% of joins pulled under their mask; 100% of the pulls and 100% of the joins go to units first "
+        "pulled in that step.")  # its one unit is pulled first in the step it joins
 
 
 def test_lambada_investigation_names_the_head_that_lowers_lambada_and_how_often_searches_take_it():
