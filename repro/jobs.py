@@ -414,6 +414,7 @@ def run_notebook(source: str | Path, profile: str | Path | None = None, jobs: in
     threads = threads or max(1, (os.cpu_count() or 1) // jobs)
     t0 = time.perf_counter()
     ctx = Context(source, params, retime=retime)
+    ctx.session.store.sweep_partial_writes()  # what a run killed outright (SIGKILL, the OOM killer) left half-written
     print(f"{source}: {jobs} {executor} worker(s) x {threads} thread(s)", file=out, flush=True)
     estimates = announce(ctx, jobs, out, reprobe)
     if cluster is not None:
