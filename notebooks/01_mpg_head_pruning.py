@@ -338,11 +338,8 @@ if full:
     nb.show(R.sample_vs_split(main, full), "table1_sample_vs_split")
 
 # %% [markdown]
-# **Unexplained: Gradient-Head's worst draw.** One of its calibration draws collapses far beyond the others (the
-# table's worst draw). Section 3c diagnoses each collapsed cell on its *first* draw only, so what that draw's
-# selection does to the layers is not measured here; the collapse diagnosis of that draw's cell (which layers it
-# empties, which single head's return repairs most) would decide whether it is the same mechanism as the first
-# draw's or another.
+# A draw that collapses far beyond its method's first draw (Gradient-Head's worst, in the table above) is diagnosed
+# in section 3c beside the first draw's selection, under its own label.
 
 # %% [markdown]
 # **What the draws show.** The lines under the draws' table give, per method and model, how far the draw alone
@@ -434,8 +431,10 @@ nb.figure(fig, "ppl_vs_sparsity.png")
 #
 # Emptied layers are the first suspect: the sentences below say, from the scores alone, which layers MP and
 # MP-G empty at the highest sparsity. The measurement then says whether that is where the damage comes from.
-# For each collapsed Table I cell (its first draw), and for MP-G and MP at the highest sparsity, the
-# diagnosis (`HeadExperiment.anatomy`, on a few windows spread over the split) gives: the damage in nats, the
+# For each collapsed Table I cell (its first draw; and a later draw that collapses more than ten times further
+# than the first, labelled with its draw), for MP-G and MP at the highest sparsity, and for MP-G at the z sweep's
+# highest $z$ and sparsity, the diagnosis (`HeadExperiment.anatomy`, on a few windows spread over the split)
+# gives: the damage in nats, the
 # layers the selection empties, the later layer whose attention output grows most, the one pruned head whose
 # return repairs most (and what share of the damage), the one extra head of that grown layer whose removal
 # repairs most, and on Gemma the largest factor by which a cut scales up a layer's survivors.
@@ -539,13 +538,15 @@ nb.show(R.above_uniform(cells_so_far), "above_uniform_cells")
 nb.show(R.mp_against_mpg(cells_so_far), "mp_against_mpg")
 
 # %% [markdown]
-# **Unexplained: why dividing by $g$ picks MP-G's extra cuts, and MP-G's worst cell at the highest $z$.** The
-# tables above place MP-G's extra cuts by layer and tie its worst cells to the layers they empty, but no table here
-# shows, for the heads only one of MP and MP-G cuts, the terms of eq. 3 (each head's Q/O excess against its shared
-# KV excess before and after the division) that put those heads below the cut; that per-head table, on the layer
-# where MP-G cuts the most heads MP keeps, would decide it. Likewise the cell above a uniform guess at the highest $z$ on Gemma
-# has no collapse diagnosis (section 3c runs on Table I's cells): its diagnosis would say whether the emptied layer
-# alone carries the damage.
+# **Why dividing by $g$ picks MP-G's own cuts.** Eq. 3 gives each head two terms, its own Q/O excess and its
+# group's shared K/V excess: MP adds them, MP-G divides the shared one by the group size $g$. From a head's two
+# scores both terms follow, $\mathrm{KV} = (\mathrm{MP} - \text{MP-G})\,g/(g-1)$ and $\mathrm{QO} = \mathrm{MP} -
+# \mathrm{KV}$. For the heads only one of the two prunes, at the sparsity where MP beats MP-G most: how much of each
+# head's score was its group's. (MP-G's cells at the highest $z$ are diagnosed in section 3c, labelled with their
+# $z$.)
+
+# %%
+nb.show(R.gqa_terms(cells_so_far), "mp_mpg_terms")
 
 # %% [markdown]
 # ## 5. Table IV: how often each method wins

@@ -212,3 +212,26 @@ def test_every_head_scorer_side_by_side_on_one_layer():
     assert list(t["Wanda-Head rank"]) == [3, 2] and list(t["Wanda-Head prunes"]) == [False, True]
     assert list(shown(t)["MP-G"]) == ["2*", "3"]
     assert "MP-G prunes 1, Wanda-Head prunes 1" in side_by_side_reading(t, 1, 0.5)
+
+
+def test_eq3_terms_are_read_back_from_the_two_scores_and_name_the_heads_division_cuts():
+    """MP = QO + KV and MP-G = QO + KV / g: the terms come back exactly; a head whose score is its group's K/V excess
+    is the one MP-G prunes and MP keeps, and the reading says so."""
+    import numpy as np
+    import pandas as pd
+
+    from repro.papers.mpg import gqa_terms as GT
+
+    qo = np.array([[0.0, 2.5, 3.0, 6.0]])  # head 0 is its group's K/V excess alone; head 2 its own Q/O
+    kv = np.array([[4.0, 0.0, 0.0, 0.0]])
+    g = 2
+    mp, mpg = qo + kv, qo + kv / g
+    back_qo, back_kv = GT.terms(mp, mpg, g)
+    assert np.allclose(back_qo, qo) and np.allclose(back_kv, kv)
+    scores = pd.DataFrame([{"model": "m", "method": m, "z": 2.0, "scores": s.tolist()} for m, s in (("mp", mp), ("mpg", mpg))])
+    t = GT.differing_heads(scores, "m", 0.5, g)
+    only_mpg = t[t["pruned by"] == "MP-G only"]
+    assert only_mpg["layer/head"].tolist() == ["0/0"] and t[t["pruned by"] == "MP only"]["layer/head"].tolist() == ["0/2"]
+    assert "MP-G cuts those" in GT.reading(t)
+    with pytest.raises(ValueError):
+        GT.terms(mp, mpg, 1)

@@ -42,13 +42,26 @@ def anatomy_frame(store: Store, experiments: dict, session: bool = True) -> pd.D
         if e is None or c["data"] != e.base_config()["data"] or c["dtype"] != e.setup.eval_dtype:
             continue
         rows.append({"model": c["model"]["name"], "method": c["method"], "sparsity": c["sparsity"],
+                     "z": c.get("z"), "draw": (c.get("calibration") or {}).get("seed"),
                      "n_windows": c["n_windows"], "seqlen": c["seqlen"], **res})
     if not rows:
         return pd.DataFrame(rows)
     order = {m: i for i, m in enumerate(experiments)}, {m: i for i, m in enumerate(LABEL)}
     frame = pd.DataFrame(rows)
     rank = frame.apply(lambda r: (order[0][r.model], order[1].get(r.method, len(LABEL)), r.sparsity), axis=1)
-    return frame.iloc[sorted(range(len(frame)), key=lambda i: rank.iloc[i])].reset_index(drop=True)
+    frame = frame.iloc[sorted(range(len(frame)), key=lambda i: rank.iloc[i])].reset_index(drop=True)
+    return frame.assign(cell=cell_labels(frame))
+
+
+def cell_labels(frame: pd.DataFrame) -> list[str]:
+    """Each diagnosed selection as 'Method @ sparsity', with its z where it is not 2 and its calibration draw where
+    the same method and sparsity were diagnosed on more than one draw."""
+    base = [f"{LABEL[a.method]} @ {pct(a.sparsity)}" + (f", z = {a.z:g}" if a.get("z") not in (None, 2.0) and
+                                                      a.get("z") == a.get("z") else "")
+            for _, a in frame.iterrows()]
+    counts = pd.Series(list(zip(frame.model, base))).value_counts() if len(frame) else {}
+    return [b + (f", draw {int(a.draw)}" if counts[(a.model, b)] > 1 and a.get("draw") is not None
+                 and a.draw == a.draw else "") for b, (_, a) in zip(base, frame.iterrows())]
 
 
 def _head(layer_head) -> str:
@@ -61,7 +74,8 @@ def anatomy_table(frame: pd.DataFrame) -> pd.DataFrame:
     return repairs most, the single extra head whose removal repairs most, and (post-norm families) the
     largest scale-up of a layer's survivors."""
     rows = []
-    for _, a in frame.iterrows():
+    cells = frame.cell if "cell" in frame else cell_labels(frame)
+    for (_, a), cell in zip(frame.iterrows(), cells):
         damage = a.nll - a.nll_dense
         best_back = min(a.restore, key=lambda t: t[2]) if a.restore else None
         best_add = min(a["add"], key=lambda t: t[2]) if a["add"] else None
@@ -69,7 +83,7 @@ def anatomy_table(frame: pd.DataFrame) -> pd.DataFrame:
         rem = a.get("remaining") if isinstance(a.get("remaining"), dict) else {}
         low = min(rem.items(), key=lambda kv: kv[1]) if rem else None
         rows.append({
-            "model": a.model, "cells": f"{LABEL[a.method]} @ {pct(a.sparsity)}",
+            "model": a.model, "cells": cell,
             "damage (nats)": round(damage, 3),
             "emptied layers": ", ".join(map(str, a.emptied)) or "none",
             "largest attention-output RMS vs dense": "-" if grown is None else

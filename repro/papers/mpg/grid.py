@@ -154,6 +154,26 @@ class MpgGrid(Sections):
             wanted |= {(m, max(self.p.sparsities)) for m in ("mpg", "mp") if m in self.p.methods}
             for m, sp in sorted(wanted):
                 out.append((yield e.anatomy.ask(m, sp, n_windows=n_win, seqlen=win_len)))
+            for m, sp, draw in self.outlier_draws(n, COLLAPSE * dense.ppl.iloc[0]):
+                out.append((yield e.anatomy.ask(m, sp, calib_seed=draw, n_windows=n_win, seqlen=win_len)))
+            if self.p.z_values and max(self.p.z_values) != 2.0 and "mpg" in self.p.methods and self.p.z_sparsities:
+                out.append((yield e.anatomy.ask("mpg", max(self.p.z_sparsities), z=max(self.p.z_values),
+                                                n_windows=n_win, seqlen=win_len)))
+        return out
+
+    def outlier_draws(self, model: str, collapse: float) -> list[tuple[str, float, int]]:
+        """(method, sparsity, calibration draw) of each Table I cell whose worst draw collapses (perplexity above
+        ``collapse``) and lies more than ten times above its first draw's: a collapse the first draw's diagnosis
+        does not describe."""
+        every = main_cells(ppl_frame(self.store, self.lm, pool=False))
+        first = self.lm[model].setup.calib_seed
+        out = []
+        for (m, sp), g in every[(every.model == model) & (every.method != "dense")].groupby(["method", "sparsity"]):
+            if g.draw.nunique() < 2 or not get_method(m).calibration:
+                continue
+            worst, base = g.loc[g.ppl.idxmax()], g[g.draw == first]
+            if int(worst.draw) != first and len(base) and worst.ppl > collapse and worst.ppl > 10 * base.ppl.iloc[0]:
+                out.append((m, float(sp), int(worst.draw)))
         return out
 
     @section(shows=lambda g: ppl_frame(g.store, g.lm, pool=False))

@@ -237,7 +237,7 @@ def spread_reading(spread: pd.DataFrame, vals: pd.DataFrame) -> str:
 # ---- sections 3c-3d: why cells collapse, and the remedy ------------------------------------------
 
 def _cell(a) -> str:
-    return f"{a.model} {LABEL[a.method]} @ {pct(a.sparsity)}"
+    return f"{a.model} {getattr(a, 'cell', None) or f'{LABEL[a.method]} @ {pct(a.sparsity)}'}"
 
 
 def anatomy_reading(frame: pd.DataFrame) -> str:

@@ -11,6 +11,7 @@ from repro.engines.mlm import MASK_RATE
 from repro.family import family_note
 from repro.methods.heads import get_method
 from repro.papers.mpg import collapse as C
+from repro.papers.mpg import gqa_terms as GT
 from repro.papers.mpg import siblings as SB
 from repro.papers.mpg.glue import TASK_LABEL, glue_reading, table3
 from repro.papers.mpg.grid import MpgGrid
@@ -25,7 +26,7 @@ from repro.papers.mpg.readings import (
 )
 from repro.papers.mpg.records import LABEL, describe, find, grid, pct
 from repro.papers.mpg.tables import Tables
-from repro.report import Table, differences_table, marked_table, model_line, paired_cells, provenance
+from repro.report import Table, differences_table, marked_table, model_line, paired_cells, provenance, summarised
 from repro.report import caption as caption_line
 from repro.survive import survival, survival_reading, unchanged_rows
 from repro.words import and_join
@@ -148,6 +149,28 @@ class Report(Tables):
                                                                "ratio paired over windows [lo, hi], the layers each "
                                                                "empties and the heads they share."),
                      C.mp_against_mpg_reading(t))
+
+    def gqa_terms(self, frame: pd.DataFrame) -> Table:
+        """Per GQA model, at the z = 2 sparsity where MP beats MP-G most: the heads only one of them prunes, with eq.
+        3's two terms (:mod:`.gqa_terms`)."""
+        heads = {n: e.shape[1] for n, e in self.grid.lm.items()}
+        pairs = C.mp_against_mpg(frame, self.models, heads)
+        parts = []
+        for n, e in self.grid.lm.items():
+            g = e.shape[1] // max(1, e.structure["kv_heads_per_layer"][0])
+            rows = pairs[(pairs.model == n) & (pairs.z == 2.0)] if len(pairs) else pairs
+            if g > 1 and len(rows):
+                sp = float(rows.loc[rows["MP / MP-G"].idxmin(), "sparsity"].rstrip("%")) / 100
+                parts.append(GT.differing_heads(self.scores(), n, sp, g))
+        t = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+        shown = t[["model", "sparsity", *[c for c in t.columns if c not in ("model", "sparsity", "g")]]].round(4) \
+            if len(t) else t
+        return summarised(Table(shown, self.caption(
+            "Why dividing by g picks MP-G's own cuts: the heads only one of MP and MP-G prunes, at the sparsity "
+            "where MP beats MP-G most (z = 2), with eq. 3's two terms read back from the two scores (K/V = (MP - MP-G) "
+            "g / (g - 1)) and each head's rank under either method (1: pruned first)."), GT.reading(t)),
+            None, None, "each model's and side's first heads (the rest in the CSV)",
+            source=shown.groupby(["model", "pruned by"], sort=False).head(6) if len(shown) else shown)
 
     # -- section 3e: Table I at the paper's calibration sizes (grid.lm_paper)
     def calibration_words(self, paper: bool) -> str:
