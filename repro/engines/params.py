@@ -100,9 +100,11 @@ class NotebookParams(BaseModel):
         try:
             return cls(**given)
         except ValidationError as e:
-            name = str(e.errors()[0]["loc"][0])
+            loc = e.errors()[0]["loc"]
+            name = str(loc[0])
             if e.errors()[0]["type"] == "missing":
-                raise ReproError(f"{where}parameter {name} is missing") from None
+                inner = "".join(f"[{k!r}]" for k in loc[1:])  # a field of a typed setting (paper_calib's, ...)
+                raise ReproError(f"{where}parameter {name}{inner} is missing") from None
             if name in cls.folders:
                 raise ReproError(f"{where}parameter {name} must name a folder, got {given[name]!r}") from None
             raise ReproError(f"{where}parameter {name} must be {kind(cls.model_fields[name].annotation)} (the "
@@ -135,6 +137,8 @@ def kind(annotation) -> str:
         return f"a list of {text}" + (" (or null)" if null else "")
     if origin is dict or annotation is dict:
         return "a mapping"
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):  # a typed setting: name its fields
+        return f"a mapping of {', '.join(annotation.model_fields)}"
     return {bool: "true or false", int: "a whole number", float: "a number", str: "a string"}.get(annotation,
                                                                                                   "a value")
 

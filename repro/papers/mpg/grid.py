@@ -30,9 +30,9 @@ class MpgGrid(Sections):
         self.lm = lm if lm is not None else session.experiments(
             HeadExperiment, q.models, grad_nsamples=q.grad_nsamples, tie_seeds=q.tie_seeds)
         # section 3e: the same models at the paper's calibration sizes, sharing their loaded weights
-        self.lm_paper = {} if not q.paper_calib or lm is not None else {
-            n: HeadExperiment(n, e.setup.replace(calib_nsamples=q.paper_calib["calib_nsamples"]), self.store,
-                              grad_nsamples=q.paper_calib["grad_nsamples"], tie_seeds=e.tie_seeds, loaded=e)
+        self.lm_paper = {} if q.paper_calib is None or lm is not None else {
+            n: HeadExperiment(n, e.setup.replace(calib_nsamples=q.paper_calib.calib_nsamples), self.store,
+                              grad_nsamples=q.paper_calib.grad_nsamples, tie_seeds=e.tie_seeds, loaded=e)
             for n, e in self.lm.items()}
         self.vision = vision if vision is not None else session.experiments(
             VisionHeadExperiment, q.vision_models, n_calib=q.vision_n_calib, grad_nsamples=q.vision_grad_nsamples,

@@ -7,11 +7,22 @@ import math
 from dataclasses import fields, replace
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 from repro.assets.encoders import known_encoders
 from repro.assets.glue import GLUE, PAPER_RECIPES, Recipe
 from repro.assets.models import is_hub_id
 from repro.engines.params import NotebookParams, Number
 from repro.errors import ReproError, UnknownNameError, check_list, check_number
+
+
+class PaperCalibration(BaseModel):
+    """Section 3e: Table I's calibration-based scorers again at ``calib_nsamples`` windows (the paper: 64 of 512
+    tokens) and Gradient-Head at ``grad_nsamples`` (the paper: 32)."""
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    calib_nsamples: int
+    grad_nsamples: int
 
 
 class MpgParams(NotebookParams):
@@ -26,9 +37,9 @@ class MpgParams(NotebookParams):
     calib_nsamples: int = 64
     grad_nsamples: int = 32
     calib_seqlen: int = 512
-    # section 3e: Table I's calibration-based scorers again at the paper's calibration sizes (calib_nsamples,
-    # grad_nsamples; the claims read those cells), where the profile shrank them; {}: none
-    paper_calib: dict[str, int] = {}
+    # section 3e: Table I's calibration-based scorers again at the paper's calibration sizes (the claims read those
+    # cells), where the profile shrank them; None: none
+    paper_calib: PaperCalibration | None = None
     methods: list[str] = ["mpg", "mp", "wanda-head", "sparsegpt-head", "gradient-head", "hybrid", "magnitude-head",
                           "random"]
     sparsities: list[Number] = [0.125, 0.25, 0.5]
@@ -106,11 +117,8 @@ class MpgParams(NotebookParams):
                     raise ReproError(f"parameter glue_recipe[{f.name!r}] must be a {'whole ' if integer else ''}"
                                      f"number {'>= 0' if zero else '> 0'}, got {v!r}")
         self.check_among("zeroshot_models", "efficiency_models")
-        if self.paper_calib:
-            if set(self.paper_calib) != {"calib_nsamples", "grad_nsamples"}:
-                raise ReproError(f"parameter paper_calib must name calib_nsamples and grad_nsamples (or be {{}}: "
-                                 f"none), got {self.paper_calib!r}")
-            for k, v in self.paper_calib.items():
+        if self.paper_calib is not None:
+            for k, v in self.paper_calib.model_dump().items():
                 check_number(f"paper_calib[{k!r}]", v, True, 1)
         from repro.evaluate.zeroshot import KNOWN_TASKS
 
